@@ -1,0 +1,1 @@
+"""NVIDIA backend plumbing: lazy CuPy access, the compile cache and a thin launcher."""

@@ -1,0 +1,72 @@
+"""Lazy CuPy access. Nothing here imports CuPy until a GPU is actually used."""
+
+from __future__ import annotations
+
+import functools
+
+from ..status import Status, error
+
+
+@functools.cache
+def _cupy():
+    try:
+        import cupy
+    except Exception as exc:  # ImportError, or a broken CUDA install
+        return exc
+    return cupy
+
+
+def cupy():
+    """The cupy module, or DEVICE_NOT_INITIALIZED if it cannot be imported."""
+    mod = _cupy()
+    if isinstance(mod, Exception):
+        raise error(Status.DEVICE_NOT_INITIALIZED, f"NVIDIA backend needs CuPy: {type(mod).__name__}: {mod}")
+    return mod
+
+
+def available() -> bool:
+    return device_count() > 0
+
+
+@functools.cache
+def device_count() -> int:
+    mod = _cupy()
+    if isinstance(mod, Exception):
+        return 0
+    try:
+        return int(mod.cuda.runtime.getDeviceCount())
+    except Exception:
+        return 0
+
+
+@functools.cache
+def properties(device_id: int) -> dict:
+    cp = cupy()
+    props = cp.cuda.runtime.getDeviceProperties(device_id)
+    return {
+        "name": props["name"].decode() if isinstance(props["name"], bytes) else props["name"],
+        "sm_count": props["multiProcessorCount"],
+        "cc": props["major"] * 10 + props["minor"],
+        "max_shared_per_block_optin": props.get("sharedMemPerBlockOptin", 48 * 1024),
+    }
+
+
+def pointer_device(ptr: int) -> int:
+    cp = cupy()
+    attrs = cp.cuda.runtime.pointerGetAttributes(ptr)
+    return int(attrs.device)
+
+
+def stream_ptr(stream) -> int:
+    """cudaStream_t of ``stream``: None (CuPy's current stream), CuPy/torch streams, or an int."""
+    if stream is None:
+        return cupy().cuda.get_current_stream().ptr
+    if isinstance(stream, int):
+        return stream
+    ptr = getattr(stream, "ptr", None)
+    if isinstance(ptr, int):
+        return ptr
+    ptr = getattr(stream, "cuda_stream", None)
+    if isinstance(ptr, int):
+        return ptr
+    raise error(Status.BAD_PARAM, f"unsupported stream object {type(stream).__name__}")

@@ -1,0 +1,238 @@
+"""The operator descriptor: create (validate + plan + compile) -> workspace -> calculate -> destroy."""
+
+from __future__ import annotations
+
+from .buffers import address, host_view
+from .devices import Device, Handle
+from .spec import REQUIRED, Checker, Info, OpSpec
+from .status import InfiniopError, Status, error
+from .tensor import TensorDescriptor
+
+
+def _bind(spec: OpSpec, what: str, roles, args, kwargs, allow_missing_optional=True) -> dict:
+    """Bind positional/keyword arguments to roles (names or aliases)."""
+    names = [r.name for r in roles]
+    if len(args) > len(names):
+        raise error(Status.BAD_PARAM, f"{spec.name}: {what} takes {len(names)} tensors, got {len(args)}")
+    bound = dict(zip(names, args))
+    for key, value in kwargs.items():
+        key = spec.alias.get(key, key)
+        if key not in names:
+            raise error(Status.BAD_PARAM, f"{spec.name}: unknown tensor argument '{key}' for {what}")
+        if key in bound:
+            raise error(Status.BAD_PARAM, f"{spec.name}: tensor '{key}' given twice")
+        bound[key] = value
+    for r in roles:
+        if r.name not in bound:
+            if r.optional and allow_missing_optional:
+                bound[r.name] = None
+            else:
+                raise error(Status.NULL_POINTER, f"{spec.name}: missing tensor '{r.name}'")
+    return bound
+
+
+def parse_attrs(spec: OpSpec, attrs: tuple, values: dict, what: str = "attribute") -> dict:
+    out = {}
+    table = {a.name: a for a in attrs}
+    alias = {al: a.name for a in attrs for al in a.aliases}
+    for key, value in values.items():
+        key = alias.get(key, key)
+        if key not in table:
+            raise error(Status.BAD_PARAM, f"{spec.name}: unknown {what} '{key}'")
+        out[key] = table[key].coerce(value, spec.name)
+    for a in attrs:
+        if a.name not in out:
+            if a.default is REQUIRED:
+                raise error(Status.BAD_PARAM, f"{spec.name}: missing {what} '{a.name}'")
+            out[a.name] = a.default
+    return out
+
+
+class Descriptor:
+    """An operator instance bound to a handle and fixed tensor layouts.
+
+    Created by :func:`infiniop_py.create_descriptor`; use as a context manager or call
+    :meth:`destroy`. All validation and kernel compilation happen at creation.
+    """
+
+    def __init__(self, spec: OpSpec, handle: Handle, tensors: dict, attrs: dict):
+        if not isinstance(handle, Handle):
+            raise error(Status.BAD_PARAM, f"{spec.name}: first argument must be a handle, got {type(handle).__name__}")
+        handle.check_alive(spec.name)
+        self.spec = spec
+        self.handle = handle
+        for name, desc in tensors.items():
+            if desc is not None and not isinstance(desc, TensorDescriptor):
+                raise error(
+                    Status.BAD_PARAM, f"{spec.name}: tensor '{name}' must be a TensorDescriptor, got {type(desc).__name__}"
+                )
+            if desc is None and not spec.role[name].optional:
+                raise error(Status.NULL_POINTER, f"{spec.name}: tensor '{name}' is required")
+        parsed = parse_attrs(spec, spec.attrs, attrs)
+        check = Checker(spec.name, dict(tensors), parsed, handle.device)
+        info = spec.validate(check)
+        if not isinstance(info, Info):
+            info = Info(spec.name, tensors, parsed)
+        self.info = info
+        gpu = handle.device is Device.NVIDIA
+        factory = spec.nvidia if gpu else spec.cpu
+        if factory is None:
+            raise error(Status.NOT_IMPLEMENTED, f"{spec.name}: no {handle.device.name} backend")
+        if gpu:
+            self._kernel = factory(info, handle)
+        else:
+            self._kernel = _CpuKernel(info, [t.name for t in spec.tensors], factory(info))
+        self.workspace_size = int(getattr(self._kernel, "workspace_size", 0))
+        # Precomputed per-tensor facts for the calculate fast path.
+        self._gpu = gpu
+        self._dev = handle.device_id
+        order = [t.name for t in spec.tensors]
+        self._names = order
+        self._nbytes = [info.tensors[n].span_bytes if info.tensors.get(n) is not None else 0 for n in order]
+        self._write = [spec.role[n].is_output for n in order]
+        self._present = [info.tensors.get(n) is not None for n in order]
+        self._nrt = len(spec.runtime)
+        self._destroyed = False
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def destroy(self) -> None:
+        if self._destroyed:
+            raise error(Status.BAD_PARAM, f"{self.spec.name}: descriptor already destroyed")
+        self._destroyed = True
+        self._kernel = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if not self._destroyed:
+            self.destroy()
+
+    def __repr__(self) -> str:
+        state = "destroyed" if self._destroyed else self.handle.name
+        return f"<{self.spec.name} descriptor on {state}>"
+
+    # -- calculate -----------------------------------------------------------------------
+    def calculate(self, workspace, *args, stream=None, workspace_size: int | None = None, **kwargs):
+        """Run the operator: ``calculate(ws, *outputs, *inputs, *runtime_scalars, stream=None)``."""
+        kernel = self._kernel
+        if kernel is None:
+            raise error(Status.BAD_PARAM, f"{self.spec.name}: calculate after destroy")
+        ntensor = len(self._names)
+        if kwargs or len(args) != ntensor + self._nrt:
+            args, rt = self._bind_call(args, kwargs)
+        else:
+            rt = args[ntensor:]
+            args = args[:ntensor]
+        gpu, dev, name_list = self._gpu, self._dev, self._names
+        op = self.spec.name
+        ptrs = []
+        for i, buf in enumerate(args):
+            if not self._present[i]:
+                if buf is not None:
+                    raise error(Status.BAD_PARAM, f"{op}: tensor '{name_list[i]}' was absent at create but a buffer was given")
+                ptrs.append(0)
+                continue
+            ptrs.append(
+                address(buf, op=op, name=name_list[i], nbytes=self._nbytes[i], gpu=gpu, device_id=dev, write=self._write[i])
+            )
+        need = self.workspace_size
+        if need:
+            if workspace_size is not None and workspace_size < need:
+                raise error(Status.INSUFFICIENT_WORKSPACE, f"{op}: workspace of {workspace_size} bytes, {need} required")
+            if workspace is None:
+                raise error(Status.INSUFFICIENT_WORKSPACE, f"{op}: no workspace given, {need} bytes required")
+            ws_ptr = address(workspace, op=op, name="workspace", nbytes=0, gpu=gpu, device_id=dev, write=True)
+            if not isinstance(workspace, int):
+                from .buffers import describe
+
+                ext = describe(workspace)[3]
+                if ext is not None and ext < need:
+                    raise error(Status.INSUFFICIENT_WORKSPACE, f"{op}: workspace of {ext} bytes, {need} required")
+        else:
+            ws_ptr = 0
+        if rt:
+            rt = tuple(a.coerce(v, op) for a, v in zip(self.spec.runtime, rt))
+        kernel(ptrs, ws_ptr, rt, stream)
+
+    def _bind_call(self, args, kwargs):
+        spec = self.spec
+        ntensor = len(self._names)
+        tensors = args[:ntensor]
+        rt_pos = args[ntensor:]
+        tkw = {k: v for k, v in kwargs.items() if spec.alias.get(k, k) in spec.role}
+        rkw = {k: v for k, v in kwargs.items() if k not in tkw}
+        bound = _bind(spec, "calculate", spec.tensors, tensors, tkw)
+        if len(rt_pos) > len(spec.runtime):
+            raise error(Status.BAD_PARAM, f"{spec.name}: too many arguments to calculate")
+        rt_vals = dict(zip((a.name for a in spec.runtime), rt_pos))
+        for k, v in rkw.items():
+            if k in rt_vals:
+                raise error(Status.BAD_PARAM, f"{spec.name}: runtime scalar '{k}' given twice")
+            rt_vals[k] = v
+        rt = parse_attrs(spec, spec.runtime, rt_vals, "runtime scalar")
+        return [bound[n] for n in self._names], tuple(rt[a.name] for a in spec.runtime)
+
+
+class _CpuKernel:
+    """Adapts a NumPy implementation ``fn(views, workspace, runtime)`` to the pointer interface."""
+
+    def __init__(self, info: Info, order: list[str], fn):
+        self.info = info
+        self.fn = fn
+        self.order = order
+        self.workspace_size = getattr(fn, "workspace_size", 0)
+
+    def __call__(self, ptrs, ws_ptr, rt, stream):
+        info = self.info
+        views = {}
+        for name, ptr in zip(self.order, ptrs):
+            desc = info.tensors.get(name)
+            views[name] = None if desc is None else host_view(ptr, desc)
+        ws = None
+        if self.workspace_size:
+            import numpy as np
+
+            from .dtypes import DType
+            from .tensor import TensorDescriptor
+
+            ws = (
+                host_view(ws_ptr, TensorDescriptor((self.workspace_size,), (1,), DType.U8))
+                if ws_ptr
+                else np.empty(self.workspace_size, np.uint8)
+            )
+        try:
+            self.fn(views, ws, rt)
+        except InfiniopError:
+            raise
+        except Exception as exc:  # never let a NumPy error escape the public API
+            raise error(Status.INTERNAL_ERROR, f"{info.op}: CPU backend failed: {type(exc).__name__}: {exc}") from exc
+
+
+def create_descriptor(name: str, handle: Handle, *tensors, **kwargs) -> Descriptor:
+    """Generic create: ``create_descriptor("add", h, c_desc, a_desc, b_desc, **attrs)``.
+
+    Positional arguments are the tensor descriptors (outputs, then inputs, per ops.md), then
+    attributes in declaration order; keywords may name tensors (or their aliases) and attributes.
+    """
+    from .registry import get_spec
+
+    spec = get_spec(name)
+    ntensor = len(spec.tensors)
+    tdescs, attr_pos = tensors[:ntensor], tensors[ntensor:]
+    if len(attr_pos) > len(spec.attrs):
+        raise error(Status.BAD_PARAM, f"{spec.name}: too many positional arguments to create")
+    tkw = {k: v for k, v in kwargs.items() if spec.alias.get(k, k) in spec.role}
+    akw = {k: v for k, v in kwargs.items() if k not in tkw}
+    bound = _bind(spec, "create", spec.tensors, tdescs, tkw)
+    attrs = dict(zip((a.name for a in spec.attrs), attr_pos))
+    for k, v in akw.items():
+        if k in attrs:
+            raise error(Status.BAD_PARAM, f"{spec.name}: attribute '{k}' given twice")
+        attrs[k] = v
+    try:
+        return Descriptor(spec, handle, bound, attrs)
+    except InfiniopError:
+        raise
+    except Exception as exc:
+        raise error(Status.INTERNAL_ERROR, f"{spec.name}: create failed: {type(exc).__name__}: {exc}") from exc

@@ -1,0 +1,166 @@
+"""The elementwise framework: an operator is a C++ expression plus a NumPy function.
+
+    SPEC = elementwise_op(name="add", stem="Add", out="c", ins=("a", "b"),
+                          cuda="a + b", numpy=np.add, dtypes=F | SI | {U8},
+                          reference=lambda a, b: a + b, torch="torch.add(a, b)")
+
+Rules (ops.md §0): identical shapes; inputs may broadcast through zero strides; outputs may
+not have a zero stride on a dim > 1 nor overlap themselves; any non-negative strides; f16/bf16
+computed in f32 and rounded once; the output may alias an input with the same layout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..dtypes import DType, H
+from ..spec import Attr, Checker, Info, OpSpec, inp, out
+from ..status import Status
+
+F32 = np.dtype(np.float32)
+
+
+def check_same_shape(check: Checker, names) -> None:
+    first = names[0]
+    for n in names[1:]:
+        d = check[n]
+        if d.ndim != check[first].ndim:
+            check.fail(
+                Status.BAD_TENSOR_SHAPE,
+                f"tensor '{n}' has {d.ndim} dims {list(d.shape)}, '{first}' has {check[first].ndim} {list(check[first].shape)}",
+            )
+    check.same_shape(first, *names[1:])
+
+
+def same_dtype_rule(dtypes):
+    """Default dtype rule: the output dtype is in ``dtypes`` and every input shares it."""
+
+    def rule(check: Checker, out_name: str, in_names) -> None:
+        check.dtype_in(out_name, dtypes)
+        check.same_dtype(out_name, *in_names)
+
+    return rule
+
+
+def elementwise_validate(out_name: str, in_names, reads, dtype_rule) -> Callable[[Checker], Info]:
+    def validate(check: Checker) -> Info:
+        names = (out_name, *in_names)
+        for n in names:
+            if check[n] is None:
+                check.fail(Status.NULL_POINTER, f"tensor '{n}' is required")
+        check_same_shape(check, names)
+        dtype_rule(check, out_name, in_names)
+        check.writable(out_name)
+        return Info(check.op, check.tensors, check.attrs, out_name=out_name, reads=tuple(reads))
+
+    return validate
+
+
+def make_cpu(numpy_fn, attr_names, compute_dtype=None):
+    """NumPy implementation: half inputs go through f32; the result is rounded once into ``out``."""
+
+    def factory(info: Info):
+        out_name, reads = info.out_name, info.reads
+        attrs = [info.attrs[a] for a in attr_names]
+        out_dt = info.tensors[out_name].dtype
+        direct = (
+            isinstance(numpy_fn, np.ufunc)
+            and out_dt not in H
+            and not attrs
+            and all(info.tensors[r].dtype == out_dt for r in reads)
+        )
+
+        def run(views, ws, rt):
+            dst = views[out_name]
+            if dst.size == 0:
+                return
+            args = [views[r] for r in reads]
+            with np.errstate(all="ignore"):
+                if direct:
+                    numpy_fn(*args, out=dst)
+                    return
+                args = [a.astype(F32) if a.dtype.itemsize == 2 and a.dtype.kind not in "iub" else a for a in args]
+                if compute_dtype is not None:
+                    args = [a.astype(compute_dtype(info)) for a in args]
+                res = numpy_fn(*args, *attrs)
+                np.copyto(dst, res, casting="unsafe")
+
+        return run
+
+    return factory
+
+
+def elementwise_op(
+    *,
+    name: str,
+    stem: str,
+    out: str | tuple = "c",
+    ins: tuple = ("a", "b"),
+    cuda: str,
+    numpy: Callable,
+    dtypes,
+    reference: Callable | None = None,
+    torch: str = "",
+    summary: str = "",
+    attrs: tuple[Attr, ...] = (),
+    reads: tuple[str, ...] | None = None,
+    dtype_rule: Callable | None = None,
+    inplace: tuple[str, ...] | None = None,
+    gguf_names: tuple[str, ...] = (),
+    tensor_aliases: dict | None = None,
+    type_combos: Callable | None = None,
+    **extra,
+) -> OpSpec:
+    """Build the OpSpec of an elementwise operator.
+
+    Args:
+        out, ins: tensor names (outputs first, then inputs, as in ops.md).
+        cuda: C++ expression (or a body with ``return``) over the read inputs, named as in
+            ``ins``; attributes are available as locals of the compute type ``T``.
+        numpy: function of the read inputs (f32 for half types) and the attribute values.
+        reads: inputs the kernel reads (default: all of ``ins``); others only supply a shape.
+        dtype_rule: ``rule(check, out, ins)`` for mixed-dtype operators.
+        inplace: inputs the output may alias (default: every read input).
+        type_combos: ``() -> [(out_dtype, (read input dtypes...))]`` the NVIDIA kernels are
+            instantiated for in the compile check (default: one dtype for every operand).
+    """
+    from .cuda import make_nvidia
+
+    out_name = out
+    reads = tuple(ins) if reads is None else tuple(reads)
+    aliases = tensor_aliases or {}
+    tensors = (
+        _role("out", out_name, aliases),
+        *(_role("in", n, aliases) for n in ins),
+    )
+    rule = dtype_rule or same_dtype_rule(dtypes)
+    attr_names = tuple(a.name for a in attrs)
+    combos = type_combos or (lambda: [(d, (d,) * len(reads)) for d in sorted(dtypes)])
+    return OpSpec(
+        name=name,
+        stem=stem,
+        tensors=tensors,
+        attrs=attrs,
+        dtypes=frozenset(dtypes),
+        validate=elementwise_validate(out_name, tuple(ins), reads, rule),
+        cpu=make_cpu(numpy, attr_names),
+        nvidia=make_nvidia(name, cuda, reads, attr_names, combos),
+        reference=reference,
+        infer=lambda **descs: {out_name: descs[ins[0]]} if ins else None,
+        torch=torch,
+        summary=summary,
+        gguf_names=gguf_names,
+        inplace=tuple((out_name, i) for i in (reads if inplace is None else inplace)),
+        kernel_sources=("<elementwise>",),
+        **extra,
+    )
+
+
+def _role(kind: str, name: str, aliases: dict):
+    al = tuple(a for a, canonical in aliases.items() if canonical == name)
+    return out(name, aliases=al) if kind == "out" else inp(name, aliases=al)
+
+
+__all__ = ["elementwise_op", "DType"]

@@ -1,0 +1,1 @@
+"""Shared testing machinery: case tables, data layout with poison, comparison, timing."""

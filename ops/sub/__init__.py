@@ -1,0 +1,19 @@
+"""sub: c = a - b (ops.md §1.1)."""
+
+import numpy as np
+
+from infiniop_py.dtypes import SI, DType, F
+from infiniop_py.elementwise import elementwise_op
+
+SPEC = elementwise_op(
+    name="sub",
+    stem="Sub",
+    out="c",
+    ins=("a", "b"),
+    cuda="a - b",
+    numpy=np.subtract,
+    dtypes=F | SI | {DType.U8},
+    reference=lambda a, b: a - b,
+    torch="torch.sub(a, b)",
+    summary="c = a - b",
+)
