@@ -71,9 +71,9 @@ def __getattr__(name: str):
             globals()[name] = fn
             return fn
     if name == "ops":
-        from . import ops as _ops
+        import importlib
 
-        return _ops
+        return importlib.import_module(".ops", __name__)
     raise AttributeError(f"module 'infiniop_py' has no attribute {name!r}")
 
 

@@ -1,0 +1,113 @@
+"""Pythonic conveniences: ``iop.ops.add(a, b)`` allocates the output and caches descriptors.
+
+Every call goes through the same descriptors as the lifecycle API. Inputs are NumPy arrays
+(CPU) or CuPy arrays / torch CUDA tensors (NVIDIA); outputs come back as NumPy or CuPy arrays.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .descriptor import create_descriptor
+from .devices import Handle, create_handle
+from .dtypes import parse_dtype, to_numpy
+from .registry import get_spec, list_ops
+from .status import Status, error
+from .tensor import TensorDescriptor
+
+_handles: dict[str, Handle] = {}
+_cache: dict[tuple, object] = {}
+
+
+def _layout(x) -> tuple[str, TensorDescriptor]:
+    mod = type(x).__module__
+    if isinstance(x, np.ndarray):
+        dev = "cpu"
+    elif mod.startswith("cupy"):
+        dev = f"nvidia:{x.device.id}"
+    elif mod.startswith("torch"):
+        dev = "cpu" if x.device.type == "cpu" else f"nvidia:{x.device.index or 0}"
+        dtype = parse_dtype(x.dtype)
+        return dev, TensorDescriptor(tuple(x.shape), tuple(x.stride()), dtype)
+    else:
+        raise error(Status.BAD_PARAM, f"ops: unsupported input type {type(x).__name__}")
+    item = x.dtype.itemsize
+    if any(s % item or s < 0 for s in x.strides):
+        raise error(Status.BAD_TENSOR_STRIDES, "ops: strides must be non-negative multiples of the item size")
+    return dev, TensorDescriptor(tuple(x.shape), tuple(s // item for s in x.strides), parse_dtype(x.dtype))
+
+
+def _handle(dev: str) -> Handle:
+    h = _handles.get(dev)
+    if h is None:
+        h = _handles[dev] = create_handle(dev)
+    return h
+
+
+def _alloc(dev: str, desc: TensorDescriptor):
+    if dev == "cpu":
+        return np.empty(desc.shape, dtype=to_numpy(desc.dtype))
+    from .cuda import runtime
+
+    cp = runtime.cupy()
+    npd = to_numpy(desc.dtype)
+    if npd.name == "bfloat16":
+        npd = np.dtype(np.uint16)
+    return cp.empty(desc.shape, dtype=npd)
+
+
+def call(name: str, *inputs, out=None, **attrs):
+    spec = get_spec(name)
+    in_roles = [r.name for r in spec.inputs]
+    if len(inputs) > len(in_roles):
+        raise error(Status.BAD_PARAM, f"{name}: takes {len(in_roles)} inputs, got {len(inputs)}")
+    layouts = [_layout(x) if x is not None else (None, None) for x in inputs]
+    devs = {d for d, _ in layouts if d is not None}
+    if len(devs) != 1:
+        raise error(Status.BAD_PARAM, f"{name}: inputs must all be on one device, got {sorted(devs)}")
+    dev = devs.pop()
+    in_descs = dict(zip(in_roles, (d for _, d in layouts), strict=False))
+    if out is None:
+        if spec.infer is None:
+            raise error(Status.BAD_PARAM, f"{name}: pass out= (this operator cannot infer its outputs)")
+        out_descs = spec.infer(**in_descs, **attrs)
+        out_descs = {n: TensorDescriptor(d.shape, tuple(_contig(d.shape)), d.dtype) for n, d in out_descs.items()}
+        outs = {n: _alloc(dev, d) for n, d in out_descs.items()}
+    else:
+        outs = out if isinstance(out, dict) else {spec.outputs[0].name: out}
+        out_descs = {n: _layout(v)[1] for n, v in outs.items()}
+    key = (spec.name, dev, tuple(sorted(in_descs.items(), key=lambda kv: kv[0])), tuple(sorted(out_descs.items())), tuple(sorted(attrs.items())))
+    desc = _cache.get(key)
+    if desc is None:
+        desc = _cache[key] = create_descriptor(spec.name, _handle(dev), **out_descs, **in_descs, **attrs)
+    ws = None
+    if desc.workspace_size:
+        ws = _alloc(dev, TensorDescriptor((desc.workspace_size,), (1,), parse_dtype("u8")))
+    bufs = {**outs, **dict(zip(in_roles, inputs, strict=False))}
+    desc.calculate(ws, *(bufs.get(r.name) for r in spec.tensors))
+    values = [outs[r.name] for r in spec.outputs if r.name in outs]
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+def _contig(shape):
+    from .tensor import contiguous_strides
+
+    return contiguous_strides(shape)
+
+
+def __getattr__(name: str):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    if name in list_ops():
+
+        def fn(*inputs, out=None, **attrs):
+            return call(name, *inputs, out=out, **attrs)
+
+        fn.__name__ = name
+        fn.__doc__ = get_spec(name).summary
+        return fn
+    raise AttributeError(f"no operator {name!r}")
+
+
+def __dir__():
+    return list_ops()

@@ -1,0 +1,41 @@
+"""Shared fixtures: devices (the NVIDIA ones skip cleanly where there is no GPU or CuPy)."""
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+def gpu_available() -> bool:
+    from infiniop_py.cuda import runtime
+
+    return runtime.available()
+
+
+requires_gpu = pytest.mark.skipif(not gpu_available(), reason="needs an NVIDIA GPU with CuPy")
+
+DEVICES = [
+    pytest.param("cpu", id="cpu"),
+    pytest.param("nvidia", id="nvidia", marks=[requires_gpu, pytest.mark.gpu]),
+]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param
+
+
+@pytest.fixture
+def cpu_handle():
+    import infiniop_py as iop
+
+    return iop.create_handle("cpu")
+
+
+def pytest_report_header(config):
+    return f"infiniop_py devices: cpu{' nvidia' if gpu_available() else ''} (INFINIOP_FULL={os.environ.get('INFINIOP_FULL', '0')})"
