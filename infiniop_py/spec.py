@@ -235,6 +235,7 @@ class OpSpec:
     c_workspace_args: bool = True
     inplace: tuple[tuple[str, str], ...] = ()  # (output, input) pairs that may alias
     kernel_sources: tuple[str, ...] = ()  # CUDA files (relative to the op folder) for the compile check
+    gguf: Any = None  # GGUF file quirks: an infiniop_py.gguf.GGUFDialect (see docs/gguf.md); None: the generic rules
     module: Any = field(default=None, repr=False)
 
     def __post_init__(self):
