@@ -58,7 +58,7 @@ class RearrangeKernel(CudaKernel):
         plan = transpose_plan(shape, ds, ss)
         if plan is None:
             raw = Info(info.op, {"dst": dst.with_dtype(UINT[size]), "src": src.with_dtype(UINT[size])}, {}, out_name="dst", reads=("src",))
-            self.copy = ElementwiseKernel(raw, handle, "copy", "a", ("a",), ())
+            self.copy = ElementwiseKernel(raw, handle, "copy", "src", ("src",), ())
             self.launch = self.copy.launch
             return
         a, b, batch = plan
@@ -97,7 +97,7 @@ def compile_units():
     from infiniop_py.elementwise.cuda import make_nvidia
 
     units = [(SOURCE, [kernel_name(s) for s in CTYPE])]
-    copy = make_nvidia("copy", "a", ("a",), (), lambda: [(UINT[s], (UINT[s],)) for s in CTYPE])
+    copy = make_nvidia("copy", "src", ("src",), (), lambda: [(UINT[s], (UINT[s],)) for s in CTYPE])
     return units + copy.compile_units()
 
 
