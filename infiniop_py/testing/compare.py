@@ -143,3 +143,26 @@ def compare(
     if bad.any():
         return Comparison(False, int(bad.sum()), total, max_err, _first(bad, a, e, name, total, max_err))
     return Comparison(True, 0, total, max_err)
+
+
+def compare_index(actual: np.ndarray, expected: np.ndarray, values: np.ndarray, name: str = "result") -> Comparison:
+    """Index-with-ties (gguf.md §4.5): ``actual == expected``, or ``values`` equal at both indices."""
+    actual = np.asarray(actual)
+    expected = np.asarray(expected)
+    if actual.shape != expected.shape:
+        return Comparison(False, message=f"Shape mismatch: actual {list(actual.shape)}, expected {list(expected.shape)}")
+    flat_values = np.asarray(values).reshape(-1)
+    a = actual.astype(np.int64).reshape(-1)
+    e = np.asarray(expected, dtype=np.float64).astype(np.int64).reshape(-1)
+    n = flat_values.size
+    ok = a == e
+    for k in np.flatnonzero(~ok):
+        ai, ei = int(a[k]), int(e[k])
+        if 0 <= ai < n and 0 <= ei < n and flat_values[ai] == flat_values[ei]:
+            ok[k] = True
+    total = int(a.size)
+    if not ok.all():
+        bad = ~ok.reshape(actual.shape)
+        msg = _first(bad, actual, expected, name, total, 0.0) + " (values at the two indices differ)"
+        return Comparison(False, int((~ok).sum()), total, 0.0, msg)
+    return Comparison(True, 0, total, 0.0)
