@@ -111,6 +111,7 @@ def elementwise_op(
     gguf_names: tuple[str, ...] = (),
     tensor_aliases: dict | None = None,
     type_combos: Callable | None = None,
+    kernel_types: Callable | None = None,
     **extra,
 ) -> OpSpec:
     """Build the OpSpec of an elementwise operator.
@@ -125,6 +126,13 @@ def elementwise_op(
         inplace: inputs the output may alias (default: every read input).
         type_combos: ``() -> [(out_dtype, (read input dtypes...))]`` the NVIDIA kernels are
             instantiated for in the compile check (default: one dtype for every operand).
+        kernel_types: ``(tensor_name, dtype) -> dtype``: the storage type the NVIDIA kernel is
+            instantiated with for a tensor, when a bit-compatible substitute gives the same
+            result (e.g. bool/i8 outputs holding 0/1 written as u8, a bitwise select moving
+            f32 as u32). Cuts the instantiations; ``type_combos`` lists the substituted types.
+
+    A ``str`` attribute with ``choices`` reaches the C++ expression as the index of its value
+    in ``choices`` (e.g. gelu's ``approximate``: "none" -> 0, "tanh" -> 1); NumPy gets the string.
     """
     from .cuda import make_nvidia
 
@@ -146,7 +154,7 @@ def elementwise_op(
         dtypes=frozenset(dtypes),
         validate=elementwise_validate(out_name, tuple(ins), reads, rule),
         cpu=make_cpu(numpy, attr_names),
-        nvidia=make_nvidia(name, cuda, reads, attr_names, combos),
+        nvidia=_nvidia_adapter(make_nvidia(name, cuda, reads, attr_names, combos), attrs, kernel_types),
         reference=reference,
         infer=lambda **descs: {out_name: descs[ins[0]]} if ins else None,
         torch=torch,
@@ -156,6 +164,26 @@ def elementwise_op(
         kernel_sources=("<elementwise>",),
         **extra,
     )
+
+
+def _nvidia_adapter(factory, attrs, kernel_types):
+    """Wrap a NVIDIA factory: string attributes become choice indices, dtypes are substituted."""
+    coded = {a.name: a.choices for a in attrs if a.kind == "str" and a.choices}
+    if not coded and kernel_types is None:
+        return factory
+
+    def adapted(info: Info, handle):
+        attrs_ = dict(info.attrs)
+        for n, choices in coded.items():
+            attrs_[n] = choices.index(attrs_[n])
+        tensors = dict(info.tensors)
+        if kernel_types is not None:
+            tensors = {n: d if d is None else d.with_dtype(kernel_types(n, d.dtype)) for n, d in tensors.items()}
+        extra = {k: v for k, v in info.__dict__.items() if k not in ("op", "tensors", "attrs")}
+        return factory(Info(info.op, tensors, attrs_, **extra), handle)
+
+    adapted.compile_units = factory.compile_units
+    return adapted
 
 
 def _role(kind: str, name: str, aliases: dict):

@@ -1,4 +1,8 @@
-"""NVIDIA side of the elementwise framework: source generation, planning and launch."""
+"""NVIDIA side of the elementwise framework: source generation, planning and launch.
+
+Planning happens once at create (see the kernel list in elementwise.cuh); calculate only
+checks pointer alignment for the vectorised paths and launches a pre-packed call.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +12,14 @@ from pathlib import Path
 
 from ..cuda.compiler import Launch, Slot, get_module
 from ..cuda.kernel import BLOCK, CudaKernel, ctype, grid_for
+from ..dtypes import itemsize
 from ..layout import collapse, max_offset, pack_strided_meta
 from ..spec import Info
 
 TEMPLATE = (Path(__file__).parent / "elementwise.cuh").read_text()
+UNROLL = 4  # 16-byte packs in flight per thread on the dense path
+ROWS = 8  # tile rows per block on the tiled path
+MAX_BATCH = 6
 
 
 def op_struct(name: str, expr: str, reads, attr_names) -> str:
@@ -31,11 +39,25 @@ def source_for(name: str, expr: str, reads, attr_names) -> str:
     return TEMPLATE + "\n" + op_struct(name, expr, reads, attr_names)
 
 
-def kernel_names(name: str, tout: str, tins, nin: int, vec: int, index: str | None) -> list[str]:
-    targs = ", ".join([f"Op_{name}", tout, *tins])
-    if index is None:
-        return [f"ew_vec<{targs}, {nin}, {vec}>", f"ew_vec<{targs}, {nin}, 1>"]
-    return [f"ew_strided<{targs}, {nin}, {index}>"]
+def _targs(name, tout, tins):
+    return ", ".join([f"Op_{name}", tout, *tins])
+
+
+def vec_names(name, tout, tins, nin, vec):
+    t = _targs(name, tout, tins)
+    return [f"ew_vec<{t}, {nin}, {vec}, {UNROLL}>", f"ew_vec<{t}, {nin}, 1, 1>"]
+
+
+def strided_name(name, tout, tins, nin, index):
+    return f"ew_strided<{_targs(name, tout, tins)}, {nin}, {index}>"
+
+
+def rowvec_name(name, tout, tins, nin, vec, bmask):
+    return f"ew_rowvec<{_targs(name, tout, tins)}, {nin}, {vec}, {bmask}>"
+
+
+def tiled_name(name, tout, tins, nin, tile, smask, index):
+    return f"ew_tiled<{_targs(name, tout, tins)}, {nin}, {tile}, {ROWS}, {smask}, {index}>"
 
 
 def scalars_blob(values) -> bytes:
@@ -43,82 +65,177 @@ def scalars_blob(values) -> bytes:
     return struct.pack("<4d", *vals)
 
 
+def tile_size(sizes) -> int:
+    """64-wide tiles when every operand is <= 2 bytes (a warp row then moves >= 64 bytes)."""
+    return 64 if max(sizes) <= 2 else 32
+
+
+def rowvec_plan(shape, strides, sizes):
+    """(vec, meta bytes, broadcast mask) when rows are contiguous or broadcast for every operand."""
+    if not shape or strides[0][-1] != 1 or any(st[-1] not in (0, 1) for st in strides[1:]):
+        return None
+    vec = 16 // max(sizes)
+    inner = shape[-1]
+    if vec < 2 or inner % vec:
+        return None
+    for st in strides:
+        if st[-1] == 1 and any(s % vec for s in st[:-1]):
+            return None
+    nvec = 1
+    for d in shape:
+        nvec *= d
+    nvec //= vec
+    if nvec >= 2**31 or any(max_offset(shape, st) >= 2**31 for st in strides):
+        return None
+    vshape = tuple(shape[:-1]) + (inner // vec,)
+    vstrides = [tuple(st[:-1]) + (vec if st[-1] == 1 else 0,) for st in strides]
+    bmask = sum(1 << k for k, st in enumerate(strides) if k > 0 and st[-1] == 0)
+    return vec, pack_strided_meta(vshape, vstrides), bmask
+
+
+def tiled_plan(shape, strides):
+    """(a, b, batch dims, staged mask) when an input is transposed relative to the output."""
+    if len(shape) < 2 or strides[0][-1] != 1:
+        return None
+    a = len(shape) - 1
+    transposed = [k for k in range(1, len(strides)) if strides[k][a] not in (0, 1)]
+    b = None
+    for k in transposed:
+        cands = [d for d in range(len(shape) - 1) if strides[k][d] == 1]
+        if cands:
+            b = cands[0]
+            break
+    if b is None:
+        return None
+    smask = sum(1 << k for k in transposed if strides[k][b] == 1)
+    batch = [d for d in range(len(shape)) if d not in (a, b)]
+    if len(batch) > MAX_BATCH:
+        return None
+    return a, b, batch, smask
+
+
+def pack_tiled_meta(shape, strides, a, b, batch) -> bytes:
+    st4 = [list(st) for st in strides] + [[0] * len(shape)] * (4 - len(strides))
+    pad = MAX_BATCH - len(batch)
+    nb = 1
+    for d in batch:
+        nb *= shape[d]
+    blob = struct.pack("<2q", shape[a], shape[b])
+    blob += struct.pack("<4q", *(st[a] for st in st4)) + struct.pack("<4q", *(st[b] for st in st4))
+    blob += struct.pack("<6q", *([shape[d] for d in batch] + [1] * pad))
+    for st in st4:
+        blob += struct.pack("<6q", *([st[d] for d in batch] + [0] * pad))
+    return blob + struct.pack("<qii", nb, len(batch), 0)
+
+
 class ElementwiseKernel(CudaKernel):
+    """Plans one elementwise call at create; ``launch`` is bound to the chosen path."""
+
     def __init__(self, info: Info, handle, name: str, expr: str, reads, attr_names):
         super().__init__(handle)
+        dev = handle.device_id
         order = list(info.tensors)
         out_d = info.tensors[info.out_name]
         in_ds = [info.tensors[r] for r in reads]
-        self.n = out_d.numel
-        if self.n == 0:
-            self.launches = None
+        self.n = n = out_d.numel
+        self.path = "empty"
+        if n == 0:
+            self.launch = self._noop
             return
         nin = len(reads)
         tout = ctype(out_d.dtype)
         tins = [ctype(d.dtype) for d in in_ds] + ["char"] * (3 - nin)
         sizes = [out_d.itemsize] + [d.itemsize for d in in_ds]
         shape, strides = collapse(out_d.shape, [out_d.strides] + [d.strides for d in in_ds])
-        self.contiguous = all(all(s == 1 for s in st) for st in strides) and len(shape) <= 1
         src = source_for(name, expr, reads, attr_names)
         idx = [order.index(info.out_name)] + [order.index(r) for r in reads]
-        ptr_args = [Slot(i) for i in idx] + [ctypes.c_void_p(0) for _ in range(3 - nin)]
+        args = [Slot(i) for i in idx] + [ctypes.c_void_p(0) for _ in range(3 - nin)]
         scal = scalars_blob([info.attrs[a] for a in attr_names])
-        if self.contiguous:
+        wide = n >= 2**31 or any(max_offset(shape, st) >= 2**31 for st in strides)
+        index = "long long" if wide else "unsigned int"
+        self.align = []
+        if len(shape) <= 1 and all(all(s == 1 for s in st) for st in strides):
             vec = max(1, 16 // max(sizes))
-            names = kernel_names(name, tout, tins, nin, vec, None)
-            mod = get_module(src, names, handle.device_id)
-            n_arg = ctypes.c_longlong(self.n)
-            self.vec_launch = Launch(
-                mod.ptr[names[0]], (grid_for(self.n // vec, BLOCK, handle.device_id),), (BLOCK,), [*ptr_args, n_arg, scal]
-            )
-            self.scalar_launch = Launch(
-                mod.ptr[names[1]], (grid_for(self.n, BLOCK, handle.device_id),), (BLOCK,), [*ptr_args, n_arg, scal]
-            )
-            self.align = [(i, vec * sz) for i, sz in zip(idx, sizes)]
-            self.launch = self._launch_contiguous
-        else:
-            wide = self.n >= 2**31 or any(max_offset(shape, st) >= 2**31 for st in strides)
-            index = "long long" if wide else "unsigned int"
-            names = kernel_names(name, tout, tins, nin, 1, index)
-            mod = get_module(src, names, handle.device_id)
-            meta = pack_strided_meta(shape, strides)
-            self.strided_launch = Launch(
-                mod.ptr[names[0]], (grid_for(self.n, BLOCK, handle.device_id),), (BLOCK,), [*ptr_args, meta, scal]
-            )
-            self.launch = self.strided_launch_call
+            names = vec_names(name, tout, tins, nin, vec)
+            mod = get_module(src, names, dev)
+            n_arg = ctypes.c_longlong(n)
+            blocks = max(1, min(-(-(n // vec) // (BLOCK * UNROLL)), 1 << 20))
+            self.fast = Launch(mod.ptr[names[0]], (blocks,), (BLOCK,), [*args, n_arg, scal])
+            self.slow = Launch(mod.ptr[names[1]], (grid_for(n, BLOCK, dev),), (BLOCK,), [*args, n_arg, scal])
+            self.align = [(i, vec * sz) for i, sz in zip(idx, sizes, strict=True)]
+            self.path = f"vec{vec}"
+            self.launch = self._launch_aligned
+            return
+        tiled = None if wide else tiled_plan(shape, strides)
+        if tiled is not None:
+            a, b, batch, smask = tiled
+            tile = tile_size(sizes)
+            tname = tiled_name(name, tout, tins, nin, tile, smask, index)
+            mod = get_module(src, [tname], dev)
+            nb = 1
+            for d in batch:
+                nb *= shape[d]
+            grid = (-(-shape[a] // tile), min(-(-shape[b] // tile), 65535), min(nb, 65535))
+            self.fast = Launch(mod.ptr[tname], grid, (tile, ROWS), [*args, pack_tiled_meta(shape, strides, a, b, batch), scal])
+            self.path = f"tiled{tile}"
+            self.launch = self._launch_one
+            return
+        sname = strided_name(name, tout, tins, nin, index)
+        meta = pack_strided_meta(shape, strides)
+        row = rowvec_plan(shape, strides, sizes)
+        if row is not None:
+            vec, vmeta, bmask = row
+            rname = rowvec_name(name, tout, tins, nin, vec, bmask)
+            mod = get_module(src, [rname, sname], dev)
+            self.fast = Launch(mod.ptr[rname], (grid_for(n // vec, BLOCK, dev),), (BLOCK,), [*args, vmeta, scal])
+            self.slow = Launch(mod.ptr[sname], (grid_for(n, BLOCK, dev),), (BLOCK,), [*args, meta, scal])
+            self.align = [(i, vec * sz) for k, (i, sz) in enumerate(zip(idx, sizes, strict=True)) if strides[k][-1] == 1]
+            self.path = f"rowvec{vec}"
+            self.launch = self._launch_aligned
+            return
+        mod = get_module(src, [sname], dev)
+        self.fast = Launch(mod.ptr[sname], (grid_for(n, BLOCK, dev),), (BLOCK,), [*args, meta, scal])
+        self.path = "strided"
+        self.launch = self._launch_one
 
-    def launch(self, ptrs, ws_ptr, rt, stream):
-        return  # empty tensor: nothing to do
+    def _noop(self, ptrs, ws_ptr, rt, stream):
+        return
 
-    def _launch_contiguous(self, ptrs, ws_ptr, rt, stream):
+    def _launch_one(self, ptrs, ws_ptr, rt, stream):
+        self.fast(ptrs, ws_ptr, stream)
+
+    def _launch_aligned(self, ptrs, ws_ptr, rt, stream):
         for i, a in self.align:
             if ptrs[i] % a:
-                self.scalar_launch(ptrs, ws_ptr, stream)
+                self.slow(ptrs, ws_ptr, stream)
                 return
-        self.vec_launch(ptrs, ws_ptr, stream)
-
-    def strided_launch_call(self, ptrs, ws_ptr, rt, stream):
-        self.strided_launch(ptrs, ws_ptr, stream)
+        self.fast(ptrs, ws_ptr, stream)
 
 
 def make_nvidia(name: str, expr: str, reads, attr_names, combos):
-    """Factory for the descriptor; ``factory.compile_units()`` lists every instantiation for the compile check."""
+    """Factory for the descriptor; ``factory.compile_units()`` lists instantiations for the compile check.
+
+    Every dtype combination is compiled on each path; the broadcast/staging masks, which do
+    not change the types involved, are represented by the first input's mask.
+    """
 
     def factory(info: Info, handle):
         return ElementwiseKernel(info, handle, name, expr, reads, attr_names)
 
     def compile_units():
-        from ..dtypes import itemsize
-
         names = []
         nin = len(reads)
         for out_dt, in_dts in combos():
             tout = ctype(out_dt)
             tins = [ctype(d) for d in in_dts] + ["char"] * (3 - nin)
-            vec = max(1, 16 // max(itemsize(d) for d in (out_dt, *in_dts)))
-            names += kernel_names(name, tout, tins, nin, vec, None)
-            names += kernel_names(name, tout, tins, nin, 1, "unsigned int")
-            names += kernel_names(name, tout, tins, nin, 1, "long long")
+            sizes = [itemsize(d) for d in (out_dt, *in_dts)]
+            vec = max(1, 16 // max(sizes))
+            names += vec_names(name, tout, tins, nin, vec)
+            names += [strided_name(name, tout, tins, nin, ix) for ix in ("unsigned int", "long long")]
+            if vec > 1:
+                names += [rowvec_name(name, tout, tins, nin, vec, m) for m in ((0, 2) if nin else (0,))]
+            if nin:
+                names += [tiled_name(name, tout, tins, nin, tile_size(sizes), 2, ix) for ix in ("unsigned int", "long long")]
         return [(source_for(name, expr, reads, attr_names), names)]
 
     factory.compile_units = compile_units

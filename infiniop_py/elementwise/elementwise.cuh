@@ -1,16 +1,19 @@
-// Elementwise kernels shared by every pointwise operator.
+// Elementwise kernels shared by every pointwise operator (and by rearrange, as a bit copy).
 //
 // An operator supplies `struct Op { template <class TO, class T, class A, class B, class C>
 // static __device__ auto apply(const Scalars& s, A a, B b, C c); }`, called on values already
 // converted to their compute types (f32 for half types); the result is converted once to the
 // output storage type. Inputs not read by the op are passed as null `const char*`.
 //
-// ew_vec<.., V>:  all operands dense in the same order; each thread handles V consecutive
-//                 elements per step (16-byte loads when V * sizeof(T) == 16), V == 1 is the
-//                 unaligned fallback. Grid-stride loop; the tail is done element by element.
-// ew_strided<.., Index>: any strides (zero strides broadcast inputs). The linear index over the
-//                 collapsed shape (innermost dim last, ordered by the output's strides) is
-//                 decomposed with fast 32-bit division when Index is unsigned int.
+// The host collapses dims (innermost last, ordered by the output's strides) and picks one of:
+//  ew_vec<.., V, U>      every operand dense in the same order: V elements per 16-byte pack,
+//                        U packs in flight per thread (loads issued before any store).
+//  ew_rowvec<.., V, BM>  innermost dim contiguous (stride 1) or broadcast (stride 0, bit k of
+//                        BM) for every operand, sizes/strides multiples of V: 16-byte packs
+//                        along rows, broadcast operands loaded once and splatted.
+//  ew_tiled<.., SM>      an input transposed relative to the output (bit k of SM): staged
+//                        through a shared-memory tile so reads and writes are both coalesced.
+//  ew_strided<.., Index> anything else (zero strides broadcast), with 32-bit fast division.
 
 template <class Op, class TO, class T0, class T1, class T2, int NIN>
 __device__ __forceinline__ TO ew_apply(const Scalars& s, T0 x0, T1 x1, T2 x2) {
@@ -26,24 +29,35 @@ __device__ __forceinline__ TO ew_apply(const Scalars& s, T0 x0, T1 x1, T2 x2) {
   }
 }
 
-template <class Op, class TO, class T0, class T1, class T2, int NIN, int V>
+template <class Op, class TO, class T0, class T1, class T2, int NIN, int V, int U>
 __global__ void __launch_bounds__(256) ew_vec(TO* out, const T0* __restrict__ in0, const T1* __restrict__ in1,
                                               const T2* __restrict__ in2, long long n, Scalars s) {
-  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  const long long nthreads = (long long)gridDim.x * blockDim.x;
   const long long nvec = n / V;
-  for (long long v = tid; v < nvec; v += nthreads) {
-    Pack<T0, V> p0; Pack<T1, V> p1; Pack<T2, V> p2;
-    if constexpr (NIN >= 1) p0 = reinterpret_cast<const Pack<T0, V>*>(in0)[v];
-    if constexpr (NIN >= 2) p1 = reinterpret_cast<const Pack<T1, V>*>(in1)[v];
-    if constexpr (NIN >= 3) p2 = reinterpret_cast<const Pack<T2, V>*>(in2)[v];
-    Pack<TO, V> r;
+  const long long chunk = (long long)blockDim.x * U;
+  for (long long base = (long long)blockIdx.x * chunk + threadIdx.x; base < nvec; base += (long long)gridDim.x * chunk) {
+    Pack<T0, V> p0[U]; Pack<T1, V> p1[U]; Pack<T2, V> p2[U];
 #pragma unroll
-    for (int j = 0; j < V; ++j) r.v[j] = ew_apply<Op, TO, T0, T1, T2, NIN>(s, p0.v[j], p1.v[j], p2.v[j]);
-    reinterpret_cast<Pack<TO, V>*>(out)[v] = r;
+    for (int u = 0; u < U; ++u) {
+      const long long v = base + (long long)u * blockDim.x;
+      if (v < nvec) {
+        if constexpr (NIN >= 1) p0[u] = reinterpret_cast<const Pack<T0, V>*>(in0)[v];
+        if constexpr (NIN >= 2) p1[u] = reinterpret_cast<const Pack<T1, V>*>(in1)[v];
+        if constexpr (NIN >= 3) p2[u] = reinterpret_cast<const Pack<T2, V>*>(in2)[v];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const long long v = base + (long long)u * blockDim.x;
+      if (v < nvec) {
+        Pack<TO, V> r;
+#pragma unroll
+        for (int j = 0; j < V; ++j) r.v[j] = ew_apply<Op, TO, T0, T1, T2, NIN>(s, p0[u].v[j], p1[u].v[j], p2[u].v[j]);
+        reinterpret_cast<Pack<TO, V>*>(out)[v] = r;
+      }
+    }
   }
   if constexpr (V > 1) {
-    const long long i = nvec * V + tid;
+    const long long i = nvec * V + (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
       T0 a0{}; T1 a1{}; T2 a2{};
       if constexpr (NIN >= 1) a0 = in0[i];
@@ -65,11 +79,10 @@ __device__ __forceinline__ void ew_offsets(const StridedMeta& m, Index i, Index*
     Index q, r;
     if constexpr (sizeof(Index) == 4) {
       q = m.div[d].div(i);
-      r = i - q * (Index)m.shape[d];
     } else {
       q = i / (Index)m.shape[d];
-      r = i - q * (Index)m.shape[d];
     }
+    r = i - q * (Index)m.shape[d];
 #pragma unroll
     for (int k = 0; k < 4; ++k)
       if (k < nop) off[k] += r * (Index)m.stride[k][d];
@@ -90,5 +103,107 @@ __global__ void __launch_bounds__(256) ew_strided(TO* out, const T0* __restrict_
     if constexpr (NIN >= 2) a1 = in1[off[2]];
     if constexpr (NIN >= 3) a2 = in2[off[3]];
     out[off[0]] = ew_apply<Op, TO, T0, T1, T2, NIN>(s, a0, a1, a2);
+  }
+}
+
+// Load V consecutive elements (a pack) or one broadcast element splatted V times.
+template <class T, int V, bool BCAST>
+__device__ __forceinline__ Pack<T, V> ew_load_pack(const T* p, unsigned int off) {
+  Pack<T, V> r;
+  if constexpr (BCAST) {
+    const T x = p[off];
+#pragma unroll
+    for (int j = 0; j < V; ++j) r.v[j] = x;
+  } else {
+    r = *reinterpret_cast<const Pack<T, V>*>(p + off);
+  }
+  return r;
+}
+
+// Meta is over packs: the innermost size is divided by V and its strides are V (or 0).
+template <class Op, class TO, class T0, class T1, class T2, int NIN, int V, int BM>
+__global__ void __launch_bounds__(256) ew_rowvec(TO* out, const T0* __restrict__ in0, const T1* __restrict__ in1,
+                                                 const T2* __restrict__ in2, StridedMeta m, Scalars s) {
+  const unsigned int n = (unsigned int)m.n;
+  const unsigned int nthreads = gridDim.x * blockDim.x;
+  for (unsigned int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += nthreads) {
+    unsigned int off[4];
+    ew_offsets<unsigned int>(m, i, off, NIN + 1);
+    Pack<T0, V> p0; Pack<T1, V> p1; Pack<T2, V> p2;
+    if constexpr (NIN >= 1) p0 = ew_load_pack<T0, V, (BM & 2) != 0>(in0, off[1]);
+    if constexpr (NIN >= 2) p1 = ew_load_pack<T1, V, (BM & 4) != 0>(in1, off[2]);
+    if constexpr (NIN >= 3) p2 = ew_load_pack<T2, V, (BM & 8) != 0>(in2, off[3]);
+    Pack<TO, V> r;
+#pragma unroll
+    for (int j = 0; j < V; ++j) r.v[j] = ew_apply<Op, TO, T0, T1, T2, NIN>(s, p0.v[j], p1.v[j], p2.v[j]);
+    *reinterpret_cast<Pack<TO, V>*>(out + off[0]) = r;
+  }
+}
+
+// Two dims A (the output's contiguous one) and B (where staged inputs are contiguous) are
+// tiled; up to 6 more "batch" dims are walked by blockIdx.z.
+struct TiledMeta {
+  long long size_a, size_b;
+  long long sa[4], sb[4];
+  long long batch_shape[6];
+  long long batch_stride[4][6];
+  long long batch;
+  int nbatch;
+  int pad_;
+};
+
+template <class T, int TILE, bool USE>
+struct EwTile { T v[USE ? TILE : 1][USE ? TILE + 1 : 1]; };
+
+template <class Op, class TO, class T0, class T1, class T2, int NIN, int TILE, int ROWS, int SM, class Index>
+__global__ void __launch_bounds__(TILE * ROWS) ew_tiled(TO* out, const T0* __restrict__ in0, const T1* __restrict__ in1,
+                                                       const T2* __restrict__ in2, TiledMeta m, Scalars s) {
+  __shared__ EwTile<T0, TILE, (SM & 2) != 0> t0;
+  __shared__ EwTile<T1, TILE, (SM & 4) != 0> t1;
+  __shared__ EwTile<T2, TILE, (SM & 8) != 0> t2;
+  const Index size_a = (Index)m.size_a, size_b = (Index)m.size_b;
+  Index sa[4], sb[4];
+#pragma unroll
+  for (int k = 0; k < 4; ++k) { sa[k] = (Index)m.sa[k]; sb[k] = (Index)m.sb[k]; }
+  const Index tiles_b = (size_b + TILE - 1) / TILE;
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  for (long long z = blockIdx.z; z < m.batch; z += gridDim.z) {
+    Index base[4] = {0, 0, 0, 0};
+    long long rem = z;
+    for (int d = m.nbatch - 1; d >= 0; --d) {
+      const long long q = rem / m.batch_shape[d];
+      const Index r = (Index)(rem - q * m.batch_shape[d]);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) base[k] += r * (Index)m.batch_stride[k][d];
+      rem = q;
+    }
+    const Index a0 = (Index)blockIdx.x * TILE;
+    for (Index tb = blockIdx.y; tb < tiles_b; tb += gridDim.y) {
+      const Index b0 = tb * TILE;
+      if constexpr (SM != 0) {
+#pragma unroll
+        for (int j = ty; j < TILE; j += ROWS) {
+          const Index a = a0 + j, b = b0 + tx;
+          if (a < size_a && b < size_b) {
+            if constexpr ((SM & 2) != 0) t0.v[j][tx] = in0[base[1] + a * sa[1] + b * sb[1]];
+            if constexpr ((SM & 4) != 0) t1.v[j][tx] = in1[base[2] + a * sa[2] + b * sb[2]];
+            if constexpr ((SM & 8) != 0) t2.v[j][tx] = in2[base[3] + a * sa[3] + b * sb[3]];
+          }
+        }
+        __syncthreads();
+      }
+#pragma unroll
+      for (int j = ty; j < TILE; j += ROWS) {
+        const Index a = a0 + tx, b = b0 + j;
+        if (a < size_a && b < size_b) {
+          T0 x0{}; T1 x1{}; T2 x2{};
+          if constexpr (NIN >= 1) { if constexpr ((SM & 2) != 0) x0 = t0.v[tx][j]; else x0 = in0[base[1] + a * sa[1] + b * sb[1]]; }
+          if constexpr (NIN >= 2) { if constexpr ((SM & 4) != 0) x1 = t1.v[tx][j]; else x1 = in1[base[2] + a * sa[2] + b * sb[2]]; }
+          if constexpr (NIN >= 3) { if constexpr ((SM & 8) != 0) x2 = t2.v[tx][j]; else x2 = in2[base[3] + a * sa[3] + b * sb[3]]; }
+          out[base[0] + a * sa[0] + b * sb[0]] = ew_apply<Op, TO, T0, T1, T2, NIN>(s, x0, x1, x2);
+        }
+      }
+      if constexpr (SM != 0) __syncthreads();
+    }
   }
 }

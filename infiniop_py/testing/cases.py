@@ -97,6 +97,12 @@ def elementwise_cases(out: str, ins, dtypes, *, inplace=None, full=True, nonempt
                 Case(same((9, 11), **{ins[0]: T((9, 11), (0, 1)), ins[1]: T((9, 11), (1, 0))}), dt, "all inputs broadcast")
             )
         cases.append(Case(same((6, 5), **{n: T((6, 5), (0, 0)) for n in ins}), dt, "scalar inputs (all strides 0)"))
+        # Rows whose length is a multiple of every pack width: the vectorised row paths.
+        cases.append(Case(same((8, 64), (72, 1)), dt, "padded rows 8x64/(72,1)"))
+        cases.append(Case(same((5, 64), **{ins[0]: T((5, 64), (0, 1))}), dt, f"'{ins[0]}' broadcast row 5x64"))
+        cases.append(Case(same((5, 64), **{ins[-1]: T((5, 64), (1, 0))}), dt, f"'{ins[-1]}' broadcast column 5x64"))
+        cases.append(Case(same((40, 48), **{ins[-1]: T((40, 48), (1, 40))}), dt, f"'{ins[-1]}' transposed 40x48"))
+        cases.append(Case(same((3, 40, 72), **{ins[0]: T((3, 40, 72), (1, 216, 3))}), dt, "batched transposed input"))
     if not nonempty:
         cases.append(Case(same((0, 5)), dt, "empty (0x5)"))
     for n in inplace:

@@ -31,10 +31,32 @@ def to_output(value, dtype: DType) -> np.ndarray:
     return value.astype(np.int64).astype(to_numpy(dtype))
 
 
-def reference(spec, inputs: dict, attrs: dict, runtime: dict, out_dtypes: dict) -> dict:
-    """Expected outputs for ``inputs`` (NumPy arrays in their storage dtypes)."""
+def _output_kwargs(fn, out_dtypes: dict, out_shapes: dict | None) -> dict:
+    """``out_dtypes`` / ``out_shapes`` for a reference function that declares such a parameter
+    (ops whose result depends on the output layout: cast's target dtype, equal's mode)."""
+    import inspect
+
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return {}
+    kw = {}
+    if "out_dtypes" in params:
+        kw["out_dtypes"] = dict(out_dtypes)
+    if "out_shapes" in params and out_shapes is not None:
+        kw["out_shapes"] = dict(out_shapes)
+    return kw
+
+
+def reference(spec, inputs: dict, attrs: dict, runtime: dict, out_dtypes: dict, out_shapes: dict | None = None) -> dict:
+    """Expected outputs for ``inputs`` (NumPy arrays in their storage dtypes).
+
+    A reference function that declares an ``out_dtypes`` or ``out_shapes`` parameter also gets
+    the output dtypes / shapes by output name.
+    """
     if spec.reference is None:
         raise RuntimeError(f"{spec.name}: no reference function")
+    attrs = {**attrs, **_output_kwargs(spec.reference, out_dtypes, out_shapes)}
     if spec.reference_inputs == "numpy":
         res = spec.reference(**inputs, **attrs, **runtime)
     else:

@@ -62,6 +62,7 @@ def run_case(name: str, case: Case, dtype, device: str = "cpu", seed: int = 0, h
         case.attrs,
         case.runtime,
         out_dtypes,
+        {r.name: layouts[r.name][0] for r in spec.outputs if r.name in layouts},
     )
     bufs = {}
     for role in spec.tensors:

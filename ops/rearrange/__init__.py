@@ -52,5 +52,4 @@ SPEC = OpSpec(
     torch="dst.copy_(src)",
     summary="dst = src (strided copy between any layouts)",
     c_workspace_args=False,
-    kernel_sources=("kernel.cu",),
 )

@@ -1,0 +1,305 @@
+"""Reading the GGUF container of a test-case file (gguf.md §1).
+
+The ``gguf`` package does the parsing; :class:`_Reader` only adjusts it where these files need
+something else:
+
+- every read is bounds-checked, so a truncated file gives a clear :class:`FileError` naming the
+  table and offset instead of an ``IndexError`` deep inside the library;
+- nested arrays, duplicate keys and duplicate tensor names are file errors;
+- tensor infos are recorded, not turned into arrays: the library sizes ggml type Q8_K as a
+  256-element quantised block and refuses these files, while here Q8_K means one byte per element
+  (BOOL). Tensor data is read on demand by :meth:`GGUFFile.array`, so data past the end of the
+  file or an unknown ggml type only spoils the tests that use that tensor (:class:`TestError`).
+
+Big-endian files and GGUF version 1 are rejected before the library sees them.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from gguf import GGUFReader, GGUFValueType
+
+from ..dtypes import DType, from_ggml, to_numpy
+
+MAGIC = b"GGUF"
+VERSIONS = (2, 3)
+ARCHITECTURE = "infiniop-test"
+DEFAULT_ALIGNMENT = 32
+
+INT_TYPES = frozenset(
+    {
+        GGUFValueType.UINT8,
+        GGUFValueType.INT8,
+        GGUFValueType.UINT16,
+        GGUFValueType.INT16,
+        GGUFValueType.UINT32,
+        GGUFValueType.INT32,
+        GGUFValueType.UINT64,
+        GGUFValueType.INT64,
+    }
+)
+FLOAT_TYPES = frozenset({GGUFValueType.FLOAT32, GGUFValueType.FLOAT64})
+
+
+class FileError(Exception):
+    """The file as a whole is unreadable or malformed (a per-file error, exit code 2)."""
+
+
+class TestError(Exception):
+    """One test's content is unusable (status INVALID TEST)."""
+
+    __test__ = False  # not a pytest class
+
+
+class _Truncated(Exception):
+    def __init__(self, offset: int, need: int):
+        super().__init__(offset, need)
+        self.offset = offset
+        self.need = need
+
+
+@dataclass(frozen=True)
+class Value:
+    """One key's value: its GGUF type, the decoded Python value and, for arrays, the element type."""
+
+    vtype: GGUFValueType
+    value: Any
+    subtype: GGUFValueType | None = None
+
+    @property
+    def is_array(self) -> bool:
+        return self.vtype == GGUFValueType.ARRAY
+
+    def type_name(self) -> str:
+        if self.is_array:
+            return f"ARRAY[{self.subtype.name if self.subtype is not None else '?'}]"
+        return self.vtype.name
+
+
+@dataclass(frozen=True)
+class StoredTensor:
+    """A tensor info: name, ggml type code, stored shape (natural order) and absolute data offset."""
+
+    name: str
+    ggml_type: int
+    shape: tuple[int, ...]
+    offset: int
+
+    @property
+    def dtype(self) -> DType | None:
+        """The project dtype (BOOL for Q8_K), or None for a ggml type these files may not use."""
+        return from_ggml(self.ggml_type)
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def has_data(self) -> bool:
+        return self.numel > 0
+
+
+class _Reader(GGUFReader):
+    """``GGUFReader`` with bounds-checked reads and lazy, Q8_K-aware tensor data."""
+
+    stored: dict[str, StoredTensor]
+
+    def _get(self, offset, dtype, count=1, override_order=None):
+        count = int(count)
+        need = np.dtype(dtype).itemsize * count
+        if offset + need > self.data.shape[0]:
+            raise _Truncated(int(offset), need)
+        return super()._get(offset, dtype, count, override_order)
+
+    def _key_at(self, offs: int) -> str:
+        _, raw = self._get_str(offs)
+        try:
+            return bytes(raw).decode("utf-8")
+        except UnicodeDecodeError:
+            raise FileError(f"key at offset {offs} is not valid UTF-8") from None
+
+    def _build_fields(self, offs: int, count: int) -> int:
+        for _ in range(int(count)):
+            start = offs
+            try:
+                key = self._key_at(offs)
+            except _Truncated:
+                raise FileError(f"truncated key/value table: key at offset {start}") from None
+            if key in self.fields:
+                raise FileError(f"duplicate key '{key}' at offset {start}")
+            try:
+                offs = super()._build_fields(offs, 1)
+            except _Truncated as t:
+                raise FileError(f"truncated key/value table: value of key '{key}' at offset {t.offset}") from None
+            except (ValueError, KeyError) as exc:
+                raise FileError(f"bad value of key '{key}' at offset {start}: {exc}") from None
+            field = self.fields[key]
+            if field.types and field.types[0] == GGUFValueType.ARRAY:
+                code = int(field.parts[3][0])
+                if code not in _VALUE_TYPES:
+                    raise FileError(f"key '{key}': unknown array element type {code}")
+                if code == GGUFValueType.ARRAY:
+                    raise FileError(f"key '{key}': nested arrays are not allowed")
+        return offs
+
+    def _build_tensor_info(self, offs: int, count: int):
+        fields = []
+        for k in range(int(count)):
+            try:
+                offs, one = super()._build_tensor_info(offs, 1)
+            except _Truncated as t:
+                raise FileError(f"truncated tensor-info table: tensor #{k} at offset {t.offset}") from None
+            fields += one
+        return offs, fields
+
+    def _build_tensors(self, start_offs: int, fields) -> None:
+        self.stored = {}
+        for k, field in enumerate(fields):
+            _, name_data, _, dims, raw_type, rel_offset = field.parts
+            try:
+                name = bytes(name_data).decode("utf-8")
+            except UnicodeDecodeError:
+                raise FileError(f"tensor #{k}: name is not valid UTF-8") from None
+            if name in self.stored:
+                raise FileError(f"duplicate tensor name '{name}'")
+            shape = tuple(int(d) for d in reversed(dims.tolist()))  # stored innermost first
+            self.stored[name] = StoredTensor(name, int(raw_type[0]), shape, int(start_offs) + int(rel_offset[0]))
+        self.tensors = []
+
+
+_VALUE_TYPES = frozenset(int(t) for t in GGUFValueType)
+
+
+def _check_header(path: str) -> None:
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if len(head) == 0:
+        raise FileError("empty file")
+    if len(head) < 4 or head[:4] != MAGIC:
+        raise FileError(f"bad magic {head[:4]!r} (not a GGUF file)")
+    if len(head) < 8:
+        raise FileError("truncated header")
+    le = int.from_bytes(head[4:8], "little")
+    be = int.from_bytes(head[4:8], "big")
+    if le in VERSIONS:
+        return
+    if be in (1, *VERSIONS):
+        raise FileError(f"big-endian GGUF (version {be}) is not supported")
+    if le == 1:
+        raise FileError("GGUF version 1 is not supported (need 2 or 3)")
+    raise FileError(f"unsupported GGUF version {le} (need 2 or 3)")
+
+
+def _value(field) -> Value:
+    t0 = GGUFValueType(field.types[0])
+    if t0 == GGUFValueType.STRING:
+        return Value(t0, bytes(field.parts[-1]).decode("utf-8", "replace"))
+    if t0 == GGUFValueType.ARRAY:
+        sub = GGUFValueType(int(field.parts[3][0]))
+        if sub == GGUFValueType.STRING:
+            items = [bytes(field.parts[i]).decode("utf-8", "replace") for i in field.data]
+        else:
+            items = [field.parts[i][0].item() for i in field.data]
+        return Value(t0, items, sub)
+    return Value(t0, field.parts[-1][0].item())
+
+
+class GGUFFile:
+    """One opened test-case file: its keys, its tensor infos, and tensor data on demand.
+
+    Raises :class:`FileError` for anything that makes the whole file unusable.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = os.fspath(path)
+        try:
+            _check_header(self.path)
+            reader = _Reader(self.path)
+        except FileError:
+            raise
+        except _Truncated as t:
+            raise FileError(f"truncated header at offset {t.offset}") from None
+        except OSError as exc:
+            raise FileError(exc.strerror or str(exc)) from None
+        except (ValueError, KeyError) as exc:  # e.g. a bad general.alignment
+            raise FileError(str(exc).strip("'\"")) from None
+        self.version = int(reader.fields["GGUF.version"].parts[0][0])
+        self.alignment = int(reader.alignment)
+        self.data_offset = int(reader.data_offset)
+        self._data = reader.data
+        self.size = int(reader.data.shape[0])
+        self.fields: dict[str, Value] = {}
+        for name, field in reader.fields.items():
+            if name.startswith("GGUF.") and field.offset < 24:
+                continue  # the library's pseudo-fields for the header
+            self.fields[name] = _value(field)
+        self.tensors: dict[str, StoredTensor] = reader.stored
+        arch = self.fields.get("general.architecture")
+        if arch is not None and (arch.vtype != GGUFValueType.STRING or arch.value != ARCHITECTURE):
+            raise FileError(f"general.architecture is {arch.value!r}, expected '{ARCHITECTURE}'")
+        count = self.fields.get("test_count")
+        if count is None:
+            raise FileError("missing key 'test_count'")
+        if count.vtype not in INT_TYPES or count.value < 0:
+            raise FileError(f"key 'test_count' must be a non-negative integer, got {count.type_name()} {count.value!r}")
+        self.test_count = int(count.value)
+        desc = self.fields.get("general.description")
+        self.description = desc.value if desc is not None and desc.vtype == GGUFValueType.STRING else None
+        self._by_test: dict[int, tuple[dict, dict]] | None = None
+
+    def close(self) -> None:
+        self._data = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- per-test views ----------------------------------------------------------------------
+    def _index(self) -> dict[int, tuple[dict, dict]]:
+        if self._by_test is None:
+            by: dict[int, tuple[dict, dict]] = {}
+            for table, slot in ((self.fields, 0), (self.tensors, 1)):
+                for name, item in table.items():
+                    if not name.startswith("test."):
+                        continue
+                    num, dot, rest = name[5:].partition(".")
+                    if not dot or not num.isdigit() or str(int(num)) != num:
+                        continue
+                    i = int(num)
+                    if i < self.test_count:
+                        by.setdefault(i, ({}, {}))[slot][rest] = item
+            self._by_test = by
+        return self._by_test
+
+    def test_items(self, index: int) -> tuple[dict[str, Value], dict[str, StoredTensor]]:
+        """Keys and tensors of test ``index``, by name without the ``test.{i}.`` prefix."""
+        keys, tensors = self._index().get(index, ({}, {}))
+        return dict(keys), dict(tensors)
+
+    # -- tensor data ----------------------------------------------------------------------------
+    def array(self, tensor: StoredTensor, key: str | None = None) -> np.ndarray:
+        """The stored data of ``tensor`` in its stored shape (a copy). TestError if unusable."""
+        key = key or tensor.name
+        dtype = tensor.dtype
+        if dtype is None:
+            raise TestError(f"tensor '{key}' has unsupported ggml type {tensor.ggml_type}")
+        npd = to_numpy(dtype)
+        n = tensor.numel
+        nbytes = n * npd.itemsize
+        if self._data is None:
+            raise TestError(f"tensor '{key}': file already closed")
+        if tensor.offset + nbytes > self.size:
+            raise TestError(
+                f"tensor '{key}' data ({nbytes} bytes at offset {tensor.offset}) runs past the end of the file ({self.size} bytes)"
+            )
+        raw = np.array(self._data[tensor.offset : tensor.offset + nbytes], dtype=np.uint8, copy=True)
+        if dtype is DType.BOOL:
+            return (raw != 0).reshape(tensor.shape)
+        return raw.view(npd).reshape(tensor.shape)
