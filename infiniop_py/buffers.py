@@ -104,8 +104,58 @@ def describe(obj) -> tuple[str, int, int, int | None, bool]:
     raise error(Status.BAD_PARAM, f"unsupported buffer type {type(obj).__name__}")
 
 
-def address(obj, *, op: str, name: str, nbytes: int, gpu: bool, device_id: int, write: bool) -> int:
+def _cupy_fast(obj, op, name, nbytes, gpu, device_id, write):
+    """CuPy arrays: C-level attribute reads only, for the per-call hot path."""
+    data = obj.data
+    if not gpu or data.device_id != device_id:
+        return None
+    if obj.nbytes < nbytes or not obj.flags.c_contiguous:
+        return None  # let the general path compute the exact extent (or report the error)
+    return data.ptr
+
+
+def _torch_fast(obj, op, name, nbytes, gpu, device_id, write):
+    if not gpu or not obj.is_cuda or obj.get_device() != device_id:
+        return None
+    if not obj.is_contiguous() or obj.numel() * obj.element_size() < nbytes:
+        return None
+    return obj.data_ptr()
+
+
+def _numpy_fast(obj, op, name, nbytes, gpu, device_id, write):
+    if gpu or obj.nbytes < nbytes or not obj.flags.c_contiguous or (write and not obj.flags.writeable):
+        return None
+    return obj.__array_interface__["data"][0]
+
+
+_FAST: dict[type, object] = {np.ndarray: _numpy_fast}
+
+
+def register_fast_types() -> None:
+    """Add hot-path extractors for CuPy and torch array types (called when a GPU handle is made)."""
+    try:
+        import cupy
+
+        _FAST[cupy.ndarray] = _cupy_fast
+    except Exception:
+        pass
+    if "torch" in sys.modules:
+        _FAST[sys.modules["torch"].Tensor] = _torch_fast
+        try:
+            _FAST[sys.modules["torch"].nn.Parameter] = _torch_fast
+        except Exception:
+            pass
+
+
+def address(obj, op: str, name: str, nbytes: int, gpu: bool, device_id: int, write: bool) -> int:
     """Base address of ``obj`` after checking kind, device, extent and writability."""
+    fast = _FAST.get(type(obj))
+    if fast is not None:
+        ptr = fast(obj, op, name, nbytes, gpu, device_id, write)
+        if ptr is not None:
+            return ptr
+    elif "torch" in sys.modules and type(obj) not in _FAST and type(obj).__module__.startswith("torch"):
+        register_fast_types()
     if obj is None:
         if nbytes == 0:
             return 0

@@ -79,6 +79,9 @@ class Descriptor:
         if factory is None:
             raise error(Status.NOT_IMPLEMENTED, f"{spec.name}: no {handle.device.name} backend")
         if gpu:
+            from .buffers import register_fast_types
+
+            register_fast_types()
             self._kernel = factory(info, handle)
         else:
             self._kernel = _CpuKernel(info, [t.name for t in spec.tensors], factory(info))
@@ -91,6 +94,7 @@ class Descriptor:
         self._nbytes = [info.tensors[n].span_bytes if info.tensors.get(n) is not None else 0 for n in order]
         self._write = [spec.role[n].is_output for n in order]
         self._present = [info.tensors.get(n) is not None for n in order]
+        self._facts = list(zip(order, self._nbytes, self._write, self._present, strict=True))
         self._nrt = len(spec.runtime)
         self._destroyed = False
 
@@ -124,25 +128,23 @@ class Descriptor:
         else:
             rt = args[ntensor:]
             args = args[:ntensor]
-        gpu, dev, name_list = self._gpu, self._dev, self._names
+        gpu, dev = self._gpu, self._dev
         op = self.spec.name
         ptrs = []
-        for i, buf in enumerate(args):
-            if not self._present[i]:
-                if buf is not None:
-                    raise error(Status.BAD_PARAM, f"{op}: tensor '{name_list[i]}' was absent at create but a buffer was given")
+        for buf, (name, nbytes, write, present) in zip(args, self._facts, strict=True):
+            if present:
+                ptrs.append(address(buf, op, name, nbytes, gpu, dev, write))
+            elif buf is None:
                 ptrs.append(0)
-                continue
-            ptrs.append(
-                address(buf, op=op, name=name_list[i], nbytes=self._nbytes[i], gpu=gpu, device_id=dev, write=self._write[i])
-            )
+            else:
+                raise error(Status.BAD_PARAM, f"{op}: tensor '{name}' was absent at create but a buffer was given")
         need = self.workspace_size
         if need:
             if workspace_size is not None and workspace_size < need:
                 raise error(Status.INSUFFICIENT_WORKSPACE, f"{op}: workspace of {workspace_size} bytes, {need} required")
             if workspace is None:
                 raise error(Status.INSUFFICIENT_WORKSPACE, f"{op}: no workspace given, {need} bytes required")
-            ws_ptr = address(workspace, op=op, name="workspace", nbytes=0, gpu=gpu, device_id=dev, write=True)
+            ws_ptr = address(workspace, op, "workspace", 0, gpu, dev, True)
             if not isinstance(workspace, int):
                 from .buffers import describe
 

@@ -57,10 +57,16 @@ def pointer_device(ptr: int) -> int:
     return int(attrs.device)
 
 
+def _current_stream():
+    global _current_stream
+    _current_stream = cupy().cuda.get_current_stream
+    return _current_stream()
+
+
 def stream_ptr(stream) -> int:
     """cudaStream_t of ``stream``: None (CuPy's current stream), CuPy/torch streams, or an int."""
     if stream is None:
-        return cupy().cuda.get_current_stream().ptr
+        return _current_stream().ptr
     if isinstance(stream, int):
         return stream
     ptr = getattr(stream, "ptr", None)
