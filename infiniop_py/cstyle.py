@@ -29,6 +29,15 @@ def _make(kind: str, spec):
     if kind == "create":
 
         def create(handle, *args, **kwargs):
+            if spec.c_attrs:  # upstream's positional attribute order differs from the Pythonic one
+                ntensor = len(spec.tensors)
+                extra, args = args[ntensor:], args[:ntensor]
+                if len(extra) > len(spec.c_attrs):
+                    raise error(Status.BAD_PARAM, f"{create.__name__}: too many arguments")
+                for key, value in zip(spec.c_attrs, extra):
+                    if key in kwargs:
+                        raise error(Status.BAD_PARAM, f"{create.__name__}: attribute '{key}' given twice")
+                    kwargs[key] = value
             return create_descriptor(spec.name, handle, *args, **kwargs)
 
         fn = create

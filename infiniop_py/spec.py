@@ -78,6 +78,8 @@ class Attr:
         import numpy as np
 
         where = f"{op}: attribute '{self.name}'"
+        if value is None and self.default is None:
+            return None  # an optional attribute / runtime scalar left unset
         try:
             if self.kind == "int":
                 if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
@@ -235,6 +237,7 @@ class OpSpec:
     c_workspace_args: bool = True
     inplace: tuple[tuple[str, str], ...] = ()  # (output, input) pairs that may alias
     kernel_sources: tuple[str, ...] = ()  # CUDA files (relative to the op folder) for the compile check
+    c_attrs: tuple[str, ...] = ()  # C-style create: attribute names in upstream's positional order (default: attrs order)
     gguf: Any = None  # GGUF file quirks: an infiniop_py.gguf.GGUFDialect (see docs/gguf.md); None: the generic rules
     module: Any = field(default=None, repr=False)
 
