@@ -53,7 +53,7 @@ class UsageError(Exception):
     pass
 
 
-class _Help(Exception):
+class _HelpRequested(Exception):  # noqa: N818 - a signal, not an error
     pass
 
 
@@ -124,7 +124,7 @@ def parse_args(argv: list[str]) -> Args:
             only_paths = True
             continue
         if tok in ("-h", "--help"):
-            raise _Help
+            raise _HelpRequested
         if tok.startswith("-k"):  # -k SUB, -kSUB, -k=SUB
             name, eq, value = "-k", len(tok) > 2, tok[2:].removeprefix("=")
         else:
@@ -431,7 +431,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parse_args(argv)
         check_device(args.device)
-    except _Help:
+    except _HelpRequested:
         print(HELP)
         return 0
     except UsageError as exc:
@@ -445,6 +445,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         session.interrupted = True
         code = 130
+    except BrokenPipeError:  # e.g. piped into head: stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        code = session.exit_code()
     except Exception as exc:  # a bug in the runner: report it without a traceback
         from .gguf.runner import describe_error
 

@@ -56,7 +56,7 @@ class TestError(Exception):
     __test__ = False  # not a pytest class
 
 
-class _Truncated(Exception):
+class _TruncatedError(Exception):
     def __init__(self, offset: int, need: int):
         super().__init__(offset, need)
         self.offset = offset
@@ -113,7 +113,7 @@ class _Reader(GGUFReader):
         count = int(count)
         need = np.dtype(dtype).itemsize * count
         if offset + need > self.data.shape[0]:
-            raise _Truncated(int(offset), need)
+            raise _TruncatedError(int(offset), need)
         return super()._get(offset, dtype, count, override_order)
 
     def _key_at(self, offs: int) -> str:
@@ -128,13 +128,13 @@ class _Reader(GGUFReader):
             start = offs
             try:
                 key = self._key_at(offs)
-            except _Truncated:
+            except _TruncatedError:
                 raise FileError(f"truncated key/value table: key at offset {start}") from None
             if key in self.fields:
                 raise FileError(f"duplicate key '{key}' at offset {start}")
             try:
                 offs = super()._build_fields(offs, 1)
-            except _Truncated as t:
+            except _TruncatedError as t:
                 raise FileError(f"truncated key/value table: value of key '{key}' at offset {t.offset}") from None
             except (ValueError, KeyError) as exc:
                 raise FileError(f"bad value of key '{key}' at offset {start}: {exc}") from None
@@ -152,7 +152,7 @@ class _Reader(GGUFReader):
         for k in range(int(count)):
             try:
                 offs, one = super()._build_tensor_info(offs, 1)
-            except _Truncated as t:
+            except _TruncatedError as t:
                 raise FileError(f"truncated tensor-info table: tensor #{k} at offset {t.offset}") from None
             fields += one
         return offs, fields
@@ -222,7 +222,7 @@ class GGUFFile:
             reader = _Reader(self.path)
         except FileError:
             raise
-        except _Truncated as t:
+        except _TruncatedError as t:
             raise FileError(f"truncated header at offset {t.offset}") from None
         except OSError as exc:
             raise FileError(exc.strerror or str(exc)) from None

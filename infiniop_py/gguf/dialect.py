@@ -42,7 +42,8 @@ class GGUFDialect:
         ``raw.rename(old, new)`` moves a tensor with its ``.shape``/``.strides``/``.inplace``
         keys (or a plain key); ``raw.drop(name)`` removes one; ``raw.put_tensor(name, array, dtype)``
         adds a derived tensor; ``raw.value(name)``, ``raw.tensor(name)``, ``raw.data(name)`` read.
-        ``raw.op_name`` is the name as written in the file (e.g. ``scatter_``).
+        ``raw.op_name`` is the name as written in the file (e.g. ``scatter_``); ``raw.notes`` is a
+        dict for passing per-test state on to :meth:`adapt` (one dialect serves every test).
         """
 
     def adapt(self, test: ParsedTest, raw: RawTest) -> None:

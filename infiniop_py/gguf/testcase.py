@@ -70,6 +70,7 @@ class RawTest:
         self.op_name = op_name
         self.keys, self.tensors = file.test_items(index)
         self._arrays: dict[str, np.ndarray] = {}
+        self.notes: dict[str, Any] = {}  # scratch space for a dialect, from prepare() to adapt()
 
     def key(self, name: str) -> str:
         return f"test.{self.index}.{name}"

@@ -198,9 +198,7 @@ class TestRecord:
     def rename(self, old: str, new: str) -> None:
         """Rename a tensor (with its ``old.*`` keys) or a key, keeping positions."""
         self.tensors = {(new if k == old else k): v for k, v in self.tensors.items()}
-        self.keys = {
-            (new + k[len(old) :] if (k == old or k.startswith(old + ".")) else k): v for k, v in self.keys.items()
-        }
+        self.keys = {(new + k[len(old) :] if (k == old or k.startswith(old + ".")) else k): v for k, v in self.keys.items()}
 
     def drop(self, name: str) -> None:
         self.tensors.pop(name, None)
@@ -243,6 +241,9 @@ def write_file(path: str | os.PathLike, tests: list[TestRecord], description: st
         w.write_kv_data_to_file()
         w.write_tensors_to_file()
         w.close()
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -1,0 +1,83 @@
+"""``python -m gguf_cases``: (re)build the GGUF test-case files (gguf.md §5.1).
+
+Writes ``<DIR>/<suite>/<op>.gguf`` for every registered operator (or the ones named). With
+``--check`` the files are regenerated into a temporary directory and compared byte for byte with
+the ones in ``DIR``; any difference (or missing file) fails with exit code 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import filecmp
+import os
+import sys
+import tempfile
+import time
+
+from infiniop_py.registry import list_ops, resolve
+
+from . import generator_for
+from ._common import SUITES, deterministic_torch
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(prog="python -m gguf_cases", description=__doc__.split("\n\n")[0])
+    p.add_argument("ops", nargs="*", metavar="OP", help="operators to build (default: every registered one)")
+    p.add_argument("--suite", choices=("quick", "full", "all"), default="quick", help="which suite (default quick)")
+    p.add_argument("--out", default=os.path.join("build", "gguf"), help="output directory (default build/gguf)")
+    p.add_argument("--seed", type=int, default=0, help="base seed (default 0)")
+    p.add_argument("--check", action="store_true", help="regenerate into a temporary directory and compare bytes")
+    return p.parse_args(argv)
+
+
+def build(ops, suites, out: str, seed: int, quiet: bool = False) -> list[str]:
+    """Write the files; returns their paths relative to ``out``."""
+    deterministic_torch()
+    written = []
+    for suite in suites:
+        for op in ops:
+            rel = os.path.join(suite, f"{op}.gguf")
+            t0 = time.perf_counter()
+            n = generator_for(op).write(os.path.join(out, rel), suite, seed)
+            if n:
+                written.append(rel)
+            if not quiet:
+                msg = (
+                    f"wrote {os.path.join(out, rel)} ({n} cases, {time.perf_counter() - t0:.1f} s)"
+                    if n
+                    else f"{op}: no {suite} cases"
+                )
+                print(msg, flush=True)
+    return written
+
+
+def main(argv=None) -> int:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    ops = []
+    for name in args.ops or list_ops():
+        canonical = resolve(name)
+        if canonical is None:
+            print(f"python -m gguf_cases: unknown operator {name!r}", file=sys.stderr)
+            return 2
+        ops.append(canonical)
+    suites = SUITES if args.suite == "all" else (args.suite,)
+    if not args.check:
+        build(ops, suites, args.out, args.seed)
+        return 0
+    with tempfile.TemporaryDirectory(prefix="gguf-check-") as tmp:
+        fresh = build(ops, suites, tmp, args.seed, quiet=True)
+        bad = []
+        for rel in fresh:
+            mine = os.path.join(args.out, rel)
+            if not os.path.exists(mine):
+                bad.append(f"{mine}: missing")
+            elif not filecmp.cmp(mine, os.path.join(tmp, rel), shallow=False):
+                bad.append(f"{mine}: differs from a fresh build")
+    for line in bad:
+        print(line)
+    print(f"checked {len(fresh)} files: {'OK' if not bad else f'{len(bad)} differ'}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
