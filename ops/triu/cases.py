@@ -1,0 +1,3 @@
+from ..tril.cases import tri_cases
+
+CASES = tri_cases()
