@@ -1,0 +1,250 @@
+"""Shared reduction framework (CPU and CUDA): reduce a strided tensor over any set of axes.
+
+``REDUCE_CUH`` holds the reusable device helpers (warp/block reduce for sum and max, online
+softmax max/sum merge, flat-index decomposition); row-wise kernels include it by text
+(``source = REDUCE_CUH + my_kernel``). ``ReduceKernel`` plans and launches sum/max/mean over
+any axes with arbitrary input and output strides:
+
+- the kept dims and the reduced dims are collapsed separately (no copies, no permutation of
+  data: only the index arithmetic is permuted);
+- ``reduce_rows`` when the innermost reduced dim is the input's fastest (last-dim and full
+  reductions): a warp per row for short rows, a block per row for long ones, 16-byte loads;
+- ``reduce_cols`` when a kept dim is the fastest (middle/outer and multi-axis reductions):
+  threads read coalesced along the contiguous dim, each accumulating one output;
+- with too few outputs to fill the GPU the reduced extent is split into S chunks whose partials
+  go to the workspace; ``reduce_finish`` combines them in a fixed order. Deterministic, no atomics.
+
+Accumulation is in f32 for half types and f32, f64 for f64, int64 for integers (max only).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..cuda.compiler import Launch, Slot, get_module
+from ..cuda.kernel import CudaKernel, ctype
+from ..dtypes import DType, is_float, itemsize, to_numpy
+from ..layout import MAXD, collapse
+
+HERE = Path(__file__).parent
+REDUCE_CUH = (HERE / "reduce.cuh").read_text()
+REDUCE_SOURCE = REDUCE_CUH + (HERE / "reduce_kernels.cu").read_text()
+
+OPS = {"sum": ("SumOp", 0), "max": ("MaxOp", 0), "mean": ("SumOp", 1)}
+
+
+def acc_size(dtype: DType) -> int:
+    """Bytes of the accumulator type of ``dtype`` (Acc<T> in reduce.cuh)."""
+    if dtype is DType.F64 or not is_float(dtype):
+        return 8
+    return 4
+
+
+def pack_dim_meta(shape, strides_list) -> bytes:
+    """Bytes of ``DimMeta`` (reduce.cuh): up to MAXD dims (innermost last), 3 stride sets."""
+    nd = len(shape)
+    if nd > MAXD:
+        raise ValueError("too many dims")
+    blob = struct.pack(f"<{MAXD}q", *(list(shape) + [1] * (MAXD - nd)))
+    for k in range(3):
+        st = list(strides_list[k]) if k < len(strides_list) else []
+        blob += struct.pack(f"<{MAXD}q", *(st + [0] * (MAXD - len(st))))
+    return blob + struct.pack("<ii", nd, 0)
+
+
+def fit_dims(shape, strides_list):
+    """Merge leading dims until at most MAXD remain (a merged dim is decomposed on the host
+    only when it keeps the stride arithmetic exact; otherwise NOT_IMPLEMENTED)."""
+    shape = list(shape)
+    strides_list = [list(s) for s in strides_list]
+    if len(shape) > MAXD:
+        from ..status import Status, error
+
+        raise error(Status.NOT_IMPLEMENTED, f"more than {MAXD} non-mergeable dims are not supported")
+    return tuple(shape), [tuple(s) for s in strides_list]
+
+
+def _pow2ceil(n: int) -> int:
+    return 1 << max(0, (int(n) - 1).bit_length())
+
+
+@dataclass
+class ReducePlan:
+    kind: str  # "rows", "cols" or "none" (no outputs)
+    meta: bytes
+    grid: tuple
+    block: tuple
+    vec: int
+    S: int
+    M: int
+    L: int
+    workspace: int
+
+
+def plan_reduce(shape, x_strides, y_strides, axes, dtype: DType, sm_count: int) -> ReducePlan:
+    """Plan a reduction of ``shape`` over ``axes``; ``y_strides[i]`` is the output stride of kept
+    input dim i (ignored for reduced dims)."""
+    ndim = len(shape)
+    axes = set(axes)
+    kept = [i for i in range(ndim) if i not in axes]
+    red = [i for i in range(ndim) if i in axes]
+    M = math.prod(shape[i] for i in kept)
+    L = math.prod(shape[i] for i in red)
+    if M == 0:
+        return ReducePlan("none", b"", (1,), (1,), 1, 1, 0, L, 0)
+    kshape, (kin, kout) = collapse([shape[i] for i in kept], [[x_strides[i] for i in kept], [y_strides[i] for i in kept]])
+    if L == 0:
+        rshape, rstr = (), ()
+    else:
+        rshape, (rstr,) = collapse([shape[i] for i in red], [[x_strides[i] for i in red]])
+    kshape, (kin, kout) = fit_dims(kshape, [kin, kout])
+    target = sm_count * 2048  # resident threads that fill the GPU
+    kept_min = kin[-1] if kshape else None
+    red_min = rstr[-1] if rshape else None
+    rows = not kshape or (rshape and red_min <= kept_min) or L <= 1
+    kept_meta = pack_dim_meta(kshape, [kin, kout])
+    if rows:
+        Ri = rshape[-1] if rshape else max(L, 0)
+        si = rstr[-1] if rshape else 0
+        oshape, ostr = (rshape[:-1], rstr[:-1]) if rshape else ((), ())
+        oshape, (ostr,) = fit_dims(oshape, [ostr])
+        Ro = math.prod(oshape) if L else 1
+        if L == 0:
+            Ri, Ro = 0, 1
+        vec = 16 // itemsize(dtype) if si == 1 and Ri >= 2 * (16 // itemsize(dtype)) else 1
+        if L <= 512:
+            G, rpb = 32, 8
+        elif L <= 4096:
+            G, rpb = 128, 1
+        else:
+            G, rpb = 256, 1
+        nblocks = -(-M // rpb)
+        threads = nblocks * G * rpb
+        S, chunk, split_outer = 1, 0, 0
+        if threads < target and L >= G * vec * 8:
+            want = min(-(-target // threads), max(1, L // (G * vec * 4)), 65535)
+            if want > 1:
+                if Ri >= want * G * vec or Ro == 1:
+                    chunk = -(-Ri // want)
+                    chunk = -(-chunk // vec) * vec
+                    S = -(-Ri // chunk)
+                else:
+                    split_outer = 1
+                    chunk = -(-Ro // min(want, Ro))
+                    S = -(-Ro // chunk)
+        red_meta = pack_dim_meta(oshape, [ostr])
+        meta = kept_meta + red_meta + struct.pack("<6qii", M, L, Ri, si, Ro, chunk, S, split_outer)
+        ws = S * M * acc_size(dtype) if S > 1 else 0
+        return ReducePlan("rows", meta, (nblocks, S), (G, rpb), vec, S, M, L, ws)
+    # columns
+    rshape, (rstr,) = fit_dims(rshape, [rstr])
+    BY = 8
+    gx = -(-M // 32)
+    threads = gx * 32 * BY
+    S, chunk = 1, 0
+    if threads < target:
+        want = min(-(-target // threads), max(1, L // (BY * 4)), 65535)
+        if want > 1:
+            chunk = -(-L // want)
+            S = -(-L // chunk)
+    si = rstr[0] if len(rshape) == 1 else 0
+    red_meta = pack_dim_meta(rshape, [rstr])
+    meta = kept_meta + red_meta + struct.pack("<6qii", M, L, L, si, 1, chunk, S, 0)
+    ws = S * M * acc_size(dtype) if S > 1 else 0
+    return ReducePlan("cols", meta, (gx, S), (32, BY), 1, S, M, L, ws)
+
+
+def kernel_names(dtype: DType, op: str) -> list[str]:
+    """Every instantiation one (dtype, op) may use."""
+    t = ctype(dtype)
+    o, mean = OPS[op]
+    vec = 16 // itemsize(dtype)
+    return [
+        f"reduce_rows<{t}, {o}, {mean}, {vec}>",
+        f"reduce_rows<{t}, {o}, {mean}, 1>",
+        f"reduce_cols<{t}, {o}, {mean}>",
+        f"reduce_finish<{t}, {o}, {mean}>",
+    ]
+
+
+class ReduceKernel(CudaKernel):
+    """Reduction of tensor ``x_name`` into ``y_name`` over ``axes`` (indices of x's dims).
+
+    ``y_kept_strides[i]``: the output stride for kept input dim i (any value for reduced dims).
+    ``slots``: (y index, x index) positions of the pointers in calculate's order.
+    """
+
+    def __init__(self, handle, x_desc, y_kept_strides, axes, op: str, slots=(0, 1)):
+        super().__init__(handle)
+        from ..cuda import runtime
+
+        sm = runtime.properties(handle.device_id)["sm_count"]
+        dtype = x_desc.dtype
+        p = plan_reduce(x_desc.shape, x_desc.strides, y_kept_strides, axes, dtype, sm)
+        self.plan = p
+        self.workspace_size = p.workspace
+        self.launches = []
+        if p.kind == "none":
+            return
+        t = ctype(dtype)
+        o, mean = OPS[op]
+        if p.kind == "rows":
+            main = f"reduce_rows<{t}, {o}, {mean}, {p.vec}>"
+        else:
+            main = f"reduce_cols<{t}, {o}, {mean}>"
+        names = [main]
+        fin = f"reduce_finish<{t}, {o}, {mean}>"
+        if p.S > 1:
+            names.append(fin)
+        mod = get_module(REDUCE_SOURCE, names, handle.device_id)
+        ys, xs = slots
+        ws = Slot("ws") if p.S > 1 else ctypes.c_void_p(0)
+        self.launches.append(Launch(mod.ptr[main], p.grid, p.block, [Slot(ys), Slot(xs), ws, p.meta]))
+        if p.S > 1:
+            self.launches.append(Launch(mod.ptr[fin], (-(-p.M // 8),), (256,), [Slot(ys), Slot("ws"), p.meta]))
+        if p.vec > 1:
+            # the vector kernel needs element alignment only (head handled in the kernel)
+            pass
+
+    def launch(self, ptrs, ws_ptr, rt, stream):
+        for ln in self.launches:
+            ln(ptrs, ws_ptr, stream)
+
+
+# --------------------------------------------------------------------------------------------
+# CPU
+# --------------------------------------------------------------------------------------------
+def acc_numpy(dtype: DType):
+    if dtype is DType.F64:
+        return np.float64
+    if is_float(dtype):
+        return np.float32
+    return np.int64
+
+
+def reduce_numpy(x: np.ndarray, axes: tuple, op: str, dtype: DType) -> np.ndarray:
+    """The reduction in the accumulator type (kept dims kept as size 1)."""
+    a = x.astype(acc_numpy(dtype), copy=False)
+    axes = tuple(axes)
+    if op == "sum":
+        return np.add.reduce(a, axis=axes, keepdims=True)
+    if op == "mean":
+        n = math.prod(x.shape[i] for i in axes)
+        s = np.add.reduce(a, axis=axes, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return s / a.dtype.type(n) if n else np.full(s.shape, np.nan, dtype=a.dtype)
+    # max: NaN propagates (np.maximum does)
+    return np.maximum.reduce(a, axis=axes, keepdims=True)
+
+
+def store(out: np.ndarray, value: np.ndarray, dtype: DType) -> None:
+    """Write ``value`` (keepdim-shaped) into ``out`` (any shape with the same element count)."""
+    if out.size == 0:
+        return
+    out[...] = value.reshape(out.shape).astype(to_numpy(dtype))

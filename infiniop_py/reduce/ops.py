@@ -1,0 +1,80 @@
+"""Validation and backends shared by the reduction operators (sum, reduce_max, reduce_mean)."""
+
+from __future__ import annotations
+
+from ..spec import Checker, Info
+from ..status import Status
+from . import REDUCE_SOURCE, ReduceKernel, kernel_names, reduce_numpy, store
+
+
+def check_output(check: Checker, axes: tuple, keepdim: bool) -> None:
+    """``output`` must have the reduced shape (size 1 at reduced dims, or those dims removed)."""
+    x, y = check["input"], check["output"]
+    if keepdim:
+        want = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
+    else:
+        want = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+    if y.shape != want:
+        check.fail(
+            Status.BAD_TENSOR_SHAPE,
+            f"tensor 'output' shape {list(y.shape)} does not match the reduced shape {list(want)} "
+            f"(input {list(x.shape)}, dims {list(axes)}, keepdim={keepdim})",
+        )
+    check.same_dtype("input", "output")
+    check.writable("output")
+
+
+def kept_strides(info: Info) -> list[int]:
+    """Output stride for each input dim (0 for reduced dims)."""
+    x, y = info.tensors["input"], info.tensors["output"]
+    axes = info.axes
+    if info.keepdim:
+        return [0 if i in axes else y.strides[i] for i in range(x.ndim)]
+    it = iter(y.strides)
+    return [0 if i in axes else next(it) for i in range(x.ndim)]
+
+
+def cpu_factory(op: str):
+    def cpu(info: Info):
+        dtype = info.tensors["input"].dtype
+        axes = info.axes
+
+        def run(views, ws, rt):
+            out = views["output"]
+            if out.size == 0:
+                return
+            store(out, reduce_numpy(views["input"], axes, op, dtype), dtype)
+
+        return run
+
+    return cpu
+
+
+def nvidia_factory(op: str, dtypes):
+    def factory(info: Info, handle):
+        return ReduceKernel(handle, info.tensors["input"], kept_strides(info), info.axes, op)
+
+    def compile_units():
+        names = []
+        for dt in sorted(dtypes):
+            names += kernel_names(dt, op)
+        return [(REDUCE_SOURCE, names)]
+
+    factory.compile_units = compile_units
+    return factory
+
+
+def check_runtime_repeat(info: Info, rt) -> None:
+    """sum's C-style calculate repeats (dims, dims_len, keepdim): they must equal create's."""
+    from ..status import error
+
+    if not rt:
+        return
+    dims, dims_len, keepdim = (tuple(rt) + (None, None, None))[:3]
+    if dims is not None and tuple(dims) != tuple(info.attrs["dims"]):
+        if dims_len is None or tuple(dims)[:dims_len] != tuple(info.attrs["dims"]):
+            raise error(Status.BAD_PARAM, f"sum: calculate dims {list(dims)} differ from create's {list(info.attrs['dims'])}")
+    if dims_len is not None and dims_len != len(info.attrs["dims"]):
+        raise error(Status.BAD_PARAM, f"sum: calculate dims_len {dims_len} differs from create's {len(info.attrs['dims'])}")
+    if keepdim is not None and bool(keepdim) != bool(info.attrs["keepdim"]):
+        raise error(Status.BAD_PARAM, f"sum: calculate keepdim {keepdim} differs from create's {info.attrs['keepdim']}")

@@ -1,0 +1,143 @@
+// Reusable device helpers for reductions and row-wise kernels (softmax, norms, cross entropy).
+// Include by text: ``source = REDUCE_CUH + my_kernel`` (iop_common.cuh is prepended by the
+// compile cache). Everything here is deterministic: fixed shuffle trees, fixed shared-memory
+// combine order, no atomics.
+
+// Accumulator type: f32 for half types and f32, f64 for f64, 64-bit for integers.
+template <class T> struct Acc { typedef float type; };
+template <> struct Acc<double> { typedef double type; };
+template <> struct Acc<int8_t> { typedef long long type; };
+template <> struct Acc<int16_t> { typedef long long type; };
+template <> struct Acc<int32_t> { typedef long long type; };
+template <> struct Acc<int64_t> { typedef long long type; };
+
+// Load any storage type as its accumulator type.
+template <class T> __device__ __forceinline__ typename Acc<T>::type red_load(T x) {
+  return (typename Acc<T>::type)iop_load(x);
+}
+
+__device__ __forceinline__ float red_neg_inf(float) { return __int_as_float(0xff800000); }
+__device__ __forceinline__ double red_neg_inf(double) { return __longlong_as_double(0xfff0000000000000ULL); }
+__device__ __forceinline__ long long red_neg_inf(long long) { return (long long)0x8000000000000000ULL; }
+
+// Reduction operators over accumulator type A. max propagates NaN (as torch.amax).
+struct SumOp {
+  template <class A> __device__ static __forceinline__ A identity() { return A(0); }
+  template <class A> __device__ static __forceinline__ A combine(A a, A b) { return a + b; }
+};
+struct MaxOp {
+  template <class A> __device__ static __forceinline__ A identity() { return red_neg_inf(A(0)); }
+  template <class A> __device__ static __forceinline__ A combine(A a, A b) { return (a != a || a > b) ? a : b; }
+};
+
+// Butterfly reduction inside a warp: every lane ends with the same, deterministic result.
+template <class Op, class A> __device__ __forceinline__ A warp_reduce(A v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = Op::template combine<A>(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Reduction over the first `nthreads` threads of the block (nthreads a multiple of 32, every
+// thread of the block must call it). `smem` holds >= 32 values. The result is returned to all.
+template <class Op, class A> __device__ __forceinline__ A block_reduce(A v, A* smem, int tid, int nthreads) {
+  v = warp_reduce<Op, A>(v);
+  const int nw = nthreads >> 5;
+  if (nw == 1) return v;
+  __syncthreads();  // smem may still be read by a previous call
+  if ((tid & 31) == 0) smem[tid >> 5] = v;
+  __syncthreads();
+  A r = (tid & 31) < nw ? smem[tid & 31] : Op::template identity<A>();
+  return warp_reduce<Op, A>(r);
+}
+
+// Exponentials: accurate for f32/f64 storage, fast for half types (their tolerance is 1e-3).
+template <class T> struct RowMath {
+  __device__ static __forceinline__ float exp_(float x) { return expf(x); }
+  __device__ static __forceinline__ float log_(float x) { return logf(x); }
+};
+template <> struct RowMath<iop_half> {
+  __device__ static __forceinline__ float exp_(float x) { return __expf(x); }
+  __device__ static __forceinline__ float log_(float x) { return __logf(x); }
+};
+template <> struct RowMath<iop_bf16> {
+  __device__ static __forceinline__ float exp_(float x) { return __expf(x); }
+  __device__ static __forceinline__ float log_(float x) { return __logf(x); }
+};
+template <> struct RowMath<double> {
+  __device__ static __forceinline__ double exp_(double x) { return exp(x); }
+  __device__ static __forceinline__ double log_(double x) { return log(x); }
+};
+
+// Online softmax state: running max m and sum s of exp(x - m). Merging two states is
+// associative up to rounding; fixed trees keep it deterministic. -inf maxima contribute 0.
+template <class A> struct MaxSum { A m, s; };
+
+template <class T, class A> __device__ __forceinline__ void ms_add(MaxSum<A>& st, A x) {
+  if (x > st.m) {
+    st.s = (st.m == red_neg_inf(A(0)) ? A(0) : st.s * RowMath<T>::exp_(st.m - x)) + A(1);
+    st.m = x;
+  } else if (x == x) {
+    st.s += (x == red_neg_inf(A(0))) ? A(0) : RowMath<T>::exp_(x - st.m);
+  } else {
+    st.m = x;  // NaN: poison the row (m stays NaN)
+    st.s = x;
+  }
+}
+
+template <class T, class A> __device__ __forceinline__ MaxSum<A> ms_merge(MaxSum<A> a, MaxSum<A> b) {
+  const A ninf = red_neg_inf(A(0));
+  if (a.m != a.m || b.m != b.m) { MaxSum<A> r; r.m = a.m != a.m ? a.m : b.m; r.s = r.m; return r; }
+  const A m = a.m > b.m ? a.m : b.m;
+  if (m == ninf) { MaxSum<A> r; r.m = m; r.s = A(0); return r; }
+  MaxSum<A> r;
+  r.m = m;
+  r.s = (a.m == ninf ? A(0) : a.s * RowMath<T>::exp_(a.m - m)) + (b.m == ninf ? A(0) : b.s * RowMath<T>::exp_(b.m - m));
+  return r;
+}
+
+template <class T, class A> __device__ __forceinline__ MaxSum<A> warp_reduce_ms(MaxSum<A> v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    MaxSum<A> w;
+    w.m = __shfl_xor_sync(0xffffffffu, v.m, o);
+    w.s = __shfl_xor_sync(0xffffffffu, v.s, o);
+    v = ms_merge<T, A>(v, w);
+  }
+  return v;
+}
+
+template <class T, class A>
+__device__ __forceinline__ MaxSum<A> block_reduce_ms(MaxSum<A> v, A* sm, A* ss, int tid, int nthreads) {
+  v = warp_reduce_ms<T, A>(v);
+  const int nw = nthreads >> 5;
+  if (nw == 1) return v;
+  __syncthreads();
+  if ((tid & 31) == 0) { sm[tid >> 5] = v.m; ss[tid >> 5] = v.s; }
+  __syncthreads();
+  MaxSum<A> r;
+  r.m = (tid & 31) < nw ? sm[tid & 31] : red_neg_inf(A(0));
+  r.s = (tid & 31) < nw ? ss[tid & 31] : A(0);
+  return warp_reduce_ms<T, A>(r);
+}
+
+// Decompose a flat index over up to IOP_MAXD dims (innermost last) into up to 3 offsets.
+struct DimMeta {
+  long long shape[IOP_MAXD];
+  long long stride[3][IOP_MAXD];
+  int ndim;
+  int pad_;
+};
+
+template <int K>
+__device__ __forceinline__ void dim_offsets(const DimMeta& d, long long idx, long long* off) {
+#pragma unroll
+  for (int k = 0; k < K; ++k) off[k] = 0;
+  for (int i = d.ndim - 1; i >= 0; --i) {
+    const long long n = d.shape[i];
+    const long long q = idx / n;
+    const long long r = idx - q * n;
+#pragma unroll
+    for (int k = 0; k < K; ++k) off[k] += r * d.stride[k][i];
+    idx = q;
+  }
+}

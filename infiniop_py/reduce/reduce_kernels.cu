@@ -1,0 +1,147 @@
+// Reductions over any set of axes of a strided tensor (sum, max, mean). Appended to reduce.cuh.
+//
+// The host (infiniop_py/reduce/plan.py) collapses the kept and the reduced dims separately and
+// picks one of two kernels:
+//   reduce_rows  the innermost reduced dim is the input's fastest: a group of G threads (a warp,
+//                or the whole block) reduces one output "row", 16-byte vector loads when the row
+//                is contiguous;
+//   reduce_cols  a kept dim is the input's fastest: threadIdx.x walks 32 neighbouring outputs
+//                (coalesced), threadIdx.y and the loop walk the reduced extent of each.
+// With few outputs the reduced extent is split over S chunks (blockIdx.y): each chunk writes a
+// partial into the workspace and reduce_finish combines the S partials of an output in a fixed
+// order, so results are bitwise identical run to run (no atomics).
+
+struct RedMeta {
+  DimMeta kept;     // kept dims; stride[0] input, stride[1] output
+  DimMeta red;      // rows: outer reduced dims; cols: all reduced dims; stride[0] input
+  long long M;      // number of outputs
+  long long L;      // reduced elements per output
+  long long Ri;     // rows: innermost reduced extent
+  long long si;     // rows: its input stride; cols (red.ndim == 1): the reduced stride
+  long long Ro;     // rows: number of outer reduced positions (L / Ri)
+  long long chunk;  // extent of one split chunk (rows: along Ri or Ro; cols: along L)
+  int S;            // number of chunks
+  int split_outer;  // rows: 1 when chunks split Ro instead of Ri
+};
+
+template <class T, class Op, int MEAN>
+__device__ __forceinline__ void red_store(T* y, long long off, typename Acc<T>::type acc, long long L) {
+  typedef typename Acc<T>::type A;
+  if (MEAN) acc = acc / (A)L;
+  y[off] = Conv<T>::from(acc);
+}
+
+template <class T, class Op, int MEAN, int VEC>
+__global__ void __launch_bounds__(1024) reduce_rows(T* __restrict__ y, const T* __restrict__ x,
+                                                    typename Acc<T>::type* __restrict__ ws, RedMeta p) {
+  typedef typename Acc<T>::type A;
+  __shared__ A smem[32];
+  const int G = blockDim.x;
+  const int tid = threadIdx.x;
+  const long long row = (long long)blockIdx.x * blockDim.y + threadIdx.y;
+  const int s = blockIdx.y;
+  A acc = Op::template identity<A>();
+  long long off[2] = {0, 0};
+  if (row < p.M) {
+    dim_offsets<2>(p.kept, row, off);
+    long long j0 = 0, j1 = p.Ro, i0 = 0, i1 = p.Ri;
+    if (p.S > 1) {
+      if (p.split_outer) {
+        j0 = (long long)s * p.chunk;
+        j1 = min(j1, j0 + p.chunk);
+      } else {
+        i0 = (long long)s * p.chunk;
+        i1 = min(i1, i0 + p.chunk);
+      }
+    }
+    for (long long j = j0; j < j1; ++j) {
+      long long ro = 0;
+      if (p.red.ndim) dim_offsets<1>(p.red, j, &ro);
+      const T* px = x + off[0] + ro;
+      if (VEC > 1) {
+        const T* p0 = px + i0;
+        const long long n = i1 - i0;
+        long long head = (long long)((VEC - (reinterpret_cast<unsigned long long>(p0) / sizeof(T)) % VEC) % VEC);
+        if (head > n) head = n;
+        if (tid < head) acc = Op::template combine<A>(acc, red_load(p0[tid]));
+        const Pack<T, VEC>* pv = reinterpret_cast<const Pack<T, VEC>*>(p0 + head);
+        const long long nv = (n - head) / VEC;
+#pragma unroll 4
+        for (long long v = tid; v < nv; v += G) {
+          const Pack<T, VEC> pk = pv[v];
+#pragma unroll
+          for (int k = 0; k < VEC; ++k) acc = Op::template combine<A>(acc, red_load(pk.v[k]));
+        }
+        const long long done = head + nv * VEC;
+        if (tid < n - done) acc = Op::template combine<A>(acc, red_load(p0[done + tid]));
+      } else {
+        const long long si = p.si;
+#pragma unroll 4
+        for (long long i = i0 + tid; i < i1; i += G) acc = Op::template combine<A>(acc, red_load(px[i * si]));
+      }
+    }
+  }
+  if (G == 32) acc = warp_reduce<Op, A>(acc);
+  else acc = block_reduce<Op, A>(acc, smem, tid, G);
+  if (row < p.M && tid == 0) {
+    if (p.S > 1) ws[(long long)s * p.M + row] = acc;
+    else red_store<T, Op, MEAN>(y, off[1], acc, p.L);
+  }
+}
+
+template <class T, class Op, int MEAN>
+__global__ void __launch_bounds__(256) reduce_cols(T* __restrict__ y, const T* __restrict__ x,
+                                                   typename Acc<T>::type* __restrict__ ws, RedMeta p) {
+  typedef typename Acc<T>::type A;
+  __shared__ A sh[8][33];
+  const int tx = threadIdx.x, ty = threadIdx.y, BY = blockDim.y;
+  const long long m = (long long)blockIdx.x * 32 + tx;
+  const int s = blockIdx.y;
+  A acc = Op::template identity<A>();
+  long long off[2] = {0, 0};
+  if (m < p.M) {
+    dim_offsets<2>(p.kept, m, off);
+    const T* px = x + off[0];
+    long long f0 = 0, f1 = p.L;
+    if (p.S > 1) {
+      f0 = (long long)s * p.chunk;
+      f1 = min(f1, f0 + p.chunk);
+    }
+    if (p.red.ndim <= 1) {
+      const long long sr = p.si;
+#pragma unroll 8
+      for (long long f = f0 + ty; f < f1; f += BY) acc = Op::template combine<A>(acc, red_load(px[f * sr]));
+    } else {
+      for (long long f = f0 + ty; f < f1; f += BY) {
+        long long ro;
+        dim_offsets<1>(p.red, f, &ro);
+        acc = Op::template combine<A>(acc, red_load(px[ro]));
+      }
+    }
+  }
+  sh[ty][tx] = acc;
+  __syncthreads();
+  if (ty == 0 && m < p.M) {
+    for (int k = 1; k < BY; ++k) acc = Op::template combine<A>(acc, sh[k][tx]);
+    if (p.S > 1) ws[(long long)s * p.M + m] = acc;
+    else red_store<T, Op, MEAN>(y, off[1], acc, p.L);
+  }
+}
+
+// Second pass: one warp per output combines its S partials in a fixed order.
+template <class T, class Op, int MEAN>
+__global__ void __launch_bounds__(256) reduce_finish(T* __restrict__ y, const typename Acc<T>::type* __restrict__ ws,
+                                                     RedMeta p) {
+  typedef typename Acc<T>::type A;
+  const long long row = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  const int lane = threadIdx.x & 31;
+  if (row >= p.M) return;  // uniform per warp
+  A acc = Op::template identity<A>();
+  for (int s = lane; s < p.S; s += 32) acc = Op::template combine<A>(acc, ws[(long long)s * p.M + row]);
+  acc = warp_reduce<Op, A>(acc);
+  if (lane == 0) {
+    long long off[2];
+    dim_offsets<2>(p.kept, row, off);
+    red_store<T, Op, MEAN>(y, off[1], acc, p.L);
+  }
+}

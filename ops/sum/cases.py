@@ -1,0 +1,5 @@
+from infiniop_py.reduce.cases import reduce_cases
+
+from . import SPEC
+
+CASES = reduce_cases(SPEC.dtypes, lambda axes, keepdim: {"dims": list(axes), "keepdim": keepdim})
