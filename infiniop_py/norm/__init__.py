@@ -1,0 +1,202 @@
+"""Shared pieces of the normalization family (ops.md §3): validation helpers, NumPy helpers
+and the NVIDIA planning of the row-wise kernels in ``norm.cuh``.
+
+Row-wise ops (rms_norm, layer_norm and their backward passes) treat every leading index as a
+row of length D (the last dim). A group of TPR threads keeps a row in registers (NORM_NP packs of
+VEC elements per thread); rows longer than that capacity go to a block-per-row kernel that
+re-reads the row from global memory. Weight gradients are reduced in two deterministic stages:
+per-block f32 (f64 for f64) partial rows in the workspace, then ``norm_col_sum``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import struct
+from pathlib import Path
+
+import numpy as np
+
+from ..cuda.compiler import Launch, Slot
+from ..dtypes import DType
+from ..layout import collapse
+from ..spec import Checker
+from ..status import Status
+
+NORM_CUH = (Path(__file__).parent / "norm.cuh").read_text()
+NP = 4  # NORM_NP
+MAXL = 8  # NORM_MAXL
+MAXT = 7  # NORM_MAXT
+TPRS = (32, 128, 512, 1024)  # threads per row instantiated
+ALIGN = 16
+
+
+def source(kernel_cu: Path) -> str:
+    """An operator's CUDA source: norm.cuh followed by its kernel.cu."""
+    return NORM_CUH + '\n#line 1 "kernel.cu"\n' + kernel_cu.read_text()
+
+
+# -- validation --------------------------------------------------------------------------------
+def check_positive(check: Checker, name: str) -> float:
+    v = check.attrs[name]
+    if not (math.isfinite(v) and v > 0):
+        check.fail(Status.BAD_PARAM, f"attribute '{name}' must be finite and > 0, got {v!r}")
+    return v
+
+
+def check_shape(check: Checker, name: str, shape) -> None:
+    d = check[name]
+    if d is not None and tuple(d.shape) != tuple(shape):
+        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor '{name}' shape {list(d.shape)} must be {list(shape)}")
+
+
+def check_rows(check: Checker, ref: str, *names: str) -> tuple[int, ...]:
+    """ref has ndim >= 1 and a non-empty last dim; names share its shape."""
+    d = check[ref]
+    if d.ndim < 1:
+        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor '{ref}' must have ndim >= 1, got a 0-d tensor")
+    if d.shape[-1] == 0:
+        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor '{ref}' has an empty normalized (last) dim: shape {list(d.shape)}")
+    check.same_shape(ref, *names)
+    return tuple(d.shape)
+
+
+def check_std_shape(check: Checker, name: str, shape) -> None:
+    """input_std_deviation: shape[:-1] or shape[:-1] + (1,)."""
+    d = check[name]
+    ok = (tuple(shape[:-1]), tuple(shape[:-1]) + (1,))
+    if tuple(d.shape) not in ok:
+        check.fail(
+            Status.BAD_TENSOR_SHAPE, f"tensor '{name}' shape {list(d.shape)} must be {list(ok[0])} or {list(ok[1])}"
+        )
+
+
+def acc_numpy(dtype: DType):
+    return np.float64 if dtype is DType.F64 else np.float32
+
+
+# -- NVIDIA planning ---------------------------------------------------------------------------
+def rows_meta(shape, row_tensors: dict, dstrides: dict, order: list) -> tuple[bytes, int]:
+    """Bytes of NormRows and the row count.
+
+    shape: the row tensors' shape [..., D]; row_tensors: {name: leading strides (len ndim-1)};
+    dstrides: {name: stride along D} for every tensor; order: tensor names in spec order (the
+    index of a name is its slot in lstride/dstride).
+    """
+    lead = tuple(shape[:-1])
+    D = shape[-1]
+    rows = math.prod(lead)
+    names = [n for n in order if n in row_tensors]
+    nl, lshape, lstr = 0, [], {}
+    if rows > 0 and names:
+        cs, css = collapse(lead, [tuple(row_tensors[n]) for n in names])
+        nl = len(cs)
+        lshape = list(cs)
+        lstr = dict(zip(names, css))
+    if nl > MAXL:
+        raise ValueError("too many non-mergeable leading dims")
+    blob = struct.pack("<qq", rows, D)
+    blob += struct.pack(f"<{MAXL}q", *(lshape + [1] * (MAXL - nl)))
+    for i in range(MAXT):
+        st = list(lstr.get(order[i], ())) if i < len(order) else []
+        blob += struct.pack(f"<{MAXL}q", *(st + [0] * (MAXL - len(st))))
+    ds = [dstrides.get(order[i], 0) if i < len(order) else 0 for i in range(MAXT)]
+    blob += struct.pack(f"<{MAXT}qii", *ds, nl, 0)
+    return blob, rows
+
+
+def pick_tpr(D: int, vec: int) -> int | None:
+    """Threads per row so that a row fits in registers (TPR * NP * vec >= D), or None (too long)."""
+    for t in TPRS:
+        if t * NP * vec >= D:
+            return t
+    return None
+
+
+def rows_per_block(tpr: int) -> int:
+    return 1 if tpr >= 256 else 256 // tpr
+
+
+def vec_ok(D: int, vec: int, unit: list, lead: list) -> bool:
+    """Vector path: D % vec == 0, unit-stride last dims, leading strides multiples of vec."""
+    return vec > 1 and D % vec == 0 and all(s == 1 for s in unit) and all(s % vec == 0 for st in lead for s in st)
+
+
+class Pick:
+    """A vectorised launch (when planned), used when every listed pointer is aligned to its pack
+    size, else the scalar launch. aligned: [(pointer index, bytes)]."""
+
+    def __init__(self, vec: Launch | None, scalar: Launch, aligned: list):
+        self.vec, self.scalar, self.aligned = vec, scalar, aligned
+
+    def __call__(self, ptrs, ws, stream):
+        if self.vec is not None:
+            for i, a in self.aligned:
+                if ptrs[i] % a:
+                    break
+            else:
+                self.vec(ptrs, ws, stream)
+                return
+        self.scalar(ptrs, ws, stream)
+
+
+def col_sum_launch(fn_ptr: int, out_slot: int, ws_offset: int, D: int, nparts: int, ostride: int) -> Launch:
+    return Launch(
+        fn_ptr,
+        (-(-D // 32),),
+        (256,),
+        [Slot(out_slot), Slot("ws", ws_offset), ctypes.c_longlong(D), ctypes.c_int(nparts), ctypes.c_longlong(ostride)],
+    )
+
+
+def align_up(n: int, a: int = 256) -> int:
+    return -(-n // a) * a
+
+
+class RowPlan:
+    """Planning shared by the row-wise kernels.
+
+    order: tensor names in spec order (slot i of NormRows is order[i]); rows: names of the
+    [..., D] tensors; row_extra: tensors indexed per row only (layer_norm's std); params: [D]
+    vectors (weight, bias, and weight gradients). The vector path uses VEC = 16 bytes of the row
+    dtype when the layouts allow it (``vec`` > 1, ``vec_tpr``); the scalar path uses ``tpr``
+    threads per row, or the block-per-row kernel when ``tpr`` is None.
+    """
+
+    def __init__(self, info, order, rows, params=(), row_extra=()):
+        t = info.tensors
+        order = list(order)
+        ref = t[rows[0]]
+        self.shape = tuple(ref.shape)
+        self.D = D = self.shape[-1]
+        nd = len(self.shape)
+        present = [n for n in rows if t.get(n) is not None]
+        lead = {n: t[n].strides[: nd - 1] for n in present}
+        for n in row_extra:
+            if t.get(n) is not None:
+                lead[n] = t[n].strides[: nd - 1]
+        dstr = {n: t[n].strides[-1] for n in present}
+        for n in params:
+            if t.get(n) is not None:
+                dstr[n] = t[n].strides[0]
+        self.meta, self.rows = rows_meta(self.shape, lead, dstr, order)
+        vec = 16 // ref.itemsize
+        units = [dstr[n] for n in present] if D > 1 else []
+        ok = vec_ok(D, vec, units, [lead[n] for n in present])
+        self.vec = vec if ok else 1
+        self.vec_tpr = pick_tpr(D, vec) if ok else None
+        if self.vec_tpr is None:
+            self.vec = 1
+        self.tpr = pick_tpr(D, 1)
+        self.aligned = [(order.index(n), vec * t[n].itemsize) for n in present]
+        self.aligned += [
+            (order.index(n), vec * t[n].itemsize) for n in params if t.get(n) is not None and t[n].strides[0] == 1
+        ]
+
+    @staticmethod
+    def groups(rows: int, tpr: int) -> int:
+        return -(-rows // rows_per_block(tpr))
+
+    @staticmethod
+    def block(tpr: int) -> int:
+        return tpr * rows_per_block(tpr)

@@ -1,0 +1,166 @@
+// Shared device helpers of the normalization family (rms_norm, layer_norm, batch_norm and their
+// backward passes). Prepended, as text, to each operator's kernel.cu by infiniop_py/norm.
+//
+// Row-wise kernels keep a whole row in registers: a group of TPR threads (a power of two >= 32)
+// owns one row; thread `lane` holds NORM_NP packs of VEC elements at columns
+// (p * TPR + lane) * VEC + j. ROWS = 256 / TPR row groups share a block when TPR < 256.
+// Every reduction has a fixed order (xor butterflies, then warps summed in index order), so
+// results are bitwise reproducible run to run.
+
+#define NORM_NP 4
+#define NORM_MAXL 8
+#define NORM_MAXT 7
+
+// Leading ("row") dimensions of up to NORM_MAXT tensors that share them, plus each tensor's
+// stride along the normalised (last) dimension. lshape is innermost last.
+struct NormRows {
+  long long rows;
+  long long D;
+  long long lshape[NORM_MAXL];
+  long long lstride[NORM_MAXT][NORM_MAXL];
+  long long dstride[NORM_MAXT];
+  int nl;
+  int pad_;
+};
+
+template <int T>
+__device__ __forceinline__ long long norm_row_off(const NormRows& m, long long r) {
+  if (m.nl == 1) return r * m.lstride[T][0];
+  long long off = 0;
+#pragma unroll
+  for (int k = NORM_MAXL - 1; k >= 0; --k) {
+    if (k < m.nl) {
+      const long long n = m.lshape[k];
+      const long long q = r / n;
+      off += (r - q * n) * m.lstride[T][k];
+      r = q;
+    }
+  }
+  return off;
+}
+
+template <class A>
+__device__ __forceinline__ A norm_warp_sum(A v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// Sum K values over each row group of TPR threads; every thread of the group gets the sums.
+// sm holds ROWS * (TPR / 32) * K values. Must be reached by every thread of the block.
+template <int TPR, int ROWS, int K, class A>
+__device__ __forceinline__ void norm_group_sum(A (&v)[K], A* sm) {
+#pragma unroll
+  for (int k = 0; k < K; ++k) v[k] = norm_warp_sum(v[k]);
+  if (TPR > 32) {
+    constexpr int W = TPR / 32;
+    const int slot = threadIdx.x / TPR;
+    const int w = (threadIdx.x % TPR) / 32;
+    if ((threadIdx.x & 31) == 0) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) sm[(slot * W + w) * K + k] = v[k];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      A s = A(0);
+      for (int i = 0; i < W; ++i) s += sm[(slot * W + i) * K + k];
+      v[k] = s;
+    }
+    __syncthreads();
+  }
+}
+
+// VEC consecutive elements at p[e] (VEC > 1: one aligned vector load, unit stride) or the
+// element p[e * stride] (VEC == 1), converted to the compute type A.
+template <class T, int VEC, class A>
+__device__ __forceinline__ void norm_load(const T* p, long long e, long long stride, A* out) {
+  if constexpr (VEC == 1) {
+    out[0] = (A)iop_load(p[e * stride]);
+  } else {
+    const Pack<T, VEC> k = *reinterpret_cast<const Pack<T, VEC>*>(p + e);
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) out[j] = (A)iop_load(k.v[j]);
+  }
+}
+
+// Like norm_load for a parameter vector (weight, bias) that may be strided even on the
+// vectorised path: unit stride uses the vector load, any other stride scalar loads.
+template <class T, int VEC, class A>
+__device__ __forceinline__ void norm_load_param(const T* p, long long e, long long stride, A* out) {
+  if (VEC > 1 && stride == 1) {
+    norm_load<T, VEC, A>(p, e, 1, out);
+  } else {
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) out[j] = (A)iop_load(p[(e + j) * stride]);
+  }
+}
+
+template <class T, int VEC, class A>
+__device__ __forceinline__ void norm_store(T* p, long long e, long long stride, const A* in) {
+  if constexpr (VEC == 1) {
+    p[e * stride] = Conv<T>::from(in[0]);
+  } else {
+    Pack<T, VEC> k;
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) k.v[j] = Conv<T>::from(in[j]);
+    *reinterpret_cast<Pack<T, VEC>*>(p + e) = k;
+  }
+}
+
+// Stage 1 of a deterministic column sum: the row slots of a block add their per-column
+// registers acc[NORM_NP][VEC] in slot order and the block writes one partial row
+// part[blockIdx.x * D + col]. sm holds ROWS * TPR * NORM_NP * VEC values when ROWS > 1.
+template <int TPR, int ROWS, int VEC, class A>
+__device__ __forceinline__ void norm_store_partial(A (&acc)[NORM_NP][VEC], A* part, long long D, A* sm) {
+  const int lane = threadIdx.x % TPR;
+  A* dst = part + (long long)blockIdx.x * D;
+  if constexpr (ROWS == 1) {
+#pragma unroll
+    for (int p = 0; p < NORM_NP; ++p) {
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        const long long e = ((long long)p * TPR + lane) * VEC + j;
+        if (e < D) dst[e] = acc[p][j];
+      }
+    }
+  } else {
+    constexpr int CAP = TPR * NORM_NP * VEC;
+    const int slot = threadIdx.x / TPR;
+    __syncthreads();
+#pragma unroll
+    for (int p = 0; p < NORM_NP; ++p) {
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) sm[slot * CAP + (p * TPR + lane) * VEC + j] = acc[p][j];
+    }
+    __syncthreads();
+    for (int c = threadIdx.x; c < CAP && c < D; c += TPR * ROWS) {
+      A s = A(0);
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r) s += sm[r * CAP + c];
+      dst[c] = s;
+    }
+    __syncthreads();
+  }
+}
+
+// Stage 2: out[c * ostride] = sum over parts i (in order) of part[i * D + c]. Block (32, 8):
+// column c = blockIdx.x * 32 + tx; row ty adds parts ty, ty + 8, ...; then the 8 row sums are
+// added in order. nparts == 0 writes zeros.
+template <class TO, class A>
+__global__ void __launch_bounds__(256) norm_col_sum(TO* out, const A* part, long long D, int nparts, long long ostride) {
+  __shared__ A sm[8][33];
+  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  const long long c = (long long)blockIdx.x * 32 + tx;
+  A s = A(0);
+  if (c < D)
+    for (int i = ty; i < nparts; i += 8) s += part[(long long)i * D + c];
+  sm[ty][tx] = s;
+  __syncthreads();
+  if (ty == 0 && c < D) {
+    A t = A(0);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) t += sm[k][tx];
+    out[c * ostride] = Conv<TO>::from(t);
+  }
+}

@@ -1,0 +1,75 @@
+"""NVIDIA rms_norm: one row per group of TPR threads held in registers, or a block per row."""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+from infiniop_py.cuda.compiler import Launch, Slot, get_module
+from infiniop_py.cuda.kernel import CudaKernel, ctype
+from infiniop_py.dtypes import DType
+from infiniop_py.norm import TPRS, Pick, RowPlan, source
+from infiniop_py.spec import Info
+
+SOURCE = source(Path(__file__).parent / "kernel.cu")
+ORDER = ("y", "x", "w")
+COMBOS = [
+    (DType.F16, DType.F16), (DType.F16, DType.BF16), (DType.F16, DType.F32),
+    (DType.BF16, DType.BF16), (DType.BF16, DType.F16), (DType.BF16, DType.F32),
+    (DType.F32, DType.F32), (DType.F64, DType.F64),
+]  # fmt: skip
+
+
+def names(t: DType, tw: DType, vec: int, tpr: int | None) -> str:
+    if tpr is None:
+        return f"rms_norm_fwd_big<{ctype(t)}, {ctype(tw)}>"
+    return f"rms_norm_fwd<{ctype(t)}, {ctype(tw)}, {vec}, {tpr}>"
+
+
+class RMSNormKernel(CudaKernel):
+    def __init__(self, info: Info, handle):
+        super().__init__(handle)
+        t, tw = info.tensors["x"].dtype, info.tensors["w"].dtype
+        plan = RowPlan(info, ORDER, ("y", "x"), params=("w",))
+        if plan.rows == 0:
+            self.launch = lambda ptrs, ws, rt, stream: None
+            return
+        eps = ctypes.c_double(info.attrs["epsilon"])
+        from infiniop_py.cuda.runtime import properties
+
+        sms = properties(handle.device_id)["sm_count"]
+        want = []
+        if plan.vec > 1:
+            want.append((plan.vec, plan.vec_tpr))
+        want.append((1, plan.tpr))
+        exprs = [names(t, tw, v, p) for v, p in want]
+        mod = get_module(SOURCE, exprs, handle.device_id)
+        launches = []
+        for (v, p), e in zip(want, exprs):
+            if p is None:
+                grid, block = min(plan.rows, sms * 64), 1024
+            else:
+                grid, block = min(RowPlan.groups(plan.rows, p), 1 << 30), RowPlan.block(p)
+            launches.append(Launch(mod.ptr[e], (grid,), (block,), [Slot(0), Slot(1), Slot(2), plan.meta, eps]))
+        vec = launches[0] if len(launches) == 2 else None
+        self.pick = Pick(vec, launches[-1], plan.aligned)
+
+    def launch(self, ptrs, ws, rt, stream):
+        self.pick(ptrs, ws, stream)
+
+
+def factory(info: Info, handle):
+    return RMSNormKernel(info, handle)
+
+
+def compile_units():
+    exprs = []
+    for t, tw in COMBOS:
+        vec = 16 // {DType.F16: 2, DType.BF16: 2, DType.F32: 4, DType.F64: 8}[t]
+        for p in TPRS:
+            exprs += [names(t, tw, vec, p), names(t, tw, 1, p)]
+        exprs.append(names(t, tw, 1, None))
+    return [(SOURCE, exprs)]
+
+
+factory.compile_units = compile_units
