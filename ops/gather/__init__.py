@@ -1,0 +1,106 @@
+"""gather: output[p] = input[p with p[dim] <- index[p]] (torch.gather; ops.md §5.2).
+
+Out-of-range index values (negative included) write 0 and read nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
+from infiniop_py.status import Status
+
+from . import common
+from .common import UTYPE, Launch, Slot
+
+
+def validate(check: Checker) -> Info:
+    o, i, x = check["output"], check["index"], check["input"]
+    check.dtype_in("input", common.DATA)
+    check.same_dtype("input", "output")
+    common.check_index_dtype(check, "index")
+    common.check_ndim(check, "input")
+    if i.ndim != x.ndim:
+        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'index' has {i.ndim} dims but 'input' has {x.ndim}")
+    if x.ndim == 0:
+        check.fail(Status.BAD_TENSOR_SHAPE, "tensor 'input' must have at least 1 dim")
+    dim = check.axis("dim", check.attrs["dim"], x.ndim)
+    for d in range(x.ndim):
+        if d != dim and i.shape[d] > x.shape[d]:
+            check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'index' shape {list(i.shape)} exceeds 'input' {list(x.shape)} at dim {d}")
+    if o.shape != i.shape:
+        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'output' shape {list(o.shape)} does not match 'index' shape {list(i.shape)}")
+    check.writable("output")
+    return Info(check.op, check.tensors, check.attrs, dim=dim)
+
+
+def cpu(info: Info):
+    dim = info.dim
+    size = info["input"].shape[dim]
+
+    def run(views, ws, rt):
+        o, i, x = views["output"], views["index"], views["input"]
+        if o.size == 0:
+            return
+        k = i.astype(np.int64)
+        ok = (k >= 0) & (k < size)
+        grid = common.coords(i.shape)
+        grid[dim] = np.where(ok, k, 0)
+        vals = x[tuple(grid)]
+        o[...] = np.where(ok, vals, np.zeros((), o.dtype))
+
+    return run
+
+
+def names_for(size, itype):
+    return [f"gather_kernel<{UTYPE[size]}, {itype}, {ix}>" for ix in ("unsigned int", "unsigned long long")]
+
+
+class GatherKernel(common.IndexKernel):
+    def __init__(self, info: Info, handle):
+        super().__init__(handle)
+        o, i, x = info["output"], info["index"], info["input"]
+        n = o.numel
+        self.empty = n == 0
+        if self.empty:
+            return
+        dim = info.dim
+        s2 = list(x.strides)
+        s2[dim] = 0
+        meta = common.pack_meta(o.shape, o.strides, i.strides, s2, n, x.shape[dim], x.strides[dim])
+        name = f"gather_kernel<{UTYPE[o.itemsize]}, {common.ITYPE[i.dtype]}, {common.index_type(n)}>"
+        mod = common.module([name], handle.device_id)
+        launch = Launch(mod.ptr[name], (common.grid(n, handle.device_id),), (common.BLOCK,), [Slot(0), Slot(1), Slot(2), meta])
+        self.steps = [launch]
+
+
+def nvidia(info, handle):
+    return GatherKernel(info, handle)
+
+
+nvidia.compile_units = lambda: [(common.SOURCE, [nm for s in UTYPE for it in common.ITYPE.values() for nm in names_for(s, it)])]
+
+
+def reference(input, index, dim):
+    import torch
+
+    size = input.shape[dim]
+    ok = (index >= 0) & (index < size)
+    vals = torch.gather(input, dim, torch.where(ok, index, 0))
+    return torch.where(ok, vals, torch.zeros((), dtype=vals.dtype))
+
+
+SPEC = OpSpec(
+    name="gather",
+    stem="Gather",
+    tensors=(out("output"), inp("input"), inp("index")),
+    attrs=(Attr("dim", "int"),),
+    validate=validate,
+    dtypes=common.DATA,
+    cpu=cpu,
+    nvidia=nvidia,
+    reference=reference,
+    torch="torch.gather(input, dim, index)",
+    summary="output[p] = input[p with p[dim] = index[p]]",
+    kernel_sources=("index.cu",),
+)

@@ -1,0 +1,87 @@
+"""Shared pieces of the index family (gather, scatter, index_copy, index_copy_inplace):
+validation helpers, NumPy backends and the CUDA launch plans over ``index.cu``."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import numpy as np
+
+from infiniop_py.cuda.compiler import Launch, Slot, get_module
+from infiniop_py.cuda.kernel import CudaKernel, ctype, grid_for
+from infiniop_py.dtypes import IDX, SI, DType, F
+from infiniop_py.spec import Checker
+from infiniop_py.status import Status
+
+SOURCE = (Path(__file__).parent / "index.cu").read_text()
+DATA = F | SI | {DType.U8, DType.BOOL}
+UTYPE = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}
+ITYPE = {DType.I32: "int32_t", DType.I64: "int64_t"}
+MAXD = 8
+BLOCK = 256
+
+
+def check_index_dtype(check: Checker, name: str) -> None:
+    d = check[name]
+    if d.dtype not in IDX:
+        check.fail(Status.BAD_TENSOR_DTYPE, f"index tensor '{name}' dtype {d.dtype.name} must be I32 or I64")
+
+
+def check_ndim(check: Checker, *names) -> None:
+    for n in names:
+        d = check[n]
+        if d is not None and d.ndim > MAXD:
+            check.fail(Status.BAD_TENSOR_SHAPE, f"tensor '{n}' has {d.ndim} dims; at most {MAXD} are supported")
+
+
+def pack_meta(shape, s0, s1, s2, n, dim_size=0, dim_stride=0, length=0, st=(0, 0, 0), mode=0, flag=0) -> bytes:
+    nd = len(shape)
+    pad = MAXD - nd
+
+    def fill(v, f):
+        return list(v) + [f] * pad
+
+    return struct.pack(
+        "<8q8q8q8q7q4i", *fill(shape, 1), *fill(s0, 0), *fill(s1, 0), *fill(s2, 0),
+        n, dim_size, dim_stride, length, *st, nd, mode, flag, 0,
+    )  # fmt: skip
+
+
+def index_type(n: int) -> str:
+    return "unsigned int" if n < 2**31 else "unsigned long long"
+
+
+def module(names, device_id):
+    return get_module(SOURCE, list(names), device_id)
+
+
+# --------------------------------------------------------------------------------------------
+# NumPy helpers
+# --------------------------------------------------------------------------------------------
+def coords(shape):
+    """Open mesh of coordinates for ``shape`` (broadcastable index arrays)."""
+    return list(np.meshgrid(*[np.arange(d) for d in shape], indexing="ij", sparse=True)) if shape else []
+
+
+class IndexKernel(CudaKernel):
+    """A list of (Launch or callable) run in order; ``self.empty`` skips everything."""
+
+    def __init__(self, handle):
+        super().__init__(handle)
+        self.device_id = handle.device_id
+        self.empty = False
+        self.steps = []
+
+    def launch(self, ptrs, ws_ptr, rt, stream):
+        if self.empty:
+            return
+        for s in self.steps:
+            s(ptrs, ws_ptr, stream)
+
+
+def grid(n, dev, per_block=BLOCK):
+    return grid_for(n, per_block, dev)
+
+
+__all__ = ["ctype", "Launch", "Slot"]
