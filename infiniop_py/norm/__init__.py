@@ -24,10 +24,11 @@ from ..spec import Checker
 from ..status import Status
 
 NORM_CUH = (Path(__file__).parent / "norm.cuh").read_text()
-NP = 4  # NORM_NP
+NP = 4  # NORM_NP (forward kernels)
+NP_BWD = 2  # NORM_NP_BWD (backward kernels)
 MAXL = 8  # NORM_MAXL
 MAXT = 7  # NORM_MAXT
-TPRS = (32, 128, 512, 1024)  # threads per row instantiated
+TPRS = (32, 64, 128, 256, 512, 1024)  # threads per row instantiated
 ALIGN = 16
 
 
@@ -105,10 +106,10 @@ def rows_meta(shape, row_tensors: dict, dstrides: dict, order: list) -> tuple[by
     return blob, rows
 
 
-def pick_tpr(D: int, vec: int) -> int | None:
-    """Threads per row so that a row fits in registers (TPR * NP * vec >= D), or None (too long)."""
+def pick_tpr(D: int, vec: int, np_: int = NP) -> int | None:  # noqa: N803
+    """Threads per row so that a row fits in registers (TPR * np_ * vec >= D), or None (too long)."""
     for t in TPRS:
-        if t * NP * vec >= D:
+        if t * np_ * vec >= D:
             return t
     return None
 
@@ -117,7 +118,7 @@ def rows_per_block(tpr: int) -> int:
     return 1 if tpr >= 256 else 256 // tpr
 
 
-def vec_ok(D: int, vec: int, unit: list, lead: list) -> bool:
+def vec_ok(D: int, vec: int, unit: list, lead: list) -> bool:  # noqa: N803
     """Vector path: D % vec == 0, unit-stride last dims, leading strides multiples of vec."""
     return vec > 1 and D % vec == 0 and all(s == 1 for s in unit) and all(s % vec == 0 for st in lead for s in st)
 
@@ -140,7 +141,7 @@ class Pick:
         self.scalar(ptrs, ws, stream)
 
 
-def col_sum_launch(fn_ptr: int, out_slot: int, ws_offset: int, D: int, nparts: int, ostride: int) -> Launch:
+def col_sum_launch(fn_ptr: int, out_slot: int, ws_offset: int, D: int, nparts: int, ostride: int) -> Launch:  # noqa: N803
     return Launch(
         fn_ptr,
         (-(-D // 32),),
@@ -163,7 +164,7 @@ class RowPlan:
     threads per row, or the block-per-row kernel when ``tpr`` is None.
     """
 
-    def __init__(self, info, order, rows, params=(), row_extra=()):
+    def __init__(self, info, order, rows, params=(), row_extra=(), np_: int = NP):
         t = info.tensors
         order = list(order)
         ref = t[rows[0]]
@@ -184,10 +185,10 @@ class RowPlan:
         units = [dstr[n] for n in present] if D > 1 else []
         ok = vec_ok(D, vec, units, [lead[n] for n in present])
         self.vec = vec if ok else 1
-        self.vec_tpr = pick_tpr(D, vec) if ok else None
+        self.vec_tpr = pick_tpr(D, vec, np_) if ok else None
         if self.vec_tpr is None:
             self.vec = 1
-        self.tpr = pick_tpr(D, 1)
+        self.tpr = pick_tpr(D, 1, np_)
         self.aligned = [(order.index(n), vec * t[n].itemsize) for n in present]
         self.aligned += [
             (order.index(n), vec * t[n].itemsize) for n in params if t.get(n) is not None and t[n].strides[0] == 1
@@ -200,3 +201,47 @@ class RowPlan:
     @staticmethod
     def block(tpr: int) -> int:
         return tpr * rows_per_block(tpr)
+
+
+class Seq:
+    """Launches run in order as one callable (ptrs, ws, stream)."""
+
+    def __init__(self, *launches):
+        self.launches = launches
+
+    def __call__(self, ptrs, ws, stream):
+        for launch in self.launches:
+            launch(ptrs, ws, stream)
+
+
+def sm_count(handle) -> int:
+    from ..cuda.runtime import properties
+
+    return int(properties(handle.device_id)["sm_count"])
+
+
+def persistent_grid(plan: RowPlan, tpr: int | None, sms: int) -> tuple[int, int]:
+    """(blocks, threads) of a backward stage 1: about 1024 resident threads per SM, so the
+    partial rows stay small; tpr None is the block-per-row kernel."""
+    if tpr is None:
+        return max(1, min(plan.rows, sms)), 1024
+    block = RowPlan.block(tpr)
+    return max(1, min(RowPlan.groups(plan.rows, tpr), sms * max(1, 1024 // block))), block
+
+
+def forward_grid(plan: RowPlan, tpr: int | None, sms: int) -> tuple[int, int]:
+    if tpr is None:
+        return max(1, min(plan.rows, sms * 64)), 1024
+    return max(1, min(RowPlan.groups(plan.rows, tpr), 1 << 30)), RowPlan.block(tpr)
+
+
+def acc_ctype(dtype: DType) -> str:
+    return "double" if dtype is DType.F64 else "float"
+
+
+def acc_size(dtype: DType) -> int:
+    return 8 if dtype is DType.F64 else 4
+
+
+def noop(ptrs, ws, rt, stream):
+    return None

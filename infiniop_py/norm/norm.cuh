@@ -2,12 +2,13 @@
 // backward passes). Prepended, as text, to each operator's kernel.cu by infiniop_py/norm.
 //
 // Row-wise kernels keep a whole row in registers: a group of TPR threads (a power of two >= 32)
-// owns one row; thread `lane` holds NORM_NP packs of VEC elements at columns
+// owns one row; thread `lane` holds NP packs (NORM_NP forward, NORM_NP_BWD backward) of VEC elements at columns
 // (p * TPR + lane) * VEC + j. ROWS = 256 / TPR row groups share a block when TPR < 256.
 // Every reduction has a fixed order (xor butterflies, then warps summed in index order), so
 // results are bitwise reproducible run to run.
 
 #define NORM_NP 4
+#define NORM_NP_BWD 2
 #define NORM_MAXL 8
 #define NORM_MAXT 7
 
@@ -109,15 +110,15 @@ __device__ __forceinline__ void norm_store(T* p, long long e, long long stride, 
 }
 
 // Stage 1 of a deterministic column sum: the row slots of a block add their per-column
-// registers acc[NORM_NP][VEC] in slot order and the block writes one partial row
-// part[blockIdx.x * D + col]. sm holds ROWS * TPR * NORM_NP * VEC values when ROWS > 1.
-template <int TPR, int ROWS, int VEC, class A>
-__device__ __forceinline__ void norm_store_partial(A (&acc)[NORM_NP][VEC], A* part, long long D, A* sm) {
+// registers acc[NP][VEC] in slot order and the block writes one partial row
+// part[blockIdx.x * D + col]. sm holds ROWS * TPR * NP * VEC values when ROWS > 1.
+template <int TPR, int ROWS, int VEC, int NP, class A>
+__device__ __forceinline__ void norm_store_partial(A (&acc)[NP][VEC], A* part, long long D, A* sm) {
   const int lane = threadIdx.x % TPR;
   A* dst = part + (long long)blockIdx.x * D;
   if constexpr (ROWS == 1) {
 #pragma unroll
-    for (int p = 0; p < NORM_NP; ++p) {
+    for (int p = 0; p < NP; ++p) {
 #pragma unroll
       for (int j = 0; j < VEC; ++j) {
         const long long e = ((long long)p * TPR + lane) * VEC + j;
@@ -125,11 +126,11 @@ __device__ __forceinline__ void norm_store_partial(A (&acc)[NORM_NP][VEC], A* pa
       }
     }
   } else {
-    constexpr int CAP = TPR * NORM_NP * VEC;
+    constexpr int CAP = TPR * NP * VEC;
     const int slot = threadIdx.x / TPR;
     __syncthreads();
 #pragma unroll
-    for (int p = 0; p < NORM_NP; ++p) {
+    for (int p = 0; p < NP; ++p) {
 #pragma unroll
       for (int j = 0; j < VEC; ++j) sm[slot * CAP + (p * TPR + lane) * VEC + j] = acc[p][j];
     }

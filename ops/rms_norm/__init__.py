@@ -6,7 +6,7 @@ weight may be f16/bf16/f32 when x is f16/bf16 (mixed-precision RMSNorm), else x'
 
 import numpy as np
 
-from infiniop_py.dtypes import F, H, DType
+from infiniop_py.dtypes import DType, F, H
 from infiniop_py.norm import acc_numpy, check_positive, check_rows, check_shape
 from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
 from infiniop_py.status import Status

@@ -45,7 +45,7 @@ class RMSNormKernel(CudaKernel):
         exprs = [names(t, tw, v, p) for v, p in want]
         mod = get_module(SOURCE, exprs, handle.device_id)
         launches = []
-        for (v, p), e in zip(want, exprs):
+        for (_v, p), e in zip(want, exprs):
             if p is None:
                 grid, block = min(plan.rows, sms * 64), 1024
             else:

@@ -1,0 +1,92 @@
+"""NVIDIA rms_norm_backward: persistent row-wise stage 1 (grad_x + per-block grad_w partial rows
+in the workspace), then the fixed-order column sum."""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+from infiniop_py.cuda.compiler import Launch, Slot, get_module
+from infiniop_py.cuda.kernel import CudaKernel, ctype
+from infiniop_py.dtypes import DType
+from infiniop_py.norm import (
+    NP_BWD,
+    TPRS,
+    Pick,
+    RowPlan,
+    Seq,
+    acc_ctype,
+    acc_size,
+    align_up,
+    col_sum_launch,
+    noop,
+    persistent_grid,
+    sm_count,
+    source,
+)  # fmt: skip
+from infiniop_py.spec import Info
+
+SOURCE = source(Path(__file__).parent / "kernel.cu")
+ORDER = ("grad_x", "grad_w", "grad_y", "x", "w")
+COMBOS = [(DType.F16, DType.F16), (DType.F16, DType.F32), (DType.BF16, DType.BF16), (DType.BF16, DType.F32),
+          (DType.F32, DType.F32), (DType.F64, DType.F64)]  # fmt: skip
+VEC = {DType.F16: 8, DType.BF16: 8, DType.F32: 4, DType.F64: 2}
+
+
+def name(t: DType, tw: DType, vec: int, tpr: int | None) -> str:
+    if tpr is None:
+        return f"rms_norm_bwd_big<{ctype(t)}, {ctype(tw)}>"
+    return f"rms_norm_bwd<{ctype(t)}, {ctype(tw)}, {vec}, {tpr}>"
+
+
+def col_name(tw: DType, t: DType) -> str:
+    return f"norm_col_sum<{ctype(tw)}, {acc_ctype(t)}>"
+
+
+class RMSNormBackwardKernel(CudaKernel):
+    def __init__(self, info: Info, handle):
+        super().__init__(handle)
+        ti = info.tensors
+        t, tw = ti["x"].dtype, ti["w"].dtype
+        plan = RowPlan(info, ORDER, ("grad_x", "grad_y", "x"), params=("w", "grad_w"), np_=NP_BWD)
+        sms = sm_count(handle)
+        D = plan.D
+        variants = ([(plan.vec, plan.vec_tpr)] if plan.vec > 1 else []) + [(1, plan.tpr)]
+        exprs = [name(t, tw, v, p) for v, p in variants] + [col_name(tw, t)]
+        mod = get_module(SOURCE, exprs, handle.device_id)
+        eps = ctypes.c_double(info.attrs["epsilon"])
+        gw_stride = ti["grad_w"].strides[0]
+        seqs, need = [], 0
+        for (_v, p), e in zip(variants, exprs):
+            if plan.rows == 0:
+                seqs.append(col_sum_launch(mod.ptr[exprs[-1]], 1, 0, D, 0, gw_stride))
+                continue
+            grid, block = persistent_grid(plan, p, sms)
+            need = max(need, grid * D * acc_size(t))
+            stage1 = Launch(mod.ptr[e], (grid,), (block,), [Slot(0), Slot("ws"), Slot(2), Slot(3), Slot(4), plan.meta, eps])
+            seqs.append(Seq(stage1, col_sum_launch(mod.ptr[exprs[-1]], 1, 0, D, grid, gw_stride)))
+        self.workspace_size = align_up(need)
+        self.pick = Pick(seqs[0] if len(seqs) == 2 else None, seqs[-1], plan.aligned)
+
+    def launch(self, ptrs, ws, rt, stream):
+        self.pick(ptrs, ws, stream)
+
+
+def factory(info: Info, handle):
+    if info.tensors["grad_x"].numel == 0 and info.tensors["grad_w"].numel == 0:
+        k = CudaKernel(handle)
+        k.launch = noop
+        return k
+    return RMSNormBackwardKernel(info, handle)
+
+
+def compile_units():
+    exprs = []
+    for t, tw in COMBOS:
+        for p in TPRS:
+            exprs += [name(t, tw, VEC[t], p), name(t, tw, 1, p)]
+        exprs += [name(t, tw, 1, None), col_name(tw, t)]
+    return [(SOURCE, exprs)]
+
+
+factory.compile_units = compile_units

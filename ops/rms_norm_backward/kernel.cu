@@ -1,0 +1,105 @@
+// rms_norm_backward. Tensor slots: 0 grad_x, 1 grad_w, 2 grad_y, 3 x, 4 w.
+// Per row: r = sqrt(mean(x^2) + eps), xh = x / r, u = w * dy,
+// grad_x = (u - xh * mean(u * xh)) / r; grad_w = sum over rows of dy * xh, reduced in two
+// deterministic stages (per-block partial rows here, norm_col_sum after).
+
+// Persistent blocks; a row group of TPR threads keeps its row in registers and accumulates
+// its columns' dy * xh over the rows it visits.
+template <class T, class TW, int VEC, int TPR>
+__global__ void __launch_bounds__(TPR >= 256 ? TPR : 256)
+rms_norm_bwd(T* gx, typename Compute<T>::type* part, const T* gy, const T* x, const TW* __restrict__ w,
+             const NormRows m, double eps) {
+  typedef typename Compute<T>::type A;
+  constexpr int NP = NORM_NP_BWD;
+  constexpr int ROWS = TPR >= 256 ? 1 : 256 / TPR;
+  __shared__ A sm[ROWS * (TPR / 32) * 2];
+  __shared__ A smp[ROWS > 1 ? ROWS * TPR * NP * VEC : 1];
+  const int lane = threadIdx.x % TPR;
+  const long long D = m.D;
+  const long long ngroups = (m.rows + ROWS - 1) / ROWS;
+  A wv[NP][VEC], acc[NP][VEC];
+#pragma unroll
+  for (int p = 0; p < NP; ++p) {
+    const long long e = ((long long)p * TPR + lane) * VEC;
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) acc[p][j] = A(0);
+    if (e < D) norm_load_param<TW, VEC, A>(w, e, m.dstride[4], wv[p]);
+  }
+  for (long long g = blockIdx.x; g < ngroups; g += gridDim.x) {
+    const long long r = g * ROWS + threadIdx.x / TPR;
+    const bool live = r < m.rows;
+    const T* xr = x + (live ? norm_row_off<3>(m, r) : 0);
+    const T* dr = gy + (live ? norm_row_off<2>(m, r) : 0);
+    A xv[NP][VEC], dv[NP][VEC];
+    A s[2] = {A(0), A(0)};
+#pragma unroll
+    for (int p = 0; p < NP; ++p) {
+      const long long e = ((long long)p * TPR + lane) * VEC;
+      if (live && e < D) {
+        norm_load<T, VEC, A>(xr, e, m.dstride[3], xv[p]);
+        norm_load<T, VEC, A>(dr, e, m.dstride[2], dv[p]);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+          s[0] += xv[p][j] * xv[p][j];
+          s[1] += wv[p][j] * dv[p][j] * xv[p][j];
+        }
+      }
+    }
+    norm_group_sum<TPR, ROWS, 2>(s, sm);
+    if (live) {
+      const A rinv = A(1) / sqrt(s[0] / A(D) + A(eps));
+      const A c = s[1] / A(D) * rinv;  // mean(u * xh)
+      T* gr = gx + norm_row_off<0>(m, r);
+#pragma unroll
+      for (int p = 0; p < NP; ++p) {
+        const long long e = ((long long)p * TPR + lane) * VEC;
+        if (e < D) {
+          A o[VEC];
+#pragma unroll
+          for (int j = 0; j < VEC; ++j) {
+            const A xh = xv[p][j] * rinv;
+            o[j] = (wv[p][j] * dv[p][j] - xh * c) * rinv;
+            acc[p][j] += dv[p][j] * xh;
+          }
+          norm_store<T, VEC, A>(gr, e, m.dstride[0], o);
+        }
+      }
+    }
+  }
+  norm_store_partial<TPR, ROWS, VEC, NP>(acc, part, D, smp);
+}
+
+// Long rows: a block of 1024 threads per row; the block's partial row lives in the workspace
+// (each thread owns the same columns every row, so the read-modify-write needs no sync).
+template <class T, class TW>
+__global__ void __launch_bounds__(1024)
+rms_norm_bwd_big(T* gx, typename Compute<T>::type* part, const T* gy, const T* x, const TW* __restrict__ w,
+                 const NormRows m, double eps) {
+  typedef typename Compute<T>::type A;
+  __shared__ A sm[64];
+  const long long D = m.D;
+  A* pr = part + (long long)blockIdx.x * D;
+  for (long long e = threadIdx.x; e < D; e += 1024) pr[e] = A(0);
+  for (long long r = blockIdx.x; r < m.rows; r += gridDim.x) {
+    const T* xr = x + norm_row_off<3>(m, r);
+    const T* dr = gy + norm_row_off<2>(m, r);
+    T* gr = gx + norm_row_off<0>(m, r);
+    A s[2] = {A(0), A(0)};
+    for (long long e = threadIdx.x; e < D; e += 1024) {
+      const A xv = (A)iop_load(xr[e * m.dstride[3]]);
+      const A dv = (A)iop_load(dr[e * m.dstride[2]]);
+      s[0] += xv * xv;
+      s[1] += (A)iop_load(w[e * m.dstride[4]]) * dv * xv;
+    }
+    norm_group_sum<1024, 1, 2>(s, sm);
+    const A rinv = A(1) / sqrt(s[0] / A(D) + A(eps));
+    const A c = s[1] / A(D) * rinv;
+    for (long long e = threadIdx.x; e < D; e += 1024) {
+      const A xv = (A)iop_load(xr[e * m.dstride[3]]);
+      const A dv = (A)iop_load(dr[e * m.dstride[2]]);
+      const A xh = xv * rinv;
+      gr[e * m.dstride[0]] = Conv<T>::from(((A)iop_load(w[e * m.dstride[4]]) * dv - xh * c) * rinv);
+      pr[e] += dv * xh;
+    }
+  }
+}
