@@ -1,0 +1,223 @@
+// Row-wise kernels along one dim of a strided tensor: softmax, log_softmax, causal softmax,
+// cross entropy (per-row loss) and cross entropy loss (per-row partials + a finishing mean).
+// Appended to reduce.cuh.
+//
+// row_softmax   the dim is the input's fastest: G threads (a warp with several rows per block,
+//               or a whole block of up to 1024 threads) own one row. The row is cached in
+//               registers (up to MAXE vectors of VEC elements per thread), so it is read once and
+//               written once; 16-byte vectors with a scalar head and tail when rows are
+//               contiguous. Longer rows fall back to an online max/sum pass plus a write pass.
+// col_softmax   the dim is not the fastest: one thread per row, neighbouring threads on
+//               neighbouring rows (coalesced), online max/sum pass then a write pass.
+// ce_loss_finish  sums the per-row partials of cross_entropy_loss in a fixed order.
+
+#define RW_SOFTMAX 0
+#define RW_LOGSOFTMAX 1
+#define RW_CAUSAL 2
+#define RW_CE 3
+#define RW_CE_LOSS 4
+
+struct RowMeta {
+  DimMeta rows;     // row dims; stride[0] x, stride[1] y (or the per-row output), stride[2] target
+  long long N;      // row length (extent of the dim)
+  long long sx;     // x stride along the dim
+  long long sy;     // y stride along the dim (softmax modes)
+  long long R;      // number of rows
+  long long seq;    // causal: rows are (..., seq) with seq innermost
+  long long shift;  // causal: row i keeps columns j <= i + shift
+  long long ne;     // row_softmax: cached vectors per thread (0: loop mode)
+};
+
+template <class T, int MODE>
+__device__ __forceinline__ typename Acc<T>::type rw_value(typename Acc<T>::type v, typename Acc<T>::type m,
+                                                           typename Acc<T>::type inv, typename Acc<T>::type lg) {
+  if (MODE == RW_LOGSOFTMAX) return v - m - lg;
+  return RowMath<T>::exp_(v - m) * inv;
+}
+
+// Per-row epilogue of the cross-entropy modes (one thread per row).
+template <class T, int MODE, class TI>
+__device__ __forceinline__ void rw_ce_store(T* y, const T* px, const TI* tgt, typename Acc<T>::type* ws,
+                                            const RowMeta& p, long long r, const long long* off,
+                                            typename Acc<T>::type m, typename Acc<T>::type s) {
+  typedef typename Acc<T>::type A;
+  const long long lab = (long long)tgt[off[2]];
+  const bool ok = lab >= 0 && lab < p.N;
+  A loss = A(0);
+  if (ok) loss = m + RowMath<T>::log_(s) - red_load(px[lab * p.sx]);
+  if (MODE == RW_CE) {
+    y[off[1]] = Conv<T>::from(loss);
+  } else {
+    ws[r] = loss;
+    ws[p.R + r] = ok ? A(1) : A(0);
+  }
+}
+
+template <class T, int MODE, int VEC, int MAXE, class TI>
+__global__ void __launch_bounds__(1024) row_softmax(T* y, const T* x, const TI* __restrict__ tgt,
+                                                    typename Acc<T>::type* __restrict__ ws, RowMeta p) {
+  typedef typename Acc<T>::type A;
+  __shared__ A sm[32], ss[32];
+  const int G = blockDim.x, tid = threadIdx.x;
+  const long long r = (long long)blockIdx.x * blockDim.y + threadIdx.y;
+  const bool active = r < p.R;  // uniform per group
+  long long off[3] = {0, 0, 0};
+  if (active) dim_offsets<3>(p.rows, r, off);
+  const T* px = x + off[0];
+  T* py = y + off[1];
+  const long long N = p.N;
+  long long nvalid = N;
+  if (MODE == RW_CAUSAL) nvalid = min(N, r % p.seq + p.shift + 1);
+  const A NINF = red_neg_inf(A(0));
+  A m, s;
+  if (p.ne > 0) {
+    A c[MAXE][VEC];
+    A hv = NINF, tv = NINF;
+    long long head = 0, nv = N;
+    if (VEC > 1) {
+      head = (long long)((VEC - (reinterpret_cast<unsigned long long>(px) / sizeof(T)) % VEC) % VEC);
+      if (head > N) head = N;
+      nv = (N - head) / VEC;
+    }
+    const long long tail0 = head + nv * VEC;
+    if (active) {
+      if (VEC > 1 && tid < head) hv = red_load(px[tid]);
+#pragma unroll
+      for (int e = 0; e < MAXE; ++e) {
+        const long long v = tid + (long long)e * G;
+        if (e < p.ne && v < nv) {
+          if (VEC > 1) {
+            const Pack<T, VEC> pk = reinterpret_cast<const Pack<T, VEC>*>(px + head)[v];
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) c[e][k] = red_load(pk.v[k]);
+          } else {
+            c[e][0] = red_load(px[v * p.sx]);
+          }
+        } else {
+#pragma unroll
+          for (int k = 0; k < VEC; ++k) c[e][k] = NINF;
+        }
+      }
+      if (VEC > 1 && tid < N - tail0) tv = red_load(px[tail0 + tid]);
+      if (MODE == RW_CAUSAL) {
+        if (tid >= nvalid) hv = NINF;
+        if (tail0 + tid >= nvalid) tv = NINF;
+#pragma unroll
+        for (int e = 0; e < MAXE; ++e)
+#pragma unroll
+          for (int k = 0; k < VEC; ++k)
+            if (head + (tid + (long long)e * G) * VEC + k >= nvalid) c[e][k] = NINF;
+      }
+    }
+    m = MaxOp::combine<A>(hv, tv);
+#pragma unroll
+    for (int e = 0; e < MAXE; ++e)
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) m = MaxOp::combine<A>(m, c[e][k]);
+    m = G == 32 ? warp_reduce<MaxOp, A>(m) : block_reduce<MaxOp, A>(m, sm, tid, G);
+    s = A(0);
+    if (VEC > 1) s = RowMath<T>::exp_(hv - m) + RowMath<T>::exp_(tv - m);
+#pragma unroll
+    for (int e = 0; e < MAXE; ++e)
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) s += RowMath<T>::exp_(c[e][k] - m);
+    s = G == 32 ? warp_reduce<SumOp, A>(s) : block_reduce<SumOp, A>(s, ss, tid, G);
+    if (!active) return;
+    if (MODE <= RW_CAUSAL) {
+      const A inv = A(1) / s;
+      const A lg = RowMath<T>::log_(s);
+      if (VEC > 1 && tid < head) py[tid] = Conv<T>::from(MODE == RW_CAUSAL && tid >= nvalid ? A(0) : rw_value<T, MODE>(hv, m, inv, lg));
+#pragma unroll
+      for (int e = 0; e < MAXE; ++e) {
+        const long long v = tid + (long long)e * G;
+        if (e < p.ne && v < nv) {
+          if (VEC > 1) {
+            Pack<T, VEC> pk;
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) {
+              A o = rw_value<T, MODE>(c[e][k], m, inv, lg);
+              if (MODE == RW_CAUSAL && head + v * VEC + k >= nvalid) o = A(0);
+              pk.v[k] = Conv<T>::from(o);
+            }
+            reinterpret_cast<Pack<T, VEC>*>(py + head)[v] = pk;
+          } else {
+            A o = rw_value<T, MODE>(c[e][0], m, inv, lg);
+            if (MODE == RW_CAUSAL && v >= nvalid) o = A(0);
+            py[v * p.sy] = Conv<T>::from(o);
+          }
+        }
+      }
+      if (VEC > 1 && tid < N - tail0)
+        py[tail0 + tid] = Conv<T>::from(MODE == RW_CAUSAL && tail0 + tid >= nvalid ? A(0) : rw_value<T, MODE>(tv, m, inv, lg));
+    } else if (tid == 0) {
+      rw_ce_store<T, MODE, TI>(y, px, tgt, ws, p, r, off, m, s);
+    }
+    return;
+  }
+  // Loop mode: rows longer than the register cache.
+  MaxSum<A> st;
+  st.m = NINF;
+  st.s = A(0);
+  if (active) {
+    for (long long i = tid; i < nvalid; i += G) ms_add<T, A>(st, red_load(px[i * p.sx]));
+  }
+  st = G == 32 ? warp_reduce_ms<T, A>(st) : block_reduce_ms<T, A>(st, sm, ss, tid, G);
+  if (!active) return;
+  m = st.m;
+  s = st.s;
+  if (MODE <= RW_CAUSAL) {
+    const A inv = A(1) / s;
+    const A lg = RowMath<T>::log_(s);
+    for (long long i = tid; i < N; i += G) {
+      A o = i < nvalid ? rw_value<T, MODE>(red_load(px[i * p.sx]), m, inv, lg) : A(0);
+      py[i * p.sy] = Conv<T>::from(o);
+    }
+  } else if (tid == 0) {
+    rw_ce_store<T, MODE, TI>(y, px, tgt, ws, p, r, off, m, s);
+  }
+}
+
+template <class T, int MODE, class TI>
+__global__ void __launch_bounds__(256) col_softmax(T* y, const T* x, const TI* __restrict__ tgt,
+                                                   typename Acc<T>::type* __restrict__ ws, RowMeta p) {
+  typedef typename Acc<T>::type A;
+  const long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= p.R) return;
+  long long off[3];
+  dim_offsets<3>(p.rows, r, off);
+  const T* px = x + off[0];
+  T* py = y + off[1];
+  const long long N = p.N;
+  long long nvalid = N;
+  if (MODE == RW_CAUSAL) nvalid = min(N, r % p.seq + p.shift + 1);
+  MaxSum<A> st;
+  st.m = red_neg_inf(A(0));
+  st.s = A(0);
+  for (long long i = 0; i < nvalid; ++i) ms_add<T, A>(st, red_load(px[i * p.sx]));
+  if (MODE <= RW_CAUSAL) {
+    const A inv = A(1) / st.s;
+    const A lg = RowMath<T>::log_(st.s);
+    for (long long i = 0; i < N; ++i) {
+      A o = i < nvalid ? rw_value<T, MODE>(red_load(px[i * p.sx]), st.m, inv, lg) : A(0);
+      py[i * p.sy] = Conv<T>::from(o);
+    }
+  } else {
+    rw_ce_store<T, MODE, TI>(y, px, tgt, ws, p, r, off, st.m, st.s);
+  }
+}
+
+// cross_entropy_loss: loss = sum(partials) / count, summed in a fixed order by one block.
+template <class T>
+__global__ void __launch_bounds__(1024) ce_loss_finish(T* loss, const typename Acc<T>::type* __restrict__ ws, long long R) {
+  typedef typename Acc<T>::type A;
+  __shared__ A sh[32];
+  const int tid = threadIdx.x;
+  A s = A(0), c = A(0);
+  for (long long r = tid; r < R; r += blockDim.x) {
+    s += ws[r];
+    c += ws[R + r];
+  }
+  s = block_reduce<SumOp, A>(s, sh, tid, blockDim.x);
+  c = block_reduce<SumOp, A>(c, sh, tid, blockDim.x);
+  if (tid == 0) loss[0] = Conv<T>::from(s / c);
+}

@@ -1,0 +1,160 @@
+"""Planning and launching the row-wise kernels of ``rowwise.cu`` (softmax family, cross entropy).
+
+A "row" is the line of elements along ``dim``; every other dim enumerates rows. The plan picks
+``row_softmax`` when ``dim`` is the input's fastest dim (register-cached rows, 16-byte vectors
+when contiguous) and ``col_softmax`` otherwise (one thread per row, coalesced across rows).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import struct
+from dataclasses import dataclass
+
+from ..cuda.compiler import Launch, Slot, get_module
+from ..cuda.kernel import CudaKernel, ctype
+from ..dtypes import DType, itemsize
+from ..layout import MAXD, collapse
+from ..status import Status, error
+from . import REDUCE_CUH, HERE, acc_size, pack_dim_meta
+
+ROWWISE_SOURCE = REDUCE_CUH + (HERE / "rowwise.cu").read_text()
+
+MODES = {"softmax": 0, "log_softmax": 1, "causal": 2, "ce": 3, "ce_loss": 4}
+
+
+def vec_of(dtype: DType) -> int:
+    return 16 // itemsize(dtype)
+
+
+def maxe(dtype: DType, vec: int) -> int:
+    """Cached vectors per thread: 32 f32 values in registers (4 vectors for f64, whose exp is a call)."""
+    return 4 if dtype is DType.F64 else max(1, 32 // vec)
+
+
+def row_kernel_name(dtype: DType, mode: str, vec: int, ti: str = "int") -> str:
+    return f"row_softmax<{ctype(dtype)}, {MODES[mode]}, {vec}, {maxe(dtype, vec)}, {ti}>"
+
+
+def col_kernel_name(dtype: DType, mode: str, ti: str = "int") -> str:
+    return f"col_softmax<{ctype(dtype)}, {MODES[mode]}, {ti}>"
+
+
+def all_names(dtype: DType, mode: str, ti: str = "int") -> list[str]:
+    names = [row_kernel_name(dtype, mode, vec_of(dtype), ti), row_kernel_name(dtype, mode, 1, ti), col_kernel_name(dtype, mode, ti)]
+    if mode == "ce_loss":
+        names.append(f"ce_loss_finish<{ctype(dtype)}>")
+    return names
+
+
+def _pow2ceil(n: int) -> int:
+    return 1 << max(0, (int(n) - 1).bit_length())
+
+
+@dataclass
+class RowLayout:
+    """What the planner needs: row length and strides along dim, row dims with 3 stride sets."""
+
+    N: int
+    sx: int
+    sy: int
+    row_shape: tuple
+    row_strides: list  # [x, y, target] per row dim
+    collapse_rows: bool = True  # False for causal (the seq index must stay innermost)
+    seq: int = 1
+    shift: int = 0
+
+
+def split_dim(shape, strides_list, dim):
+    """Row dims (every dim but ``dim``) and their strides for each operand."""
+    keep = [i for i in range(len(shape)) if i != dim]
+    return tuple(shape[i] for i in keep), [[s[i] for i in keep] for s in strides_list]
+
+
+class RowwiseKernel(CudaKernel):
+    """softmax-like work on rows of ``x``.
+
+    slots: pointer positions (y, x, target) in calculate's order (None: absent, passes 0).
+    y_vec: whether y is written along the dim (softmax modes) so its alignment matters.
+    """
+
+    def __init__(self, handle, lay: RowLayout, dtype: DType, mode: str, slots, ti: str = "int", loss_slot=None):
+        super().__init__(handle)
+        self.launches = []
+        self.workspace_size = 0
+        R = math.prod(lay.row_shape)
+        if R == 0 or (lay.N == 0 and mode not in ("ce", "ce_loss")):
+            self.launch_all = []
+            return
+        if lay.collapse_rows:
+            rshape, rstr = collapse(lay.row_shape, lay.row_strides)
+        else:
+            rshape, rstr = tuple(d for d in lay.row_shape), [tuple(s) for s in lay.row_strides]
+        if len(rshape) > MAXD:
+            raise error(Status.NOT_IMPLEMENTED, f"more than {MAXD} non-mergeable row dims")
+        xs = [s for d, s in zip(rshape, rstr[0]) if d > 1]
+        row_path = lay.N <= 1 or not xs or lay.sx <= min(xs)
+        softmax_like = MODES[mode] <= 2
+        N = lay.N
+        vec = vec_of(dtype)
+        can_vec = (
+            row_path
+            and lay.sx == 1
+            and N >= 2 * vec
+            and (not softmax_like or (lay.sy == 1 and all((a - b) % vec == 0 for a, b in zip(rstr[0], rstr[1]))))
+        )
+        meta_rows = pack_dim_meta(rshape, rstr)
+        ys, xs_slot, ts = slots
+        tslot = Slot(ts) if ts is not None else ctypes.c_void_p(0)
+        ws_slot = Slot("ws") if mode == "ce_loss" else ctypes.c_void_p(0)
+        if mode == "ce_loss":
+            self.workspace_size = 2 * R * acc_size(dtype)
+        names = []
+        configs = []
+        if row_path:
+            for v in ([vec, 1] if can_vec else [1]):
+                nvec = -(-max(N, 1) // v)
+                me = maxe(dtype, v)
+                G = min(1024, max(32, _pow2ceil(-(-nvec // 4))))
+                ne = -(-nvec // G)
+                if ne > me:
+                    G = 1024
+                    ne = -(-nvec // G)
+                    if ne > me:
+                        ne = 0  # loop mode
+                rpb = 4 if G == 32 else 1
+                meta = meta_rows + struct.pack("<7q", N, lay.sx, lay.sy, R, lay.seq, lay.shift, ne)
+                name = row_kernel_name(dtype, mode, v, ti)
+                names.append(name)
+                configs.append((name, (-(-R // rpb),), (G, rpb), meta))
+        else:
+            meta = meta_rows + struct.pack("<7q", N, lay.sx, lay.sy, R, lay.seq, lay.shift, 0)
+            name = col_kernel_name(dtype, mode, ti)
+            names.append(name)
+            configs.append((name, (-(-R // 256),), (256,), meta))
+        if mode == "ce_loss":
+            names.append(f"ce_loss_finish<{ctype(dtype)}>")
+        mod = get_module(ROWWISE_SOURCE, names, handle.device_id)
+        ysl = Slot(ys) if ys is not None else ctypes.c_void_p(0)
+        self.main = [Launch(mod.ptr[n], g, b, [ysl, Slot(xs_slot), tslot, ws_slot, m]) for n, g, b, m in configs]
+        self.vec_ok = can_vec
+        self.xy = (xs_slot, ys if softmax_like else None)
+        self.finish = None
+        if mode == "ce_loss":
+            self.finish = Launch(mod.ptr[names[-1]], (1,), (1024,), [Slot(loss_slot), Slot("ws"), ctypes.c_longlong(R)])
+        self.launch = self._go
+
+    def launch(self, ptrs, ws_ptr, rt, stream):  # empty: nothing to do
+        return
+
+    def _go(self, ptrs, ws_ptr, rt, stream):
+        main = self.main[0]
+        if self.vec_ok:
+            xi, yi = self.xy
+            esz = 16
+            if yi is not None and (ptrs[xi] - ptrs[yi]) % esz:
+                main = self.main[1]
+        main(ptrs, ws_ptr, stream)
+        if self.finish is not None:
+            self.finish(ptrs, ws_ptr, stream)

@@ -1,0 +1,91 @@
+"""softmax / log_softmax / causal_softmax: specs, NumPy backends and NVIDIA factories."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..dtypes import DType, F, to_numpy
+from ..spec import Attr, Checker, Info, OpSpec, inp, out
+from ..status import Status
+from . import acc_numpy
+from .rowwise import ROWWISE_SOURCE, RowLayout, RowwiseKernel, all_names, split_dim
+
+
+def softmax_numpy(x: np.ndarray, axis: int, log: bool, dtype: DType, valid=None) -> np.ndarray:
+    """Max-subtracted (log-)softmax in the accumulator type; ``valid`` masks excluded entries."""
+    a = x.astype(acc_numpy(dtype), copy=False)
+    if valid is not None:
+        a = np.where(valid, a, -np.inf)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        m = np.max(a, axis=axis, keepdims=True)
+        z = a - m
+        e = np.exp(z)
+        s = np.sum(e, axis=axis, keepdims=True)
+        r = z - np.log(s) if log else e / s
+    if valid is not None:
+        r = np.where(valid, r, 0)
+    return r
+
+
+def softmax_spec(name: str, stem: str, log: bool, gguf_names=()) -> OpSpec:
+    def validate(check: Checker) -> Info:
+        x, y = check["input"], check["output"]
+        check.dtype_in("input", F)
+        check.same_dtype("input", "output")
+        check.same_shape("input", "output")
+        if x.ndim < 1:
+            check.fail(Status.BAD_TENSOR_SHAPE, "tensor 'input' must have ndim >= 1, got a 0-d tensor")
+        check.writable("output")
+        axis = check.axis("dim", check.attrs["dim"], x.ndim)
+        return Info(check.op, check.tensors, check.attrs, axis=axis)
+
+    def cpu(info: Info):
+        axis = info.axis
+        dtype = info.tensors["input"].dtype
+
+        def run(views, ws, rt):
+            y = views["output"]
+            if y.size == 0:
+                return
+            y[...] = softmax_numpy(views["input"], axis, log, dtype).astype(to_numpy(dtype))
+
+        return run
+
+    mode = "log_softmax" if log else "softmax"
+
+    def nvidia(info: Info, handle):
+        x, y = info.tensors["input"], info.tensors["output"]
+        axis = info.axis
+        rs, (rx, ry) = split_dim(x.shape, [x.strides, y.strides], axis)
+        lay = RowLayout(x.shape[axis], x.strides[axis], y.strides[axis], rs, [rx, ry, [0] * len(rs)])
+        return RowwiseKernel(handle, lay, x.dtype, mode, (0, 1, None))
+
+    nvidia.compile_units = lambda: [(ROWWISE_SOURCE, [n for dt in sorted(F) for n in all_names(dt, mode)])]
+
+    def reference(input, dim=-1):
+        import torch
+
+        return (torch.log_softmax if log else torch.softmax)(input, dim)
+
+    return OpSpec(
+        name=name,
+        stem=stem,
+        tensors=(out("output", aliases=("y",)), inp("input", aliases=("x",))),
+        attrs=(Attr("dim", "int", -1, aliases=("axis",)),),
+        validate=validate,
+        dtypes=F,
+        cpu=cpu,
+        nvidia=nvidia,
+        reference=reference,
+        infer=lambda input, dim=-1: {"output": input.with_dtype(input.dtype) if input.is_contiguous() else _contig(input)},
+        torch=f"torch.{'log_softmax' if log else 'softmax'}(input, dim)",
+        summary=f"{'log-' if log else ''}softmax along dim (any strides, in-place ok)",
+        gguf_names=gguf_names,
+        inplace=(("output", "input"),),
+    )
+
+
+def _contig(desc):
+    from ..tensor import create_tensor_descriptor
+
+    return create_tensor_descriptor(desc.shape, None, desc.dtype)
