@@ -104,12 +104,20 @@ def describe(obj) -> tuple[str, int, int, int | None, bool]:
     raise error(Status.BAD_PARAM, f"unsupported buffer type {type(obj).__name__}")
 
 
+def _c_contiguous(obj) -> bool:
+    # CuPy keeps the flag as a C attribute; ``flags`` builds an object per access (4x slower).
+    try:
+        return obj._c_contiguous
+    except AttributeError:
+        return obj.flags.c_contiguous
+
+
 def _cupy_fast(obj, op, name, nbytes, gpu, device_id, write):
     """CuPy arrays: C-level attribute reads only, for the per-call hot path."""
     data = obj.data
     if not gpu or data.device_id != device_id:
         return None
-    if obj.nbytes < nbytes or not obj.flags.c_contiguous:
+    if obj.nbytes < nbytes or not _c_contiguous(obj):
         return None  # let the general path compute the exact extent (or report the error)
     return data.ptr
 
@@ -130,6 +138,12 @@ def _numpy_fast(obj, op, name, nbytes, gpu, device_id, write):
 
 _FAST: dict[type, object] = {np.ndarray: _numpy_fast}
 
+# Array types whose base address, device and extent never change for a given object (CuPy
+# arrays: ``data`` is read-only and reshaping in place keeps the size). The descriptor may
+# reuse its check of the same object on the next call; torch tensors (resize_, set_) and
+# NumPy arrays (resize) can change in place, so they are checked every call.
+IMMUTABLE_VIEWS: set = set()
+
 
 def register_fast_types() -> None:
     """Add hot-path extractors for CuPy and torch array types (called when a GPU handle is made)."""
@@ -137,6 +151,7 @@ def register_fast_types() -> None:
         import cupy
 
         _FAST[cupy.ndarray] = _cupy_fast
+        IMMUTABLE_VIEWS.add(cupy.ndarray)
     except Exception:
         pass
     if "torch" in sys.modules:

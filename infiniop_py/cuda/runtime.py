@@ -63,6 +63,10 @@ def _current_stream():
     return _current_stream()
 
 
+def current_stream_ptr() -> int:
+    return _current_stream().ptr
+
+
 def stream_ptr(stream) -> int:
     """cudaStream_t of ``stream``: None (CuPy's current stream), CuPy/torch streams, or an int."""
     if stream is None:
