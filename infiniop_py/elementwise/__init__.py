@@ -191,4 +191,22 @@ def _role(kind: str, name: str, aliases: dict):
     return out(name, aliases=al) if kind == "out" else inp(name, aliases=al)
 
 
-__all__ = ["elementwise_op", "DType"]
+__all__ = ["elementwise_op", "float_expr", "DType"]
+
+
+_MATH_FNS = ("exp", "sin", "cos", "tanh", "erf", "sqrt", "log", "fabs")
+
+
+def float_expr(template: str) -> str:
+    """A C++ body for floating compute types: ``{exp}``-style placeholders become the f64
+    function (``exp``) when ``T`` is double and the accurate f32 one (``expf``) otherwise.
+
+    Write literal braces of the template doubled (``{{`` ``}}``); ``template`` is an expression
+    or a body containing ``return``.
+    """
+
+    def body(suffix: str) -> str:
+        e = template.format(**{f: f + suffix for f in _MATH_FNS})
+        return e if "return" in e else f"return {e};"
+
+    return f"if constexpr (sizeof(T) == 8) {{ {body('')} }} else {{ {body('f')} }}"

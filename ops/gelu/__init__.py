@@ -1,0 +1,46 @@
+"""gelu: exact (erf) or tanh-approximated GELU (ops.md §1.2).
+
+The C-style ``infiniopCreateGeluDescriptor(h, output, input)`` takes no attribute and is the
+exact form (the attribute's default); ``gelutanh`` is the tanh form as its own operator.
+"""
+
+from infiniop_py.dtypes import F
+from infiniop_py.elementwise import elementwise_op, float_expr
+from infiniop_py.spec import Attr
+
+from .npmath import INV_SQRT2, SQRT_2_OVER_PI, erf
+
+# GELU(x) = 0.5 x (1 + erf(x / sqrt 2)); tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+ERF_FORM = "T(0.5) * input * (T(1) + {erf}(input * T(0.70710678118654752440)))"
+TANH_FORM = "T(0.5) * input * (T(1) + {tanh}(T(0.79788456080286535588) * (input + T(0.044715) * input * input * input)))"
+
+
+def gelu_numpy(x, approximate="none"):
+    import numpy as np
+
+    if approximate == "tanh":
+        return 0.5 * x * (1 + np.tanh(x.dtype.type(SQRT_2_OVER_PI) * (x + x.dtype.type(0.044715) * x * x * x)))
+    return 0.5 * x * (1 + erf(x * x.dtype.type(INV_SQRT2)))
+
+
+def _reference(input, approximate="none"):
+    import torch
+
+    return torch.nn.functional.gelu(input, approximate=approximate)
+
+
+SPEC = elementwise_op(
+    name="gelu",
+    stem="Gelu",
+    out="output",
+    ins=("input",),
+    # approximate reaches the kernel as its index in choices: 0 = "none", 1 = "tanh"
+    cuda=float_expr(f"if (approximate != T(0)) return {TANH_FORM}; return {ERF_FORM};"),
+    numpy=gelu_numpy,
+    attrs=(Attr("approximate", "str", "none", choices=("none", "tanh"), doc='"none" (erf) or "tanh"'),),
+    dtypes=F,
+    reference=_reference,
+    torch="F.gelu(input, approximate)",
+    summary='output = GELU(x), approximate "none" (erf) or "tanh"',
+    tensor_aliases={"x": "input", "y": "output"},
+)

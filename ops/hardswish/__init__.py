@@ -1,0 +1,20 @@
+"""hardswish: output = x*min(max(x+3, 0), 6)/6 (ops.md §1.2)."""
+
+import numpy as np
+
+from infiniop_py.dtypes import F
+from infiniop_py.elementwise import elementwise_op
+
+SPEC = elementwise_op(
+    name="hardswish",
+    stem="HardSwish",
+    out="output",
+    ins=("input",),
+    cuda="T v = input + T(3); v = v < T(0) ? T(0) : v; v = v > T(6) ? T(6) : v; return input * v / T(6);",
+    numpy=lambda x: x * np.clip(x + 3, 0, 6) / 6,
+    dtypes=F,
+    reference=lambda input: __import__("torch").nn.functional.hardswish(input),
+    torch="F.hardswish(input)",
+    summary="output = x*min(max(x+3, 0), 6)/6",
+    tensor_aliases={"x": "input", "y": "output"},
+)

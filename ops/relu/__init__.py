@@ -1,0 +1,26 @@
+"""relu: output = max(x, 0), NaN stays NaN (ops.md §1.2)."""
+
+import numpy as np
+
+from infiniop_py.dtypes import SI, F
+from infiniop_py.elementwise import elementwise_op
+
+SPEC = elementwise_op(
+    name="relu",
+    stem="Relu",
+    out="output",
+    ins=("input",),
+    cuda="input < T(0) ? T(0) : input",  # NaN < 0 is false: NaN passes through
+    numpy=lambda x: np.maximum(x, x.dtype.type(0)),
+    dtypes=F | SI,
+    reference=lambda input: torch_relu(input),
+    torch="torch.relu(input)",
+    summary="output = max(x, 0); NaN -> NaN",
+    tensor_aliases={"x": "input", "y": "output"},
+)
+
+
+def torch_relu(x):
+    import torch
+
+    return torch.relu(x)
