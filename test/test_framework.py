@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import infiniop_py as iop
-from infiniop_py import DType, Device, Status
+from infiniop_py import Device, DType, Status
 from infiniop_py.descriptor import Descriptor
 from infiniop_py.spec import Checker, Info, OpSpec, inp, out
 
