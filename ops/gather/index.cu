@@ -95,17 +95,18 @@ __global__ void scatter_kernel(T* __restrict__ out, const I* __restrict__ idx, c
 // st1 = index stride, len = index length, st0 / st2 = output / source stride along dim.
 template <class U, class I, class IT>
 __global__ void index_copy_kernel(U* __restrict__ out, const I* __restrict__ idx, const U* __restrict__ src, IdxMeta m) {
-  long long i = blockIdx.y;
-  long long k = (long long)idx[i * m.st1];
-  int later = 0;
-  for (long long t = i + 1 + threadIdx.x; t < m.len; t += blockDim.x)
-    later |= ((long long)idx[t * m.st1] == k);
-  later = __syncthreads_or(later);
-  if (later || k < 0 || k >= m.dim_size) return;
-  IT step = (IT)gridDim.x * blockDim.x;
-  for (IT t = (IT)blockIdx.x * blockDim.x + threadIdx.x; t < (IT)m.n; t += step) {
-    long long o0, o1, o2;
-    idx_offsets<IT>(m, t, o0, o1, o2);
-    out[o0 + k * m.st0] = src[o2 + i * m.st2];
+  for (long long i = blockIdx.y; i < m.len; i += gridDim.y) {
+    long long k = (long long)idx[i * m.st1];
+    int later = 0;
+    for (long long t = i + 1 + threadIdx.x; t < m.len; t += blockDim.x)
+      later |= ((long long)idx[t * m.st1] == k);
+    later = __syncthreads_or(later);
+    if (later || k < 0 || k >= m.dim_size) continue;
+    IT step = (IT)gridDim.x * blockDim.x;
+    for (IT t = (IT)blockIdx.x * blockDim.x + threadIdx.x; t < (IT)m.n; t += step) {
+      long long o0, o1, o2;
+      idx_offsets<IT>(m, t, o0, o1, o2);
+      out[o0 + k * m.st0] = src[o2 + i * m.st2];
+    }
   }
 }

@@ -1,0 +1,41 @@
+"""index_copy: output <- input, then output.select(dim, index[i]) = source.select(dim, i),
+last i wins, out-of-range skipped; in place when output aliases input (ops.md §5.4)."""
+
+from __future__ import annotations
+
+from infiniop_py.spec import Attr, OpSpec, inp, out
+
+from . import impl
+from ..gather import common
+
+
+def validate(check):
+    return impl.validate(check, "output", "input")
+
+
+def nvidia(info, handle):
+    return impl.IndexCopyKernel(info, handle, {"output": 0, "input": 1, "index": 2, "source": 3})
+
+
+nvidia.compile_units = impl.compile_units
+
+
+def reference(input, index, source, dim):
+    return impl.reference(input, index, source, dim)
+
+
+SPEC = OpSpec(
+    name="index_copy",
+    stem="IndexCopy",
+    tensors=(out("output"), inp("input"), inp("index"), inp("source")),
+    attrs=(Attr("dim", "int"),),
+    validate=validate,
+    dtypes=common.DATA,
+    cpu=impl.cpu,
+    nvidia=nvidia,
+    reference=reference,
+    torch="input.index_copy(dim, index, source)",
+    summary="output = input with slices index[i] along dim replaced by source slices i (last wins)",
+    inplace=(("output", "input"),),
+    kernel_sources=("../gather/index.cu",),
+)

@@ -1,0 +1,63 @@
+"""index_copy_inplace: output.index_copy_(dim, index, source) -- output is [rw], rows not
+indexed keep their contents; last i wins, out-of-range skipped (ops.md §5.5).
+
+GGUF: the source is stored as ``input``; the destination is ``output`` (zero-filled by the
+runner) or ``target`` (its stored data is the initial value).
+"""
+
+from __future__ import annotations
+
+from infiniop_py.spec import Attr, OpSpec, inout, inp
+
+from ..gather import common
+from ..index_copy import impl
+
+try:
+    from infiniop_py.gguf.dialect import GGUFDialect
+except ImportError:  # pragma: no cover
+    GGUFDialect = object
+
+
+class Dialect(GGUFDialect):
+    def prepare(self, raw) -> None:
+        raw.iop_target = raw.tensor("target") is not None and raw.tensor("output") is None
+        if raw.iop_target:
+            raw.rename("target", "output")
+
+    def adapt(self, test, raw) -> None:
+        t = test.tensors.get("output")
+        if t is not None and not getattr(raw, "iop_target", False):
+            t.data = None
+            t.fill = 0.0
+
+
+def validate(check):
+    return impl.validate(check, "output", None)
+
+
+def nvidia(info, handle):
+    return impl.IndexCopyKernel(info, handle, {"output": 0, "source": 1, "index": 2})
+
+
+nvidia.compile_units = impl.compile_units
+
+
+def reference(output, source, index, dim):
+    return impl.reference(output, index, source, dim)
+
+
+SPEC = OpSpec(
+    name="index_copy_inplace",
+    stem="IndexCopyInplace",
+    tensors=(inout("output", init=0.0, aliases=("target",)), inp("source", aliases=("input",)), inp("index")),
+    attrs=(Attr("dim", "int"),),
+    validate=validate,
+    dtypes=common.DATA,
+    cpu=impl.cpu,
+    nvidia=nvidia,
+    reference=reference,
+    torch="output.index_copy_(dim, index, source)",
+    summary="output.select(dim, index[i]) = source.select(dim, i) in place (last wins)",
+    gguf=Dialect(),
+    kernel_sources=("../gather/index.cu",),
+)
