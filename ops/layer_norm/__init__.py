@@ -1,0 +1,105 @@
+"""layer_norm: output, input_standardization and input_std_deviation over the last dim
+(ops.md §3.3). bias is optional; weight and bias may be strided; input_std_deviation has shape
+input.shape[:-1] or input.shape[:-1] + (1,).
+"""
+
+import numpy as np
+
+from infiniop_py.dtypes import F
+from infiniop_py.gguf import GGUFDialect
+from infiniop_py.gguf.values import as_kind
+from infiniop_py.norm import acc_numpy, check_positive, check_rows, check_shape, check_std_shape
+from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
+from infiniop_py.tensor import create_tensor_descriptor
+
+from . import cuda
+
+
+def validate(check: Checker) -> Info:
+    check.dtype_in("input", F)
+    check.same_dtype("input", "output", "input_standardization", "input_std_deviation", "weight", "bias")
+    shape = check_rows(check, "input", "output", "input_standardization")
+    check_shape(check, "weight", (shape[-1],))
+    check_shape(check, "bias", (shape[-1],))
+    check_std_shape(check, "input_std_deviation", shape)
+    check.writable("output", "input_standardization", "input_std_deviation")
+    check_positive(check, "eps")
+    return Info(check.op, check.tensors, check.attrs)
+
+
+def cpu(info: Info):
+    acc = acc_numpy(info.tensors["input"].dtype)
+    eps = acc(info.attrs["eps"])
+
+    def run(views, ws, rt):
+        x = views["input"].astype(acc)
+        if x.size == 0:
+            return
+        mean = np.mean(x, axis=-1, keepdims=True)
+        d = x - mean
+        sd = np.sqrt(np.mean(d * d, axis=-1, keepdims=True) + eps)
+        xh = d / sd
+        o = xh * views["weight"].astype(acc)
+        if views["bias"] is not None:
+            o = o + views["bias"].astype(acc)
+        std = views["input_std_deviation"]
+        std[...] = sd.reshape(std.shape).astype(std.dtype)
+        views["input_standardization"][...] = xh.astype(views["input_standardization"].dtype)
+        views["output"][...] = o.astype(views["output"].dtype)
+
+    return run
+
+
+def reference(input, weight, bias=None, eps=1e-5, out_shapes=None):  # noqa: A002 - ops.md name
+    mean = input.mean(-1, keepdim=True)
+    var = (input - mean).pow(2).mean(-1, keepdim=True)
+    sd = (var + eps).sqrt()
+    xh = (input - mean) / sd
+    o = xh * weight + (bias if bias is not None else 0.0)
+    res = {"output": o, "input_standardization": xh}
+    if out_shapes and "input_std_deviation" in out_shapes:
+        res["input_std_deviation"] = sd.reshape(out_shapes["input_std_deviation"])
+    else:
+        res["input_std_deviation"] = sd.squeeze(-1)
+    return res
+
+
+def infer(input, weight, bias=None, **_):  # noqa: A002
+    std = create_tensor_descriptor(tuple(input.shape[:-1]), None, input.dtype)
+    return {"output": input, "input_standardization": input, "input_std_deviation": std}
+
+
+class LayerNormFiles(GGUFDialect):
+    """A `bias` tensor is ignored when `bias_exist`/`has_bias` says false (ops.md §3.3)."""
+
+    def prepare(self, raw):
+        for key in ("bias_exist", "has_bias"):
+            v = raw.value(key)
+            if v is not None and not as_kind(v, "bool", raw.key(key)):
+                raw.drop("bias")
+
+
+SPEC = OpSpec(
+    name="layer_norm",
+    stem="LayerNorm",
+    tensors=(
+        out("output"),
+        out("input_standardization"),
+        out("input_std_deviation"),
+        inp("input", aliases=("x",)),
+        inp("weight", aliases=("w",)),
+        inp("bias", optional=True, aliases=("b",)),
+    ),
+    attrs=(Attr("eps", "float", 1e-5, aliases=("epsilon",)),),
+    validate=validate,
+    dtypes=F,
+    cpu=cpu,
+    nvidia=cuda.factory,
+    reference=reference,
+    infer=infer,
+    torch="torch.nn.functional.layer_norm(input, (D,), weight, bias, eps)",
+    summary="layer norm over the last dim; also returns the standardized input and the std per row",
+    inplace=(("output", "input"), ("input_standardization", "input")),
+    kernel_sources=("kernel.cu",),
+    gguf=LayerNormFiles(),
+)
