@@ -1,0 +1,206 @@
+"""scatter: output = input.clone().scatter_(axis, indices, updates[, reduce]) (ops.md §5.3).
+
+reduction 0 replace, 1 add, 2 multiply. Positions of ``indices`` apply in row-major order:
+with replace the last write wins, add / multiply apply every contribution in that order, on
+both backends. Out-of-range values are skipped. The copy input -> output is skipped when
+output aliases input (in place). NVIDIA: one warp per line along the axis (see index.cu).
+
+GGUF: ``scatter`` (upstream form) and the in-place ``scatter_`` dialect, where ``input``
+holds the updates, ``output`` starts from zeros and there is no ``updates`` tensor.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from infiniop_py.cuda.compiler import Launch, Slot
+from infiniop_py.cuda.kernel import ctype
+from infiniop_py.dtypes import DType
+from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
+from infiniop_py.status import Status
+
+from ..gather import common
+from ..gather.common import UTYPE
+from ..gemm import staging
+
+try:
+    from infiniop_py.gguf.dialect import GGUFDialect
+except ImportError:  # pragma: no cover
+    GGUFDialect = object
+
+ARITH = sorted(common.DATA - {DType.BOOL})
+
+
+def validate(check: Checker) -> Info:
+    o, x, i, u = check["output"], check["input"], check["indices"], check["updates"]
+    check.dtype_in("input", common.DATA)
+    check.same_dtype("input", "output", "updates")
+    common.check_index_dtype(check, "indices")
+    common.check_ndim(check, "input")
+    red = check.attrs["reduction"]
+    if red not in (0, 1, 2):
+        check.fail(Status.BAD_PARAM, f"attribute 'reduction'={red} must be 0 (replace), 1 (add) or 2 (multiply)")
+    if red and x.dtype is DType.BOOL:
+        check.fail(Status.BAD_TENSOR_DTYPE, "bool data supports only reduction 0 (replace)")
+    if x.ndim == 0:
+        check.fail(Status.BAD_TENSOR_SHAPE, "tensor 'input' must have at least 1 dim")
+    for n, d in (("output", o), ("indices", i), ("updates", u)):
+        if d.ndim != x.ndim:
+            check.fail(Status.BAD_TENSOR_SHAPE, f"tensor '{n}' has {d.ndim} dims but 'input' has {x.ndim}")
+    axis = check.axis("axis", check.attrs["axis"], x.ndim)
+    check.same_shape("input", "output")
+    check.same_shape("indices", "updates")
+    for d in range(x.ndim):
+        if d != axis and i.shape[d] > x.shape[d]:
+            check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'indices' shape {list(i.shape)} exceeds 'input' {list(x.shape)} at dim {d}")
+    check.writable("output")
+    return Info(check.op, check.tensors, check.attrs, axis=axis, reduction=red)
+
+
+def _same(a, b):
+    return a.__array_interface__["data"][0] == b.__array_interface__["data"][0] and a.strides == b.strides
+
+
+def cpu(info: Info):
+    axis, red = info.axis, info.reduction
+    size = info["output"].shape[axis]
+
+    def run(views, ws, rt):
+        o, x, i, u = views["output"], views["input"], views["indices"], views["updates"]
+        if o.size and not _same(o, x):
+            np.copyto(o, x)
+        if i.size == 0 or o.size == 0:
+            return
+        k = i.astype(np.int64)
+        ok = (k >= 0) & (k < size)
+        grid = [np.broadcast_to(c, i.shape) for c in common.coords(i.shape)]
+        grid[axis] = k
+        sel = tuple(c[ok] for c in grid)  # row-major order of the index positions
+        vals = u[ok]
+        if red == 0:
+            flat = np.ravel_multi_index(sel, o.shape)
+            _, first = np.unique(flat[::-1], return_index=True)
+            last = flat.size - 1 - first
+            o[tuple(c[last] for c in sel)] = vals[last]
+        elif red == 1:
+            np.add.at(o, sel, vals)
+        else:
+            np.multiply.at(o, sel, vals)
+
+    return run
+
+
+def kernel_names():
+    names = [f"scatter_kernel<{UTYPE[s]}, {it}, 0>" for s in UTYPE for it in common.ITYPE.values()]
+    names += [f"scatter_kernel<{ctype(d)}, {it}, {m}>" for d in ARITH for it in common.ITYPE.values() for m in (1, 2)]
+    return names
+
+
+class ScatterKernel(common.IndexKernel):
+    def __init__(self, info: Info, handle):
+        super().__init__(handle)
+        o, x, i, u = info["output"], info["input"], info["indices"], info["updates"]
+        self.empty = o.numel == 0
+        if self.empty:
+            return
+        copy = staging.Copy(handle, o, x)
+        same_layout = o.strides == x.strides
+
+        def copy_step(ptrs, ws, stream):
+            if not (ptrs[0] == ptrs[1] and same_layout):
+                copy(ptrs[0], ptrs[1], stream)
+
+        self.steps.append(copy_step)
+        if i.numel == 0:
+            return
+        axis, red = info.axis, info.reduction
+        shape = list(i.shape)
+        length = shape[axis]
+        shape[axis] = 1
+        lines = int(np.prod(shape))
+        t = UTYPE[o.itemsize] if red == 0 else ctype(o.dtype)
+        name = f"scatter_kernel<{t}, {common.ITYPE[i.dtype]}, {red}>"
+        mod = common.module([name], handle.device_id)
+        meta = common.pack_meta(
+            shape, o.strides, i.strides, u.strides, lines, o.shape[axis], o.strides[axis],
+            length, (o.strides[axis], i.strides[axis], u.strides[axis]),
+        )  # fmt: skip
+        blocks = common.grid(lines * 32, handle.device_id)
+        self.steps.append(Launch(mod.ptr[name], (blocks,), (common.BLOCK,), [Slot(0), Slot(2), Slot(3), meta]))
+
+
+def nvidia(info, handle):
+    return ScatterKernel(info, handle)
+
+
+nvidia.compile_units = lambda: [(common.SOURCE, kernel_names())] + staging.compile_units()
+
+
+def reference(input, indices, updates, axis, reduction=0):
+    out = input.clone()
+    ax = axis % input.ndim
+    size = out.shape[ax]
+    flat_i = indices.reshape(-1).tolist()
+    coords = np.array(np.unravel_index(np.arange(len(flat_i)), tuple(indices.shape))).T if flat_i else []
+    upd = updates.reshape(-1)
+    for n, (k, c) in enumerate(zip(flat_i, coords)):
+        if not 0 <= k < size:
+            continue
+        q = list(int(v) for v in c)
+        q[ax] = k
+        q = tuple(q)
+        if reduction == 0:
+            out[q] = upd[n]
+        elif reduction == 1:
+            out[q] = out[q] + upd[n]
+        else:
+            out[q] = out[q] * upd[n]
+    return out
+
+
+class Dialect(GGUFDialect):
+    """The in-place ``scatter_`` form: input = updates (leading corner of index's shape),
+    output starts from zeros and is also the destination read as input."""
+
+    def prepare(self, raw) -> None:
+        if raw.tensor("updates") is not None or raw.tensor("src") is not None:
+            return
+        raw.iop_inplace = True
+        idx_name = "index" if raw.tensor("index") is not None else "indices"
+        src = raw.data("input")
+        ishape = raw.data(idx_name).shape
+        corner = src[tuple(slice(0, d) for d in ishape)] if src.ndim == len(ishape) else src
+        st = raw.tensor("input")
+        raw.drop("input")
+        raw.put_tensor("updates", np.ascontiguousarray(corner), st.dtype)
+        raw.put_tensor("input", np.zeros(1, dtype=corner.dtype), st.dtype)
+
+    def adapt(self, test, raw) -> None:
+        if not getattr(raw, "iop_inplace", False):
+            return
+        o, x = test.tensors["output"], test.tensors["input"]
+        x.shape, x.strides, x.dtype = o.shape, o.strides, o.dtype
+        from infiniop_py.dtypes import to_numpy
+
+        x.data = np.zeros(o.shape, dtype=to_numpy(o.dtype))
+        o.inplace = "input"
+        test.attrs["reduction"] = 0
+
+
+SPEC = OpSpec(
+    name="scatter",
+    stem="Scatter",
+    tensors=(out("output"), inp("input"), inp("indices", aliases=("index",)), inp("updates", aliases=("src",))),
+    attrs=(Attr("axis", "int", aliases=("dim",)), Attr("reduction", "int", 0)),
+    validate=validate,
+    dtypes=common.DATA,
+    cpu=cpu,
+    nvidia=nvidia,
+    reference=reference,
+    torch="input.clone().scatter_(axis, indices, updates[, reduce])",
+    summary="output = input with updates scattered along axis (replace/add/multiply, row-major order)",
+    gguf_names=("scatter_",),
+    inplace=(("output", "input"),),
+    gguf=Dialect(),
+    kernel_sources=("../gather/index.cu",),
+)
