@@ -44,7 +44,7 @@ def cpu(info: Info):
         c = np.sum(u * xh, axis=-1, keepdims=True) / acc(D)
         if gx.size:
             gx[...] = ((u - xh * c) * rinv).astype(gx.dtype)
-        gw[...] = np.sum((dy * xh).reshape(-1, D), axis=0, dtype=acc).astype(gw.dtype)
+        gw[...] = np.sum((dy * xh).reshape(-1, D), axis=0, dtype=np.float64).astype(gw.dtype)
 
     return run
 

@@ -1,0 +1,97 @@
+"""layer_norm_backward: grad_input, grad_weight and optional grad_bias from grad_output, weight,
+input_standardization and input_std_deviation (ops.md §3.4). x̂ and std are used as given.
+
+grad_weight/grad_bias are reduced in two deterministic stages (per-block partial rows in the
+workspace, then a fixed-order column sum): bitwise identical run to run.
+"""
+
+import numpy as np
+
+from infiniop_py.dtypes import F
+from infiniop_py.gguf import GGUFDialect
+from infiniop_py.gguf.values import as_kind
+from infiniop_py.norm import acc_numpy, check_rows, check_shape, check_std_shape
+from infiniop_py.spec import Checker, Info, OpSpec, inp, out
+
+from . import cuda
+
+
+def validate(check: Checker) -> Info:
+    check.dtype_in("grad_output", F)
+    names = ("grad_input", "grad_weight", "grad_bias", "weight", "input_standardization", "input_std_deviation")
+    check.same_dtype("grad_output", *names)
+    shape = check_rows(check, "grad_output", "grad_input", "input_standardization")
+    for n in ("weight", "grad_weight", "grad_bias"):
+        check_shape(check, n, (shape[-1],))
+    check_std_shape(check, "input_std_deviation", shape)
+    check.writable("grad_input", "grad_weight", "grad_bias")
+    return Info(check.op, check.tensors, check.attrs)
+
+
+def cpu(info: Info):
+    acc = acc_numpy(info.tensors["grad_output"].dtype)
+
+    def run(views, ws, rt):
+        dy = views["grad_output"].astype(acc)
+        h = views["input_standardization"].astype(acc)
+        D = dy.shape[-1]
+        sd = views["input_std_deviation"].astype(acc).reshape(dy.shape[:-1] + (1,))
+        g = dy * views["weight"].astype(acc)
+        gi = (g - np.mean(g, axis=-1, keepdims=True) - h * np.mean(g * h, axis=-1, keepdims=True)) / sd
+        if gi.size:
+            views["grad_input"][...] = gi.astype(views["grad_input"].dtype)
+        gw = views["grad_weight"]
+        gw[...] = np.sum((dy * h).reshape(-1, D), axis=0, dtype=np.float64).astype(gw.dtype)
+        if views["grad_bias"] is not None:
+            views["grad_bias"][...] = np.sum(dy.reshape(-1, D), axis=0, dtype=np.float64).astype(gw.dtype)
+
+    return run
+
+
+def reference(grad_output, weight, input_standardization, input_std_deviation):
+    dy, h = grad_output, input_standardization
+    D = dy.shape[-1]
+    sd = input_std_deviation.reshape(dy.shape[:-1] + (1,))
+    g = dy * weight
+    gi = (g - g.mean(-1, keepdim=True) - h * (g * h).mean(-1, keepdim=True)) / sd
+    return {
+        "grad_input": gi,
+        "grad_weight": (dy * h).reshape(-1, D).sum(0),
+        "grad_bias": dy.reshape(-1, D).sum(0),
+    }
+
+
+class LayerNormBackwardFiles(GGUFDialect):
+    """`bias_exist`/`has_bias` false: no grad_bias (its placeholder and answer are dropped)."""
+
+    def prepare(self, raw):
+        for key in ("bias_exist", "has_bias"):
+            v = raw.value(key)
+            if v is not None and not as_kind(v, "bool", raw.key(key)):
+                raw.drop("grad_bias")
+                raw.drop("ans_grad_bias")
+
+
+SPEC = OpSpec(
+    name="layer_norm_backward",
+    stem="LayerNormBackward",
+    tensors=(
+        out("grad_input"),
+        out("grad_weight"),
+        out("grad_bias", optional=True),
+        inp("grad_output"),
+        inp("weight"),
+        inp("input_standardization"),
+        inp("input_std_deviation"),
+    ),
+    validate=validate,
+    dtypes=F,
+    cpu=cpu,
+    nvidia=cuda.factory,
+    reference=reference,
+    infer=lambda grad_output, weight, **_: {"grad_input": grad_output, "grad_weight": weight, "grad_bias": weight},
+    torch="torch.autograd.grad(F.layer_norm(x, (D,), weight, bias, eps), (x, weight, bias), grad_output)",
+    summary="gradients of layer_norm from the standardized input and std (deterministic weight/bias sums)",
+    kernel_sources=("kernel.cu",),
+    gguf=LayerNormBackwardFiles(),
+)

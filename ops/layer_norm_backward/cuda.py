@@ -1,0 +1,98 @@
+"""NVIDIA layer_norm_backward: persistent row-wise stage 1 (grad_input + per-block partial rows
+of grad_weight and grad_bias in the workspace), then fixed-order column sums."""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+from infiniop_py.cuda.compiler import Launch, Slot, get_module
+from infiniop_py.cuda.kernel import CudaKernel, ctype
+from infiniop_py.dtypes import DType, F
+from infiniop_py.norm import (
+    NP_BWD,
+    TPRS,
+    Pick,
+    RowPlan,
+    Seq,
+    acc_ctype,
+    acc_size,
+    align_up,
+    col_sum_launch,
+    persistent_grid,
+    sm_count,
+    source,
+)  # fmt: skip
+from infiniop_py.spec import Info
+
+SOURCE = source(Path(__file__).parent / "kernel.cu")
+ORDER = ("grad_input", "grad_weight", "grad_bias", "grad_output", "weight", "input_standardization", "input_std_deviation")
+VEC = {DType.F16: 8, DType.BF16: 8, DType.F32: 4, DType.F64: 2}
+
+
+def name(t: DType, vec: int, tpr: int | None) -> str:
+    if tpr is None:
+        return f"layer_norm_bwd_big<{ctype(t)}>"
+    return f"layer_norm_bwd<{ctype(t)}, {vec}, {tpr}>"
+
+
+def col_name(t: DType) -> str:
+    return f"norm_col_sum<{ctype(t)}, {acc_ctype(t)}>"
+
+
+class LayerNormBackwardKernel(CudaKernel):
+    def __init__(self, info: Info, handle):
+        super().__init__(handle)
+        ti = info.tensors
+        t = ti["grad_output"].dtype
+        has_bias = ti.get("grad_bias") is not None
+        plan = RowPlan(
+            info,
+            ORDER,
+            ("grad_input", "grad_output", "input_standardization"),
+            params=("weight", "grad_weight", "grad_bias"),
+            row_extra=("input_std_deviation",),
+            np_=NP_BWD,
+        )
+        sms = sm_count(handle)
+        D = plan.D
+        variants = ([(plan.vec, plan.vec_tpr)] if plan.vec > 1 else []) + [(1, plan.tpr)]
+        exprs = [name(t, v, p) for v, p in variants] + [col_name(t)]
+        mod = get_module(SOURCE, exprs, handle.device_id)
+        col = mod.ptr[exprs[-1]]
+        grids = [persistent_grid(plan, p, sms) for _v, p in variants]
+        part = align_up(max(g for g, _b in grids) * D * acc_size(t)) if plan.rows else 0
+        gw_s = ti["grad_weight"].strides[0]
+        gb_s = ti["grad_bias"].strides[0] if has_bias else 0
+        seqs = []
+        for e, (grid, block) in zip(exprs, grids):
+            nparts = grid if plan.rows else 0
+            launches = []
+            if plan.rows:
+                args = [Slot(0), Slot("ws"), Slot("ws", part), Slot(3), Slot(4), Slot(5), Slot(6), plan.meta]
+                launches.append(Launch(mod.ptr[e], (grid,), (block,), [*args, ctypes.c_int(int(has_bias))]))
+            launches.append(col_sum_launch(col, 1, 0, D, nparts, gw_s))
+            if has_bias:
+                launches.append(col_sum_launch(col, 2, part, D, nparts, gb_s))
+            seqs.append(Seq(*launches))
+        self.workspace_size = 2 * part if has_bias else part
+        self.pick = Pick(seqs[0] if len(seqs) == 2 else None, seqs[-1], plan.aligned)
+
+    def launch(self, ptrs, ws, rt, stream):
+        self.pick(ptrs, ws, stream)
+
+
+def factory(info: Info, handle):
+    return LayerNormBackwardKernel(info, handle)
+
+
+def compile_units():
+    exprs = []
+    for t in sorted(F):
+        for p in TPRS:
+            exprs += [name(t, VEC[t], p), name(t, 1, p)]
+        exprs += [name(t, 1, None), col_name(t)]
+    return [(SOURCE, exprs)]
+
+
+factory.compile_units = compile_units

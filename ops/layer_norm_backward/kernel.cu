@@ -1,0 +1,109 @@
+// layer_norm_backward. Tensor slots: 0 grad_input, 1 grad_weight, 2 grad_bias, 3 grad_output,
+// 4 weight, 5 input_standardization, 6 input_std_deviation.
+// Per row: g = dy * w; grad_input = (g - mean(g) - xh * mean(g * xh)) / std.
+// grad_weight = sum_rows dy * xh, grad_bias = sum_rows dy: per-block partial rows in the
+// workspace (pw, pb), summed in fixed order by norm_col_sum afterwards.
+
+template <class T, int VEC, int TPR>
+__global__ void __launch_bounds__(TPR >= 256 ? TPR : 256)
+layer_norm_bwd(T* gi, typename Compute<T>::type* pw, typename Compute<T>::type* pb, const T* dy,
+               const T* __restrict__ w, const T* xh, const T* stdv, const NormRows m, int has_bias) {
+  typedef typename Compute<T>::type A;
+  constexpr int NP = NORM_NP_BWD;
+  constexpr int ROWS = TPR >= 256 ? 1 : 256 / TPR;
+  __shared__ A sm[ROWS * (TPR / 32) * 2];
+  __shared__ A smp[ROWS > 1 ? ROWS * TPR * NP * VEC : 1];
+  const int lane = threadIdx.x % TPR;
+  const long long D = m.D;
+  const long long ngroups = (m.rows + ROWS - 1) / ROWS;
+  A wv[NP][VEC], accw[NP][VEC], accb[NP][VEC];
+#pragma unroll
+  for (int p = 0; p < NP; ++p) {
+    const long long e = ((long long)p * TPR + lane) * VEC;
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) accw[p][j] = accb[p][j] = A(0);
+    if (e < D) norm_load_param<T, VEC, A>(w, e, m.dstride[4], wv[p]);
+  }
+  for (long long g = blockIdx.x; g < ngroups; g += gridDim.x) {
+    const long long r = g * ROWS + threadIdx.x / TPR;
+    const bool live = r < m.rows;
+    const T* dr = dy + (live ? norm_row_off<3>(m, r) : 0);
+    const T* hr = xh + (live ? norm_row_off<5>(m, r) : 0);
+    A dv[NP][VEC], hv[NP][VEC];
+    A s[2] = {A(0), A(0)};
+    A sd = A(1);
+    if (live) sd = (A)iop_load(stdv[norm_row_off<6>(m, r)]);
+#pragma unroll
+    for (int p = 0; p < NP; ++p) {
+      const long long e = ((long long)p * TPR + lane) * VEC;
+      if (live && e < D) {
+        norm_load<T, VEC, A>(dr, e, m.dstride[3], dv[p]);
+        norm_load<T, VEC, A>(hr, e, m.dstride[5], hv[p]);
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+          const A gg = dv[p][j] * wv[p][j];
+          s[0] += gg;
+          s[1] += gg * hv[p][j];
+        }
+      }
+    }
+    norm_group_sum<TPR, ROWS, 2>(s, sm);
+    if (live) {
+      const A mg = s[0] / A(D), mgh = s[1] / A(D);
+      T* gr = gi + norm_row_off<0>(m, r);
+#pragma unroll
+      for (int p = 0; p < NP; ++p) {
+        const long long e = ((long long)p * TPR + lane) * VEC;
+        if (e < D) {
+          A o[VEC];
+#pragma unroll
+          for (int j = 0; j < VEC; ++j) {
+            o[j] = (dv[p][j] * wv[p][j] - mg - hv[p][j] * mgh) / sd;
+            accw[p][j] += dv[p][j] * hv[p][j];
+            accb[p][j] += dv[p][j];
+          }
+          norm_store<T, VEC, A>(gr, e, m.dstride[0], o);
+        }
+      }
+    }
+  }
+  norm_store_partial<TPR, ROWS, VEC, NP>(accw, pw, D, smp);
+  if (has_bias) norm_store_partial<TPR, ROWS, VEC, NP>(accb, pb, D, smp);
+}
+
+// Long rows: a block of 1024 threads per row; the block's partial rows live in the workspace.
+template <class T>
+__global__ void __launch_bounds__(1024)
+layer_norm_bwd_big(T* gi, typename Compute<T>::type* pw, typename Compute<T>::type* pb, const T* dy,
+                   const T* __restrict__ w, const T* xh, const T* stdv, const NormRows m, int has_bias) {
+  typedef typename Compute<T>::type A;
+  __shared__ A sm[64];
+  const long long D = m.D;
+  A* pwr = pw + (long long)blockIdx.x * D;
+  A* pbr = pb + (long long)blockIdx.x * D;
+  for (long long e = threadIdx.x; e < D; e += 1024) {
+    pwr[e] = A(0);
+    if (has_bias) pbr[e] = A(0);
+  }
+  for (long long r = blockIdx.x; r < m.rows; r += gridDim.x) {
+    const T* dr = dy + norm_row_off<3>(m, r);
+    const T* hr = xh + norm_row_off<5>(m, r);
+    T* gr = gi + norm_row_off<0>(m, r);
+    const A sd = (A)iop_load(stdv[norm_row_off<6>(m, r)]);
+    A s[2] = {A(0), A(0)};
+    for (long long e = threadIdx.x; e < D; e += 1024) {
+      const A gg = (A)iop_load(dr[e * m.dstride[3]]) * (A)iop_load(w[e * m.dstride[4]]);
+      s[0] += gg;
+      s[1] += gg * (A)iop_load(hr[e * m.dstride[5]]);
+    }
+    norm_group_sum<1024, 1, 2>(s, sm);
+    const A mg = s[0] / A(D), mgh = s[1] / A(D);
+    for (long long e = threadIdx.x; e < D; e += 1024) {
+      const A d = (A)iop_load(dr[e * m.dstride[3]]);
+      const A h = (A)iop_load(hr[e * m.dstride[5]]);
+      gr[e * m.dstride[0]] = Conv<T>::from((d * (A)iop_load(w[e * m.dstride[4]]) - mg - h * mgh) / sd);
+      pwr[e] += d * h;
+      if (has_bias) pbr[e] += d;
+    }
+  }
+}
