@@ -1,0 +1,109 @@
+"""NVIDIA RoPE: one block per (batch, seq) row; the widest valid pair group P per thread."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from infiniop_py.cuda.compiler import Launch, Slot, get_module
+from infiniop_py.cuda.kernel import CudaKernel, ctype
+from infiniop_py.dtypes import DType, F, itemsize
+
+SOURCE = (Path(__file__).parent / "kernel.cu").read_text()
+POS_KIND = {DType.I8: 0, DType.I16: 1, DType.I32: 2, DType.I64: 3, DType.U8: 4, DType.U16: 5, DType.U32: 6, DType.U64: 7}
+MAX_GRID = 2**31 - 1
+
+
+def max_pairs(algo: int, isz: int) -> int:
+    """Widest pair group per thread: GPT_J loads 2P contiguous elements, GPT_NEOX P from each half."""
+    return max(1, (8 if algo == 0 else 16) // isz)
+
+
+def candidates(algo: int, isz: int) -> list[int]:
+    out, p = [], 1
+    while p <= max_pairs(algo, isz):
+        out.append(p)
+        p *= 2
+    return out
+
+
+def kernel_name(dtype: DType, algo: int, p: int) -> str:
+    return f"rope_kernel<{ctype(dtype)}, {algo}, {p}>"
+
+
+def compile_units():
+    return [(SOURCE, [kernel_name(d, a, p) for d in sorted(F) for a in (0, 1) for p in candidates(a, itemsize(d))])]
+
+
+def choose_pairs(info) -> int:
+    """Largest P whose packed accesses stay aligned for every row, head and pair group."""
+    x, y = info["x"], info["y"]
+    algo, half = info.attrs["algo"], info.half
+    isz = itemsize(x.dtype)
+    best = 1
+    for p in candidates(algo, isz)[1:]:
+        unit = 2 * p if algo == 0 else p  # elements per x/y vector access
+        if half % p:
+            continue
+        if any(s % unit for s in (*x.strides[:-1], *y.strides[:-1])):
+            continue
+        best = p
+    return best
+
+
+class RopeKernel(CudaKernel):
+    def __init__(self, info, handle):
+        super().__init__(handle)
+        order = list(info.tensors)
+        x, y, pos = info["x"], info["y"], info["pos_ids"]
+        algo = info.attrs["algo"]
+        self.fast = None
+        if x.numel == 0:
+            return
+        four = x.ndim == 4
+        batch, seq, nhead = (x.shape[0], x.shape[1], x.shape[2]) if four else (1, x.shape[0], x.shape[1])
+        xs = x.strides if four else (0, *x.strides)
+        ys = y.strides if four else (0, *y.strides)
+        ps = pos.strides if pos.ndim == 2 else (0, pos.strides[0])
+        half = info.half
+        isz = itemsize(x.dtype)
+        p = choose_pairs(info)
+        rows = batch * seq
+        names = [kernel_name(x.dtype, algo, p)] + ([kernel_name(x.dtype, algo, 1)] if p > 1 else [])
+        mod = get_module(SOURCE, names, handle.device_id)
+
+        def meta(pp):
+            return struct.pack(
+                "<11q4i", rows, seq, info.table_len, xs[0], xs[1], xs[2], ys[0], ys[1], ys[2], ps[0], ps[1],
+                nhead, half, half // pp, POS_KIND[pos.dtype],
+            )  # fmt: skip
+
+        def launch_for(name, pp):
+            njp = half // pp
+            bx = min(njp, 256)
+            by = max(1, min(nhead, 256 // bx))
+            args = [Slot(order.index(n)) for n in ("y", "x", "pos_ids", "sin_table", "cos_table")] + [meta(pp)]
+            return Launch(mod.ptr[name], (min(rows, MAX_GRID),), (bx, by), args)
+
+        self.fast = launch_for(names[0], p)
+        self.slow = launch_for(names[-1], 1) if p > 1 else self.fast
+        vec = (2 * p if algo == 0 else p) * isz
+        self.align = [(order.index("x"), vec), (order.index("y"), vec), (order.index("sin_table"), p * isz),
+                      (order.index("cos_table"), p * isz)]  # fmt: skip
+        self.pairs = p
+
+    def launch(self, ptrs, ws_ptr, rt, stream):
+        if self.fast is None:
+            return  # empty tensor
+        for i, a in self.align:
+            if ptrs[i] % a:
+                self.slow(ptrs, ws_ptr, stream)
+                return
+        self.fast(ptrs, ws_ptr, stream)
+
+
+def factory(info, handle):
+    return RopeKernel(info, handle)
+
+
+factory.compile_units = compile_units

@@ -1,0 +1,102 @@
+// RoPE: rotate pairs of x by the (cos, sin) table row of each position (ops.md §1.11).
+// GPT_J (ALGO 0) pairs (x[2i], x[2i+1]); GPT_NEOX (ALGO 1) pairs (x[i], x[i + half]).
+// One block per (batch, seq) row, threads over (head, pair group); each thread rotates P
+// pairs: P == 1 uses scalar accesses (any even/odd strides), P > 1 packed 16-byte-or-less
+// accesses (the host checks divisibility of strides and pointer alignment).
+// A position outside [0, table_len) writes zeros for the whole row.
+
+struct RopeMeta {
+  long long rows, seq, table_len;
+  long long xs_b, xs_s, xs_h;  // x strides (elements) of batch, seq, head
+  long long ys_b, ys_s, ys_h;
+  long long ps_b, ps_s;        // pos_ids strides of batch (0 for [seq]) and seq
+  int nhead, half, nj, pos_kind;  // nj = half / P pair groups per head
+};
+
+__device__ __forceinline__ long long rope_pos(const void* p, int kind, long long off) {
+  switch (kind) {
+    case 0: return ((const signed char*)p)[off];
+    case 1: return ((const short*)p)[off];
+    case 2: return ((const int*)p)[off];
+    case 3: return ((const long long*)p)[off];
+    case 4: return ((const unsigned char*)p)[off];
+    case 5: return ((const unsigned short*)p)[off];
+    case 6: return ((const unsigned int*)p)[off];
+    default: {
+      const unsigned long long v = ((const unsigned long long*)p)[off];
+      return v > 0x7fffffffffffffffULL ? -1LL : (long long)v;
+    }
+  }
+}
+
+template <class T, int ALGO, int P>
+__global__ void __launch_bounds__(256) rope_kernel(T* y, const T* x, const void* pos, const T* __restrict__ sin_t,
+                                                   const T* __restrict__ cos_t, RopeMeta m) {
+  typedef typename Compute<T>::type C;
+  for (long long row = blockIdx.x; row < m.rows; row += gridDim.x) {
+    const long long b = row / m.seq, s = row - b * m.seq;
+    const long long p = rope_pos(pos, m.pos_kind, b * m.ps_b + s * m.ps_s);
+    const bool valid = p >= 0 && p < m.table_len;
+    const T* xr = x + b * m.xs_b + s * m.xs_s;
+    T* yr = y + b * m.ys_b + s * m.ys_s;
+    const T* sr = sin_t + (valid ? p : 0) * (long long)m.half;
+    const T* cr = cos_t + (valid ? p : 0) * (long long)m.half;
+    for (int h = threadIdx.y; h < m.nhead; h += blockDim.y) {
+      const T* xh = xr + h * m.xs_h;
+      T* yh = yr + h * m.ys_h;
+      for (int j = threadIdx.x; j < m.nj; j += blockDim.x) {
+        const int i0 = j * P;  // first pair index
+        C c[P], sn[P], a0[P], a1[P];
+        if (!valid) {  // uniform per block; never touches the tables (table_len may be 0)
+#pragma unroll
+          for (int k = 0; k < P; ++k) { c[k] = C(0); sn[k] = C(0); a0[k] = C(0); a1[k] = C(0); }
+        } else if constexpr (P == 1) {
+          c[0] = iop_load(cr[i0]);
+          sn[0] = iop_load(sr[i0]);
+          const int e0 = ALGO == 0 ? 2 * i0 : i0, e1 = ALGO == 0 ? 2 * i0 + 1 : i0 + m.half;
+          a0[0] = iop_load(xh[e0]);
+          a1[0] = iop_load(xh[e1]);
+        } else {
+          const Pack<T, P> pc = *reinterpret_cast<const Pack<T, P>*>(cr + i0);
+          const Pack<T, P> ps = *reinterpret_cast<const Pack<T, P>*>(sr + i0);
+#pragma unroll
+          for (int k = 0; k < P; ++k) { c[k] = iop_load(pc.v[k]); sn[k] = iop_load(ps.v[k]); }
+          if constexpr (ALGO == 0) {
+            const Pack<T, 2 * P> px = *reinterpret_cast<const Pack<T, 2 * P>*>(xh + 2 * i0);
+#pragma unroll
+            for (int k = 0; k < P; ++k) { a0[k] = iop_load(px.v[2 * k]); a1[k] = iop_load(px.v[2 * k + 1]); }
+          } else {
+            const Pack<T, P> p0 = *reinterpret_cast<const Pack<T, P>*>(xh + i0);
+            const Pack<T, P> p1 = *reinterpret_cast<const Pack<T, P>*>(xh + i0 + m.half);
+#pragma unroll
+            for (int k = 0; k < P; ++k) { a0[k] = iop_load(p0.v[k]); a1[k] = iop_load(p1.v[k]); }
+          }
+        }
+        T r0[P], r1[P];
+#pragma unroll
+        for (int k = 0; k < P; ++k) {
+          const C v0 = a0[k] * c[k] - a1[k] * sn[k];  // all zero for an invalid position
+          const C v1 = a0[k] * sn[k] + a1[k] * c[k];
+          r0[k] = Conv<T>::from(v0);
+          r1[k] = Conv<T>::from(v1);
+        }
+        if constexpr (P == 1) {
+          const int e0 = ALGO == 0 ? 2 * i0 : i0, e1 = ALGO == 0 ? 2 * i0 + 1 : i0 + m.half;
+          yh[e0] = r0[0];
+          yh[e1] = r1[0];
+        } else if constexpr (ALGO == 0) {
+          Pack<T, 2 * P> py;
+#pragma unroll
+          for (int k = 0; k < P; ++k) { py.v[2 * k] = r0[k]; py.v[2 * k + 1] = r1[k]; }
+          *reinterpret_cast<Pack<T, 2 * P>*>(yh + 2 * i0) = py;
+        } else {
+          Pack<T, P> q0, q1;
+#pragma unroll
+          for (int k = 0; k < P; ++k) { q0.v[k] = r0[k]; q1.v[k] = r1[k]; }
+          *reinterpret_cast<Pack<T, P>*>(yh + i0) = q0;
+          *reinterpret_cast<Pack<T, P>*>(yh + i0 + m.half) = q1;
+        }
+      }
+    }
+  }
+}
