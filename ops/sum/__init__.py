@@ -63,7 +63,7 @@ def nvidia(info, handle):
 nvidia.compile_units = _gpu.compile_units
 
 
-def reference(input, dims=(), keepdim=False, dims_len=None):
+def reference(input, dims=(), keepdim=False, dims_len=None, **_runtime):
     import torch
 
     dims = list(dims) if dims else list(range(input.ndim))
@@ -90,7 +90,11 @@ SPEC = OpSpec(
         Attr("keepdim", "bool", False),
         Attr("dims_len", "int", None, doc="C-style only: len(dims)"),
     ),
-    runtime=(Attr("dims", "ints", None), Attr("dims_len", "int", None), Attr("keepdim", "bool", None)),
+    runtime=(  # the C-style calculate repeats create's values (positional); checked, then unused
+        Attr("calc_dims", "ints", None),
+        Attr("calc_dims_len", "int", None),
+        Attr("calc_keepdim", "bool", None),
+    ),
     c_attrs=("dims", "dims_len", "keepdim"),
     validate=validate,
     dtypes=F,

@@ -1,0 +1,157 @@
+"""Reductions and the row-wise family against torch eager on the same buffers.
+
+GPU shapes (issue 4 / perf.md): sum, reduce_max, reduce_mean on (4, 512, 896) over axis None,
+-1 and (0, 1) (max/mean take one dim: -1 and 1) and on 8192x8192 over each axis (sum also over
+None); softmax and log_softmax over the last dim of (4096, N), N in 128, 1000, 2048, 2049,
+4096, 4097, 32000; causal_softmax (32, 512, 512) against the masked_fill + softmax +
+masked_fill expression; cross_entropy (8192, 32000) against F.cross_entropy(reduction='none').
+f32, f16, bf16.
+
+Minimal bytes: the input read once, the output written once (a reduction's output is small;
+cross_entropy also reads the int64 labels). torch's softmax has no ``out=``: its result tensor
+replaces the peer output (the allocation is what a torch user pays too).
+"""
+
+from __future__ import annotations
+
+from ..core import BenchCase, Skip, Workload, rotation, traffic
+
+NAME = "reductions"
+DTYPES = ("f32", "f16", "bf16")
+TDT = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+
+
+def _workload(env, op, make_set, eager, attrs=None, assign=False):
+    """make_set() -> (bufs in calculate order, torch inputs); eager(out, *inputs) or, with
+    ``assign``, eager(*inputs) returning torch's result."""
+    from infiniop_py.registry import resolve
+
+    if resolve(op) is None:
+        raise Skip(f"operator '{op}' is not registered")
+
+    def one():
+        bufs, inputs = make_set()
+        out = bufs[0]
+        peer = env.torch.empty_strided(tuple(out.shape), tuple(out.stride()), dtype=out.dtype, device=out.device)
+        env.poison(peer)
+        return bufs, inputs, peer
+
+    first = one()
+    set_bytes, _ = traffic(reads=[t for t in first[0] if t is not None], writes=[first[2]])
+    sets = [first] + [one() for _ in range(rotation(env, set_bytes) - 1)]
+    descs = [env.descriptor_of(t) for t in first[0]]
+    d = env.iop.create_descriptor(op, env.handle, *descs, **(attrs or {}))
+    outs = [s[2] for s in sets]
+    ins = [s[1] for s in sets]
+    if assign:
+
+        def run(s):
+            outs[s] = eager(*ins[s])
+    else:
+
+        def run(s):
+            eager(outs[s], *ins[s])
+
+    return Workload(descriptor=d, buffers=[s[0] for s in sets], torch_eager=run, out_torch=outs, inputs=ins)
+
+
+def reduce_case(op, dtype, shape, axes, quick=False):
+    def build(env):
+        torch = env.torch
+        tdt = getattr(torch, TDT[dtype])
+        nd = len(shape)
+        dims = tuple(range(nd)) if axes is None else tuple(a % nd for a in axes)
+        oshape = tuple(d for i, d in enumerate(shape) if i not in dims)
+
+        def make_set():
+            x = env.random(shape, tdt)
+            y = env.poisoned(oshape, tdt)
+            return [y, x], (x,)
+
+        if op == "sum":
+            attrs = {"dims": list(dims)}
+            eager = lambda out, x: torch.sum(x, dim=dims, out=out)  # noqa: E731
+        elif op == "reduce_max":
+            attrs = {"dim": dims[0]}
+            eager = lambda out, x: torch.amax(x, dim=dims[0], out=out)  # noqa: E731
+        else:
+            attrs = {"dim": dims[0]}
+            eager = lambda out, x: torch.mean(x, dim=dims[0], out=out)  # noqa: E731
+        return _workload(env, op, make_set, eager, attrs)
+
+    name = "x".join(map(str, shape)) + f" axis={'None' if axes is None else axes}"
+    return BenchCase(NAME, op, name, dtype, shape, build, quick=quick, compile=False)
+
+
+def softmax_case(op, dtype, shape, quick=False):
+    def build(env):
+        torch = env.torch
+        tdt = getattr(torch, TDT[dtype])
+        fn = torch.softmax if op == "softmax" else torch.log_softmax
+
+        def make_set():
+            x = env.random(shape, tdt, -8.0, 8.0)
+            return [env.poisoned(shape, tdt), x], (x,)
+
+        return _workload(env, op, make_set, lambda x: fn(x, -1), {"dim": -1}, assign=True)
+
+    return BenchCase(NAME, op, "x".join(map(str, shape)) + " dim=-1", dtype, shape, build, quick=quick, compile=False)
+
+
+def causal_case(dtype, shape, quick=False):
+    def build(env):
+        torch = env.torch
+        tdt = getattr(torch, TDT[dtype])
+        seq, total = shape[-2], shape[-1]
+        i = torch.arange(seq, device="cuda")[:, None]
+        j = torch.arange(total, device="cuda")[None, :]
+        masked = j > i + (total - seq)
+
+        def make_set():
+            x = env.random(shape, tdt, -8.0, 8.0)
+            return [env.poisoned(shape, tdt), x], (x,)
+
+        def eager(x):
+            return torch.softmax(x.masked_fill(masked, float("-inf")), -1).masked_fill_(masked, 0.0)
+
+        return _workload(env, "causal_softmax", make_set, eager, assign=True)
+
+    return BenchCase(NAME, "causal_softmax", "x".join(map(str, shape)), dtype, shape, build, quick=quick, compile=False)
+
+
+def ce_case(dtype, shape, quick=False):
+    def build(env):
+        torch = env.torch
+        tdt = getattr(torch, TDT[dtype])
+        F = torch.nn.functional
+
+        def make_set():
+            x = env.random(shape, tdt, -8.0, 8.0)
+            t = torch.randint(0, shape[-1], shape[:-1], device="cuda", dtype=torch.int64)
+            return [env.poisoned(shape[:-1], tdt), x, t], (x, t)
+
+        return _workload(env, "cross_entropy", make_set, lambda x, t: F.cross_entropy(x, t, reduction="none"), assign=True)
+
+    return BenchCase(NAME, "cross_entropy", "x".join(map(str, shape)) + " none", dtype, shape, build, quick=quick, compile=False)
+
+
+def cases(env, quick: bool = False) -> list[BenchCase]:
+    out = []
+    if not env.gpu:
+        for dt in DTYPES:
+            out.append(reduce_case("sum", dt, (4, 512, 896), (-1,), quick=True))
+            out.append(softmax_case("softmax", dt, (1024, 1000), quick=True))
+        return out
+    for dt in DTYPES:
+        for op in ("sum", "reduce_max", "reduce_mean"):
+            multi = op == "sum"
+            for axes in ((None, (-1,), (0, 1)) if multi else ((-1,), (1,))):
+                out.append(reduce_case(op, dt, (4, 512, 896), axes, quick=axes == (-1,)))
+            for axes in ((None, (0,), (1,)) if multi else ((0,), (1,))):
+                out.append(reduce_case(op, dt, (8192, 8192), axes, quick=True))
+        for op in ("softmax", "log_softmax"):
+            for n in (128, 1000, 2048, 2049, 4096, 4097, 32000):
+                out.append(softmax_case(op, dt, (4096, n), quick=n in (2049, 32000)))
+        out.append(causal_case(dt, (32, 512, 512), quick=True))
+        out.append(ce_case(dt, (8192, 32000), quick=True))
+    return out
