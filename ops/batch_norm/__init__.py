@@ -1,0 +1,114 @@
+"""batch_norm (training mode) on (B, C) or (B, C, D) (ops.md §3.5).
+
+Statistics per channel over n = B·D values (n >= 2 is required: the unbiased variance that
+updates running_var needs it, so a batch of one (B, C) sample is BAD_TENSOR_SHAPE).
+running_mean/running_var are [rw]: updated in place with momentum m:
+running_mean ← (1−m)·running_mean + m·μ, running_var ← (1−m)·running_var + m·v_b·n/(n−1).
+"""
+
+import math
+
+import numpy as np
+
+from infiniop_py.dtypes import DType, F
+from infiniop_py.norm import acc_numpy, check_positive, check_shape
+from infiniop_py.spec import Attr, Checker, Info, OpSpec, inout, inp, out
+from infiniop_py.status import Status
+
+from . import cuda
+
+
+def check_bn_input(check: Checker, ref: str, min_n: int) -> tuple:
+    d = check[ref]
+    if d.ndim not in (2, 3):
+        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor '{ref}' must be (B, C) or (B, C, D), got shape {list(d.shape)}")
+    n = d.shape[0] * (d.shape[2] if d.ndim == 3 else 1)
+    if n < min_n:
+        check.fail(
+            Status.BAD_TENSOR_SHAPE,
+            f"tensor '{ref}' shape {list(d.shape)} gives n = B*D = {n} values per channel; at least {min_n} needed",
+        )
+    return tuple(d.shape)
+
+
+def check_stats_dtype(check: Checker, dt: DType, *names: str) -> None:
+    for n in names:
+        s = check[n].dtype
+        if s != dt and s is not DType.F32:
+            check.fail(Status.BAD_TENSOR_DTYPE, f"tensor '{n}' dtype {s.name} must be the input dtype {dt.name} or F32")
+
+
+def validate(check: Checker) -> Info:
+    dt = check.dtype_in("input", F)
+    check.same_dtype("input", "output", "weight", "bias")
+    check.same_shape("input", "output")
+    shape = check_bn_input(check, "input", 2)
+    for n in ("weight", "bias", "running_mean", "running_var"):
+        check_shape(check, n, (shape[1],))
+    check_stats_dtype(check, dt, "running_mean", "running_var")
+    check.writable("output", "running_mean", "running_var")
+    check_positive(check, "eps")
+    m = check.attrs["momentum"]
+    if not (math.isfinite(m) and 0.0 <= m <= 1.0):
+        check.fail(Status.BAD_PARAM, f"attribute 'momentum' must be in [0, 1], got {m!r}")
+    return Info(check.op, check.tensors, check.attrs)
+
+
+def as3(a):
+    return a if a.ndim == 3 else a[:, :, None]
+
+
+def cpu(info: Info):
+    acc = acc_numpy(info.tensors["input"].dtype)
+    eps = info.attrs["eps"]
+    mom = info.attrs["momentum"]
+
+    def run(views, ws, rt):
+        x = as3(views["input"]).astype(acc)
+        if x.shape[1] == 0:
+            return
+        n = x.shape[0] * x.shape[2]
+        mean = np.mean(x, axis=(0, 2), dtype=np.float64)
+        var = np.mean((x - mean[None, :, None].astype(acc)) ** 2, axis=(0, 2), dtype=np.float64)
+        rstd = 1.0 / np.sqrt(var + eps)
+        a = (views["weight"].astype(np.float64) * rstd).astype(acc)
+        y = (x - mean[None, :, None].astype(acc)) * a[None, :, None] + views["bias"].astype(acc)[None, :, None]
+        as3(views["output"])[...] = y.astype(views["output"].dtype)
+        rm, rv = views["running_mean"], views["running_var"]
+        rm[...] = ((1 - mom) * rm.astype(np.float64) + mom * mean).astype(rm.dtype)
+        rv[...] = ((1 - mom) * rv.astype(np.float64) + mom * var * n / (n - 1)).astype(rv.dtype)
+
+    return run
+
+
+def reference(input, weight, bias, running_mean, running_var, momentum=0.1, eps=1e-5):  # noqa: A002
+    import torch
+
+    rm, rv = running_mean.clone(), running_var.clone()
+    y = torch.nn.functional.batch_norm(input, rm, rv, weight, bias, training=True, momentum=momentum, eps=eps)
+    return {"output": y, "running_mean": rm, "running_var": rv}
+
+
+SPEC = OpSpec(
+    name="batch_norm",
+    stem="BatchNorm",
+    tensors=(
+        out("output"),
+        inout("running_mean", init=0.0),
+        inout("running_var", init=1.0),
+        inp("input", aliases=("x",)),
+        inp("weight", aliases=("w",)),
+        inp("bias", aliases=("b",)),
+    ),
+    attrs=(Attr("momentum", "float", 0.1), Attr("eps", "float", 1e-5, aliases=("epsilon",))),
+    validate=validate,
+    dtypes=F,
+    cpu=cpu,
+    nvidia=cuda.factory,
+    reference=reference,
+    infer=lambda input, weight, bias, **_: {"output": input},  # noqa: A006
+    torch="torch.nn.functional.batch_norm(input, running_mean, running_var, weight, bias, training=True, momentum, eps)",
+    summary="training-mode batch norm over (B, D) per channel; running stats updated in place (unbiased var)",
+    inplace=(("output", "input"),),
+    kernel_sources=("kernel.cu",),
+)
