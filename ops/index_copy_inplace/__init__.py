@@ -24,6 +24,12 @@ class Dialect(GGUFDialect):
         if raw.iop_target:
             raw.rename("target", "output")
 
+    def write(self, record) -> None:
+        # Our files carry the real initial destination: write it as ``target`` (stored data
+        # is the initial value), not ``output`` (which readers zero-fill).
+        if "output" in record.tensors:
+            record.rename("output", "target")
+
     def adapt(self, test, raw) -> None:
         t = test.tensors.get("output")
         if t is not None and not getattr(raw, "iop_target", False):
