@@ -67,9 +67,7 @@ def check_std_shape(check: Checker, name: str, shape) -> None:
     d = check[name]
     ok = (tuple(shape[:-1]), tuple(shape[:-1]) + (1,))
     if tuple(d.shape) not in ok:
-        check.fail(
-            Status.BAD_TENSOR_SHAPE, f"tensor '{name}' shape {list(d.shape)} must be {list(ok[0])} or {list(ok[1])}"
-        )
+        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor '{name}' shape {list(d.shape)} must be {list(ok[0])} or {list(ok[1])}")
 
 
 def acc_numpy(dtype: DType):
@@ -190,9 +188,7 @@ class RowPlan:
             self.vec = 1
         self.tpr = pick_tpr(D, 1, np_)
         self.aligned = [(order.index(n), vec * t[n].itemsize) for n in present]
-        self.aligned += [
-            (order.index(n), vec * t[n].itemsize) for n in params if t.get(n) is not None and t[n].strides[0] == 1
-        ]
+        self.aligned += [(order.index(n), vec * t[n].itemsize) for n in params if t.get(n) is not None and t[n].strides[0] == 1]
 
     @staticmethod
     def groups(rows: int, tpr: int) -> int:

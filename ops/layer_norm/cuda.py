@@ -28,7 +28,11 @@ class LayerNormKernel(CudaKernel):
         super().__init__(handle)
         t = info.tensors["input"].dtype
         plan = RowPlan(
-            info, ORDER, ("output", "input_standardization", "input"), params=("weight", "bias"), row_extra=("input_std_deviation",)
+            info,
+            ORDER,
+            ("output", "input_standardization", "input"),
+            params=("weight", "bias"),
+            row_extra=("input_std_deviation",),
         )
         sms = sm_count(handle)
         variants = ([(plan.vec, plan.vec_tpr)] if plan.vec > 1 else []) + [(1, plan.tpr)]

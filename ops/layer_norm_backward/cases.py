@@ -1,5 +1,3 @@
-
-
 from infiniop_py.testing.cases import Case, T
 
 from . import SPEC
@@ -52,4 +50,3 @@ CASES = [
     Case(lb((32, 20, 512)), DT, "32x20x512", suites=("full",), data=data),
     Case(lb((512, 4096)), DT, "512x4096", suites=("full",), data=data),
 ]
-

@@ -31,7 +31,9 @@ def validate(check: Checker) -> Info:
     if shape[-1] > 1:
         for n in ("y", "x", "w"):
             if check[n].strides[-1] != 1:
-                check.fail(Status.BAD_TENSOR_STRIDES, f"tensor '{n}' needs last-dim stride 1, got strides {list(check[n].strides)}")
+                check.fail(
+                    Status.BAD_TENSOR_STRIDES, f"tensor '{n}' needs last-dim stride 1, got strides {list(check[n].strides)}"
+                )
     check.writable("y")
     check_positive(check, "epsilon")
     return Info(check.op, check.tensors, check.attrs)

@@ -22,7 +22,10 @@ def validate(check: Checker) -> Info:
     check_shape(check, "grad_w", (shape[-1],))
     w = check["w"].dtype
     if not (w == dt or (dt in H and w is DType.F32)):
-        check.fail(Status.BAD_TENSOR_DTYPE, f"tensor 'w' dtype {w.name} is not allowed with x dtype {dt.name} (x's dtype, or F32 for F16/BF16)")
+        check.fail(
+            Status.BAD_TENSOR_DTYPE,
+            f"tensor 'w' dtype {w.name} is not allowed with x dtype {dt.name} (x's dtype, or F32 for F16/BF16)",
+        )
     check.same_dtype("w", "grad_w")
     check.writable("grad_x", "grad_w")
     check_positive(check, "epsilon")

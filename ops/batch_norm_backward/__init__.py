@@ -1,0 +1,103 @@
+"""batch_norm_backward (training mode) on (B, C) or (B, C, D) (ops.md §3.6).
+
+The batch statistics are recomputed from input; running_mean/running_var are shape-checked and
+unused. n = B·D >= 1 is required. grad_weight/grad_bias come from a fixed-order per-channel
+combination of chunk partials: bitwise identical run to run.
+"""
+
+import numpy as np
+
+from infiniop_py.dtypes import F
+from infiniop_py.norm import acc_numpy, check_positive, check_shape
+from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
+
+from ..batch_norm import as3, check_bn_input, check_stats_dtype
+from ..batch_norm import cuda as bn_cuda
+
+
+def validate(check: Checker) -> Info:
+    dt = check.dtype_in("input", F)
+    check.same_dtype("input", "grad_input", "grad_output", "weight", "grad_weight", "grad_bias")
+    check.same_shape("input", "grad_input", "grad_output")
+    shape = check_bn_input(check, "input", 1)
+    for n in ("weight", "grad_weight", "grad_bias", "running_mean", "running_var"):
+        check_shape(check, n, (shape[1],))
+    check_stats_dtype(check, dt, "running_mean", "running_var")
+    check.writable("grad_input", "grad_weight", "grad_bias")
+    check_positive(check, "eps")
+    return Info(check.op, check.tensors, check.attrs)
+
+
+def cpu(info: Info):
+    acc = acc_numpy(info.tensors["input"].dtype)
+    eps = info.attrs["eps"]
+
+    def run(views, ws, rt):
+        x = as3(views["input"]).astype(acc)
+        if x.shape[1] == 0:
+            return
+        dy = as3(views["grad_output"]).astype(acc)
+        n = x.shape[0] * x.shape[2]
+        mean = np.mean(x, axis=(0, 2), dtype=np.float64)
+        xc = x - mean[None, :, None].astype(acc)
+        var = np.mean(xc * xc, axis=(0, 2), dtype=np.float64)
+        rstd = 1.0 / np.sqrt(var + eps)
+        sdy = np.sum(dy, axis=(0, 2), dtype=np.float64)
+        pdx = np.sum(dy * xc, axis=(0, 2), dtype=np.float64)
+        a = views["weight"].astype(np.float64) * rstd
+        k = (a * rstd * rstd * pdx / n).astype(acc)
+        gi = a.astype(acc)[None, :, None] * dy - (a * sdy / n).astype(acc)[None, :, None] - k[None, :, None] * xc
+        as3(views["grad_input"])[...] = gi.astype(views["grad_input"].dtype)
+        views["grad_bias"][...] = sdy.astype(views["grad_bias"].dtype)
+        views["grad_weight"][...] = (rstd * pdx).astype(views["grad_weight"].dtype)
+
+    return run
+
+
+def reference(input, grad_output, weight, running_mean=None, running_var=None, eps=1e-5):  # noqa: A002
+    x = input if input.ndim == 3 else input[:, :, None]
+    dy = grad_output if grad_output.ndim == 3 else grad_output[:, :, None]
+    n = x.shape[0] * x.shape[2]
+    mean = x.mean((0, 2), keepdim=True)
+    var = (x - mean).pow(2).mean((0, 2), keepdim=True)
+    rstd = 1.0 / (var + eps).sqrt()
+    xh = (x - mean) * rstd
+    w = weight[None, :, None]
+    gi = w * rstd * (dy - dy.sum((0, 2), keepdim=True) / n - xh * (dy * xh).sum((0, 2), keepdim=True) / n)
+    return {
+        "grad_input": gi.reshape(input.shape),
+        "grad_weight": (dy * xh).sum((0, 2)),
+        "grad_bias": dy.sum((0, 2)),
+    }
+
+
+def factory(info, handle):
+    return bn_cuda.BatchNormKernel(info, handle, bwd=True)
+
+
+factory.compile_units = lambda: bn_cuda.compile_units(bwd=True)
+
+SPEC = OpSpec(
+    name="batch_norm_backward",
+    stem="BatchNormBackward",
+    tensors=(
+        out("grad_input"),
+        out("grad_weight"),
+        out("grad_bias"),
+        inp("input", aliases=("x",)),
+        inp("grad_output"),
+        inp("weight", aliases=("w",)),
+        inp("running_mean"),
+        inp("running_var"),
+    ),
+    attrs=(Attr("eps", "float", 1e-5, aliases=("epsilon",)),),
+    validate=validate,
+    dtypes=F,
+    cpu=cpu,
+    nvidia=factory,
+    reference=reference,
+    infer=lambda input, grad_output, weight, **_: {"grad_input": input, "grad_weight": weight, "grad_bias": weight},  # noqa: A006
+    torch="torch.autograd.grad(F.batch_norm(input, rm, rv, weight, bias, training=True, eps=eps), (input, weight, bias), grad_output)",
+    summary="training-mode batch norm gradients; batch statistics recomputed from input (deterministic)",
+    kernel_sources=("../batch_norm/kernel.cu",),
+)
