@@ -99,8 +99,8 @@ def lookup(name: str):
 def all_names() -> list[str]:
     names = []
     for spec in all_specs():
-        s = spec.stem
-        names += [f"infiniopCreate{s}Descriptor", f"infiniop{s}", f"infiniopDestroy{s}Descriptor"]
-        if spec.c_workspace_args:
-            names.append(f"infiniopGet{s}WorkspaceSize")
+        for s in (spec.stem, *spec.stem_aliases):
+            names += [f"infiniopCreate{s}Descriptor", f"infiniop{s}", f"infiniopDestroy{s}Descriptor"]
+            if spec.c_workspace_args:
+                names.append(f"infiniopGet{s}WorkspaceSize")
     return sorted(names)

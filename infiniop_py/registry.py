@@ -99,7 +99,9 @@ def get_cases(name: str) -> list:
 
 
 def by_stem() -> dict[str, OpSpec]:
-    return {s.stem: s for s in _discover().values()}
+    """C-style stem -> spec, including each spec's ``stem_aliases`` (the canonical stem wins)."""
+    specs = _discover().values()
+    return {**{a: s for s in specs for a in s.stem_aliases}, **{s.stem: s for s in specs}}
 
 
 def op_info(name: str) -> dict:

@@ -48,4 +48,5 @@ SPEC = elementwise_op(
     torch="torch.logical_and(a, b)",
     summary="c = a && b (nonzero is true; c bool, or u8/i8 0/1)",
     gguf_names=("op_and",),
+    stem_aliases=("And",),
 )

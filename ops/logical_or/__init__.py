@@ -29,4 +29,5 @@ SPEC = elementwise_op(
     torch="torch.logical_or(a, b)",
     summary="c = a || b (nonzero is true; c bool, or u8/i8 0/1)",
     gguf_names=("op_or",),
+    stem_aliases=("Or",),
 )
