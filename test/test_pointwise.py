@@ -162,9 +162,11 @@ def test_nan_and_signed_zero(device, dt):
     y = run("leaky_relu", device, {"output": ((6,), dt)}, {"input": x}, negative_slope=0.5)
     assert np.isnan(y[0].astype(np.float32)) and y[3].astype(np.float32) == -1.5
     y = run("hardswish", device, {"output": ((6,), dt)}, {"input": x})
-    assert np.isnan(y[0].astype(np.float32)) and y[3].astype(np.float32) == 0 and y[4].astype(np.float32) == np.float32(
-        (2.5 * 5.5 / 6)
-    ).astype(npd).astype(np.float32)
+    assert (
+        np.isnan(y[0].astype(np.float32))
+        and y[3].astype(np.float32) == 0
+        and y[4].astype(np.float32) == np.float32(2.5 * 5.5 / 6).astype(npd).astype(np.float32)
+    )
     g = np.full(6, 3.0, npd)
     gi = run("relu_backward", device, {"grad_input": ((6,), dt)}, {"input": x, "grad_output": g})
     assert list(gi.astype(np.float32)) == [3, 0, 0, 0, 3, 0]  # NaN passes the gradient, 0 does not
