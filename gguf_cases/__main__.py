@@ -1,8 +1,10 @@
 """``python -m gguf_cases``: (re)build the GGUF test-case files (gguf.md §5.1).
 
 Writes ``<DIR>/<suite>/<op>.gguf`` for every registered operator (or the ones named). With
-``--check`` the files are regenerated into a temporary directory and compared byte for byte with
-the ones in ``DIR``; any difference (or missing file) fails with exit code 1.
+``--check`` nothing in ``DIR`` is written: the files are generated twice into temporary
+directories, and each fresh file is compared byte for byte with the other build and with the one
+in ``DIR`` where that exists; any difference fails with exit code 1 (a file not built yet in
+``DIR`` is only reported, so the check also works on a fresh checkout).
 """
 
 from __future__ import annotations
@@ -65,17 +67,22 @@ def main(argv=None) -> int:
         build(ops, suites, args.out, args.seed)
         return 0
     with tempfile.TemporaryDirectory(prefix="gguf-check-") as tmp:
-        fresh = build(ops, suites, tmp, args.seed, quiet=True)
-        bad = []
+        one, two = os.path.join(tmp, "a"), os.path.join(tmp, "b")
+        fresh = build(ops, suites, one, args.seed, quiet=True)
+        build(ops, suites, two, args.seed, quiet=True)
+        bad, missing = [], 0
         for rel in fresh:
+            if not filecmp.cmp(os.path.join(one, rel), os.path.join(two, rel), shallow=False):
+                bad.append(f"{rel}: two builds differ (non-deterministic generator)")
             mine = os.path.join(args.out, rel)
             if not os.path.exists(mine):
-                bad.append(f"{mine}: missing")
-            elif not filecmp.cmp(mine, os.path.join(tmp, rel), shallow=False):
+                missing += 1
+            elif not filecmp.cmp(mine, os.path.join(one, rel), shallow=False):
                 bad.append(f"{mine}: differs from a fresh build")
     for line in bad:
         print(line)
-    print(f"checked {len(fresh)} files: {'OK' if not bad else f'{len(bad)} differ'}")
+    note = f", {missing} not built in {args.out} yet" if missing else ""
+    print(f"checked {len(fresh)} files{note}: {'OK' if not bad else f'{len(bad)} differ'}")
     return 1 if bad else 0
 
 
