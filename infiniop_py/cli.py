@@ -172,11 +172,13 @@ def check_device(device: str) -> None:
     if device == "cpu":
         return
     from .cuda import runtime
+    from .status import InfiniopError
 
     dev_id = int(device.partition(":")[2])
-    mod = runtime._cupy()
-    if isinstance(mod, Exception):
-        raise UsageError(f"device '{device}' not available: CuPy is not importable ({type(mod).__name__}: {mod})")
+    try:
+        runtime.cupy()
+    except InfiniopError as exc:
+        raise UsageError(f"device '{device}' not available: CuPy is not importable ({exc.message})") from None
     count = runtime.device_count()
     if dev_id >= count:
         raise UsageError(f"device '{device}' not available: {count} GPU{'' if count == 1 else 's'} visible")

@@ -172,7 +172,9 @@ class TestRecord:
         self._layout_keys(name, shape, strides)
         if inplace is not None:
             self.set(f"{name}.inplace", inplace, "str")
-        placeholder = np.empty((0,) * max(len(shape), 1), dtype=to_numpy(dtype))
+        # Every stored dimension 0; a 0-d output is stored 0-d (one zero element, which readers
+        # ignore for a pure output), so that readers sizing it from its dims stay in bounds.
+        placeholder = np.zeros((0,) * len(shape), dtype=to_numpy(dtype))
         self.tensors[name] = (placeholder, dtype)
 
     def add_inout(self, name: str, data: np.ndarray, dtype: DType, strides=None, inplace: str | None = None) -> None:
