@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from infiniop_py.spec import Attr, OpSpec, inp, out
 
-from . import impl
 from ..gather import common
+from . import impl
 
 
 def validate(check):

@@ -120,7 +120,6 @@ class IndexCopyKernel(common.IndexKernel):
 
 def reference(dest_init, index, source, dim):
     """index_copy with last-write-wins duplicates and out-of-range values skipped (torch, f64)."""
-    import torch
 
     out = dest_init.clone()
     size = out.shape[dim]

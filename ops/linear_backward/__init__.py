@@ -128,13 +128,13 @@ class LinearBackwardKernel(CudaKernel):
             t = ctype(dt)
             names = [f"colsum_partial<{t}, {acc}>", f"colsum_final<{t}, {acc}>"]
             mod = get_module(SOURCE, names, handle.device_id)
-            import ctypes as C
+            import ctypes as ct
 
             self.gb_src_slot = 3
             self.k1 = Launch(mod.ptr[names[0]], (cols, splits), (32, 8), [Slot("ws", self.part_off), Slot(3),
-                             C.c_longlong(m), C.c_longlong(n), C.c_longlong(gym[2]), C.c_longlong(gym[3]), C.c_longlong(per)])
+                             ct.c_longlong(m), ct.c_longlong(n), ct.c_longlong(gym[2]), ct.c_longlong(gym[3]), ct.c_longlong(per)])
             self.k2 = Launch(mod.ptr[names[1]], (-(-n // 256),), (256,), [Slot(2), Slot("ws", self.part_off),
-                             C.c_longlong(n), C.c_longlong(gb.strides[0]), C.c_int(splits)])
+                             ct.c_longlong(n), ct.c_longlong(gb.strides[0]), ct.c_int(splits)])
             self.gb = True
         self.workspace_size = arena.size
         self.dims = (m, n, k)
