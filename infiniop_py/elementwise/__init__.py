@@ -210,3 +210,17 @@ def float_expr(template: str) -> str:
         return e if "return" in e else f"return {e};"
 
     return f"if constexpr (sizeof(T) == 8) {{ {body('')} }} else {{ {body('f')} }}"
+
+
+def split_compile_units(spec: OpSpec, chunk: int = 128) -> None:
+    """Split an elementwise op's compile-check unit into units of at most ``chunk`` kernels
+    (operators with many dtype combinations compile faster, and in parallel, in pieces)."""
+    whole = spec.nvidia.compile_units
+
+    def units():
+        out = []
+        for src, names in whole():
+            out += [(src, names[i : i + chunk]) for i in range(0, len(names), chunk)]
+        return out
+
+    spec.nvidia.compile_units = units

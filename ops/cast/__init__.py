@@ -15,7 +15,7 @@ Implementation-defined cases (ops.md leaves them open), as this library does the
 """
 
 from infiniop_py.dtypes import ALL, DType, is_float
-from infiniop_py.elementwise import elementwise_op
+from infiniop_py.elementwise import elementwise_op, split_compile_units
 
 
 def _dtypes(check, out, ins):
@@ -67,3 +67,5 @@ SPEC = elementwise_op(
     torch="input.to(output.dtype)",
     summary="output = input converted to output's dtype",
 )
+
+split_compile_units(SPEC)

@@ -3,7 +3,7 @@
 import numpy as np
 
 from infiniop_py.dtypes import DType
-from infiniop_py.elementwise import elementwise_op
+from infiniop_py.elementwise import elementwise_op, split_compile_units
 
 from ..where import DATA, truth_type
 
@@ -50,3 +50,5 @@ SPEC = elementwise_op(
     gguf_names=("op_and",),
     stem_aliases=("And",),
 )
+
+split_compile_units(SPEC)

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from infiniop_py.elementwise import elementwise_op
+from infiniop_py.elementwise import elementwise_op, split_compile_units
 
 from ..logical_and import logical_combos, logical_dtypes, logical_kernel_types
 from ..where import DATA
@@ -31,3 +31,5 @@ SPEC = elementwise_op(
     gguf_names=("op_or",),
     stem_aliases=("Or",),
 )
+
+split_compile_units(SPEC)

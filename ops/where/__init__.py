@@ -10,7 +10,7 @@ false, NaN is true).
 import numpy as np
 
 from infiniop_py.dtypes import SI, DType, F, is_float
-from infiniop_py.elementwise import elementwise_op
+from infiniop_py.elementwise import elementwise_op, split_compile_units
 
 DATA = F | SI | {DType.U8, DType.BOOL}
 _BY_SIZE = {1: DType.U8, 2: DType.U16, 4: DType.U32, 8: DType.U64}
@@ -65,3 +65,5 @@ SPEC = elementwise_op(
     torch="torch.where(condition, a, b)",
     summary="c = condition ? a : b (condition: bool or numeric, nonzero is true)",
 )
+
+split_compile_units(SPEC)
