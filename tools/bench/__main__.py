@@ -1,0 +1,171 @@
+"""Benchmark harness (method: docs/perf/method.md, shared/spec/perf.md).
+
+    python -m tools.bench [--suite elementwise|rearrange|all] [--ops add,mul] [--dtypes f32,bf16]
+                          [--match TEXT] [--quick] [--cpu] [--compile] [--reps N]
+                          [--json OUT.json] [--csv] [--out-dir DIR] [--list]
+
+GPU by default (torch CUDA + our NVIDIA backend through CuPy); ``--cpu`` compares our NumPy
+backend with torch on the CPU. ``--out-dir DIR`` writes DIR/bench-<device>.{json,csv,txt,log};
+the JSON is rewritten after every case, so an interrupted run keeps what it measured.
+Exit status: 0, or 1 if any case failed its check or raised.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tools.bench import report  # noqa: E402
+from tools.bench.core import Options, Skip, run_case  # noqa: E402
+from tools.bench.suites import discover  # noqa: E402
+
+
+class _Tee:
+    """Copies stdout to a log file."""
+
+    def __init__(self, stream, path: Path):
+        self.stream = stream
+        self.file = open(path, "w", buffering=1)
+
+    def write(self, text):
+        self.stream.write(text)
+        self.file.write(text)
+        return len(text)
+
+    def flush(self):
+        self.stream.flush()
+        self.file.flush()
+
+
+def parse(argv):
+    suites = discover()
+    ap = argparse.ArgumentParser(prog="python -m tools.bench", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--suite", default="all", help=f"one of {', '.join(suites)} or 'all' (comma-separated list allowed)")
+    ap.add_argument("--ops", default="", help="comma-separated operator names to keep")
+    ap.add_argument("--dtypes", default="", help="comma-separated dtypes to keep (f32,f16,bf16)")
+    ap.add_argument("--match", default="", help="keep cases whose description contains this text")
+    ap.add_argument("--quick", action="store_true", help="representative cases only, 50 repetitions")
+    ap.add_argument("--cpu", action="store_true", help="NumPy backend vs torch CPU instead of the GPU")
+    ap.add_argument("--compile", action="store_true", help="add torch.compile as a peer (compiles per case)")
+    ap.add_argument("--reps", type=int, default=None, help="timed calls per implementation (default 100; quick 50)")
+    ap.add_argument("--warmup", type=int, default=None, help="warm-up calls per implementation (default 10; quick 5)")
+    ap.add_argument("--host-calls", type=int, default=2000, help="calls per round for the host wall time")
+    ap.add_argument("--device-id", type=int, default=0)
+    ap.add_argument("--json", help="write results here (JSON)")
+    ap.add_argument("--csv", action="store_true", help="also write a CSV next to the JSON (or stdout without --json)")
+    ap.add_argument("--out-dir", help="write bench-<device>.json/.csv/.txt/.log into this directory")
+    ap.add_argument("--list", action="store_true", help="list the selected cases and exit")
+    args = ap.parse_args(argv)
+    names = list(suites) if args.suite == "all" else [s.strip() for s in args.suite.split(",") if s.strip()]
+    unknown = [n for n in names if n not in suites]
+    if unknown:
+        ap.error(f"unknown suite(s) {unknown}; known: {list(suites)}")
+    return args, [suites[n] for n in names]
+
+
+def select(cases, args):
+    ops = {o.strip() for o in args.ops.split(",") if o.strip()}
+    dts = {d.strip() for d in args.dtypes.split(",") if d.strip()}
+    out = []
+    for c in cases:
+        if ops and c.op not in ops:
+            continue
+        if dts and c.dtype not in dts:
+            continue
+        if args.match and args.match not in c.case:
+            continue
+        if args.quick and not c.quick:
+            continue
+        out.append(c)
+    return out
+
+
+def main(argv=None) -> int:
+    args, suites = parse(argv)
+    device = "cpu" if args.cpu else "nvidia"
+    paths = {}
+    if args.out_dir:
+        out = Path(args.out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        paths = {k: out / f"bench-{device}.{k}" for k in ("json", "csv", "txt", "log")}
+        sys.stdout = _Tee(sys.stdout, paths["log"])
+    if args.json:
+        paths["json"] = Path(args.json)
+        if args.csv:
+            paths["csv"] = Path(args.json).with_suffix(".csv")
+
+    from tools.bench.env import make_env
+
+    env = make_env(args.cpu, args.device_id)
+    cases = []
+    for module in suites:
+        cases += select(module.cases(env, args.quick), args)
+    if args.list:
+        for c in cases:
+            print(f"{c.suite:<12} {c.op:<10} {c.dtype:<5} {c.case}{'  [host wall]' if c.host_wall else ''}")
+        return 0
+
+    quick_reps = 50 if args.quick else 100
+    opts = Options(
+        reps=max(args.reps if args.reps is not None else quick_reps, 1),
+        warmup=args.warmup if args.warmup is not None else (5 if args.quick else 10),
+        compile=args.compile,
+        host_calls=args.host_calls,
+    )
+    if opts.reps < 50:
+        print(f"note: {opts.reps} repetitions (the method asks for at least 50)")
+    copy_bw = env.copy_bandwidth()
+    header = report.meta(env, args, copy_bw, opts)
+    m = header["machine"]
+    print(
+        f"# {m['name']} | torch {header['versions']['torch']} | cupy {header['versions'].get('cupy')} | commit {header['git']['commit']}"
+    )
+    print(f"# copy bandwidth {copy_bw['GBps']:.0f} GB/s ({copy_bw['how']}); {len(cases)} cases, {opts.reps} reps")
+    rows, failures = [], 0
+    t0 = time.perf_counter()
+    for i, case in enumerate(cases, 1):
+        try:
+            row = run_case(env, case, opts, copy_bw["GBps"])
+        except Skip as exc:
+            row = {"suite": case.suite, "op": case.op, "case": case.case, "dtype": case.dtype, "skipped": str(exc)}
+        except Exception as exc:
+            failures += 1
+            row = {
+                "suite": case.suite,
+                "op": case.op,
+                "case": case.case,
+                "dtype": case.dtype,
+                "error": f"{type(exc).__name__}: {exc}",
+                "traceback": traceback.format_exc(),
+            }
+            print(row["traceback"], file=sys.stderr)
+        if row.get("check") and not row["check"]["ok"]:
+            failures += 1
+        rows.append(row)
+        print(f"[{i}/{len(cases)} {time.perf_counter() - t0:6.1f}s] {report.format_row(report._cells(row))}", flush=True)
+        if "json" in paths:
+            report.write_json(paths["json"], header, rows)
+    text = report.table(rows, copy_bw, f"{m['name']}, {device}")
+    print()
+    print(text)
+    if "txt" in paths:
+        paths["txt"].write_text(text + "\n")
+    if args.csv or "csv" in paths:
+        if "csv" in paths:
+            report.write_csv(paths["csv"], rows)
+        else:
+            report.write_csv(Path("/dev/stdout"), rows)
+    if "json" in paths:
+        print(f"\nwrote {paths['json']}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

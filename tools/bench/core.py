@@ -1,0 +1,446 @@
+"""The benchmark method of docs/perf (shared/spec/perf.md), shared by every suite.
+
+A suite lists :class:`BenchCase` objects; each builds a :class:`Workload` on demand: our
+descriptor (created once through the public API), the buffers of one or more rotating input
+sets, and the PyTorch peer working on the same buffers. :func:`run_case` then
+
+1. warms every implementation up (compilation, caches, cuDNN autotune, torch.compile),
+2. poisons our outputs (NaN), so a kernel that writes nothing cannot pass,
+3. times ``reps`` calls of each implementation *interleaved* (ours, torch, [torch.compile],
+   alternating the order every repetition), each call on the next input set of the rotation
+   so that large cases never run from a warm L2, with CUDA events around each call on the
+   stream both sides launch on (perf_counter_ns on the CPU),
+4. checks the output of our last timed call, and of torch.compile's, against torch eager on
+   the same inputs -- a time is reported only next to a passing check,
+5. reports median, p10 and p90 in µs, GB/s from the minimal byte count
+   (:func:`traffic`), the fraction of the copy bandwidth measured in the same run, and
+   ``x torch`` = torch time / our time (above 1 means we are faster).
+
+Small cases (``host_wall=True``) also time the host wall per call: N back-to-back calls with
+one synchronisation at the end, ours (with torch tensors, CuPy arrays and raw pointers as
+buffers) against torch eager, and, on the GPU, the per-call time inside a replayed CUDA graph.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .env import GIB, MIB, Env
+
+ROTATE_MIN_BYTES = 8 * MIB  # below this a case runs L2-resident, as it would in a real chain of small ops
+ROTATE_FACTOR = 4  # rotated sets cover at least this many times the L2
+MAX_SETS = 64
+MAX_ROTATION_BYTES = 8 * GIB
+
+
+# --------------------------------------------------------------------------------------------
+# Counting work
+# --------------------------------------------------------------------------------------------
+def unique_elements(shape, strides) -> int:
+    """Distinct memory elements a view addresses (zero-stride dims count once; no self-overlap)."""
+    return math.prod(d for d, s in zip(shape, strides) if s != 0) if all(d > 0 for d in shape) else 0
+
+
+def traffic(reads=(), writes=(), flops: int = 0) -> tuple[int, int]:
+    """Minimal (bytes, flops) of one call: each input read once, each output written once.
+
+    ``reads`` and ``writes`` are torch tensors (views); a broadcast input counts its distinct
+    elements only, a transposed one all of them.
+    """
+    total = 0
+    for t in (*reads, *writes):
+        total += unique_elements(t.shape, t.stride()) * t.element_size()
+    return total, int(flops)
+
+
+def stats(times_us) -> dict:
+    a = np.asarray(times_us, dtype=np.float64)
+    return {
+        "median": float(np.median(a)),
+        "p10": float(np.percentile(a, 10)),
+        "p90": float(np.percentile(a, 90)),
+        "min": float(a.min()),
+        "n": int(a.size),
+    }
+
+
+def rotation(env: Env, set_bytes: int) -> int:
+    """How many input sets to rotate through so that no call finds its inputs in L2."""
+    if not env.gpu or set_bytes < ROTATE_MIN_BYTES:
+        return 1
+    need = math.ceil(ROTATE_FACTOR * env.l2_bytes / set_bytes)
+    return int(max(1, min(need, MAX_SETS, MAX_ROTATION_BYTES // max(set_bytes, 1))))
+
+
+# --------------------------------------------------------------------------------------------
+# Cases and workloads
+# --------------------------------------------------------------------------------------------
+class Skip(Exception):  # noqa: N818 - a signal, not an error
+    """Raised by a case's ``build`` when it cannot run here (operator not registered, no dtype)."""
+
+
+@dataclass
+class Workload:
+    """Everything one case runs, on ``nsets`` rotating buffer sets.
+
+    descriptor: ours, created once; ``buffers[s]`` are the torch tensors of set ``s`` in
+    calculate's order (outputs, then inputs); ``torch_eager(s)`` writes ``out_torch[s]``;
+    ``torch_fn(*inputs[s])`` is the pure function handed to torch.compile.
+    ``out_index`` is which of ``buffers[s]`` is checked against ``out_torch[s]``.
+    """
+
+    descriptor: Any
+    buffers: list
+    torch_eager: Callable[[int], Any]
+    out_torch: list
+    inputs: list
+    torch_fn: Callable | None = None
+    out_index: int = 0
+    exact: bool = False
+    atol: float = 0.0
+    rtol: float = 0.0
+    runtime: tuple = ()
+    keep: list = field(default_factory=list)  # anything that must outlive the case (base tensors)
+
+    @property
+    def nsets(self) -> int:
+        return len(self.buffers)
+
+    def release(self) -> None:
+        if self.descriptor is not None:
+            self.descriptor.destroy()
+            self.descriptor = None
+        self.buffers = self.out_torch = self.inputs = self.keep = []
+
+
+@dataclass
+class BenchCase:
+    """One benchmark row: ``build(env)`` returns the Workload (allocating its buffers)."""
+
+    suite: str
+    op: str
+    case: str
+    dtype: str
+    shape: tuple
+    build: Callable[[Env], Workload]
+    host_wall: bool = False
+    quick: bool = False
+    compile: bool = True  # whether torch.compile is a meaningful peer here
+    notes: str = ""
+    flops: int = 0  # floating-point operations of one call (matrix ops): adds TFLOP/s to the row
+
+
+def ours_call(env: Env, work: Workload, kind: str = "tensor", stream=None) -> Callable[[int], None]:
+    """``f(s)``: our calculate on set ``s``, buffers converted once up front (``Env.ours``)."""
+    calc = work.descriptor.calculate
+    stream = env.stream if stream is None else stream
+    bufs = [[None if t is None else env.ours(t, kind) for t in tensors] for tensors in work.buffers]
+    rt = tuple(work.runtime)
+    if env.gpu:
+
+        def run(s):
+            calc(None, *bufs[s], *rt, stream=stream)
+    else:
+
+        def run(s):
+            calc(None, *bufs[s], *rt)
+
+    return run
+
+
+# --------------------------------------------------------------------------------------------
+# Checking
+# --------------------------------------------------------------------------------------------
+def check(env: Env, work: Workload, actual, expected) -> tuple[bool, str]:
+    """Compare ``actual`` with the peer's ``expected`` (exact for copies, else the dtype's tolerance)."""
+    torch = env.torch
+    if actual.shape != expected.shape:
+        return False, f"shape {tuple(actual.shape)} vs {tuple(expected.shape)}"
+    if work.exact:
+        if actual.is_floating_point():
+            itype = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[actual.element_size()]
+            same = actual.view(itype) == expected.view(itype) if actual.is_contiguous() else actual == expected
+        else:
+            same = actual == expected
+        bad = int((~same).sum())
+        return bad == 0, "bitwise equal" if bad == 0 else f"{bad} of {actual.numel()} elements differ"
+    a = actual.float()
+    e = expected.float()
+    diff = (a - e).abs()
+    ok = (diff <= work.atol) | (diff <= work.rtol * torch.maximum(a.abs(), e.abs())) | (a.isnan() & e.isnan()) | (a == e)
+    bad = int((~ok).sum())
+    finite = diff[torch.isfinite(diff)]
+    max_err = float(finite.max()) if finite.numel() else 0.0
+    if bad:
+        return False, f"{bad} of {a.numel()} outside atol={work.atol:g} rtol={work.rtol:g}; max abs err {max_err:.3g}"
+    return True, f"max abs err {max_err:.3g}"
+
+
+def _tolerance(dtype_name: str) -> tuple[float, float]:
+    from infiniop_py.dtypes import parse_dtype
+    from infiniop_py.testing.compare import default_tolerance
+
+    return default_tolerance(parse_dtype(dtype_name))
+
+
+# --------------------------------------------------------------------------------------------
+# Running one case
+# --------------------------------------------------------------------------------------------
+@dataclass
+class Options:
+    reps: int = 100
+    warmup: int = 10
+    compile: bool = False
+    host_calls: int = 2000
+    host_rounds: int = 5
+    graph_calls: int = 50
+
+
+def _time_interleaved(env: Env, impls: dict[str, Callable[[int], Any]], nsets: int, reps: int, start_call: int):
+    """Per-impl lists of µs; call ``c`` of the whole sequence uses set ``c % nsets``.
+
+    Returns (times, last_set, last_result) per implementation.
+    """
+    names = list(impls)
+    calls, labels, sets = [], [], []
+    results: dict[str, Any] = {}
+    c = start_call
+    for r in range(reps):
+        for name in names if r % 2 == 0 else names[::-1]:
+            s = c % nsets
+            fn = impls[name]
+
+            def call(fn=fn, s=s, name=name):
+                results[name] = fn(s)
+
+            calls.append((name, call))
+            labels.append(name)
+            sets.append(s)
+            c += 1
+    times = env.time_calls(calls)
+    per = {n: [] for n in names}
+    last_set = {}
+    for name, t, s in zip(labels, times, sets):
+        per[name].append(t)
+        last_set[name] = s
+    return per, last_set, results
+
+
+def run_case(env: Env, case: BenchCase, opts: Options, copy_gbps: float) -> dict:
+    """Build, warm up, time, check and summarise one case (the row that goes to table and JSON)."""
+    row: dict[str, Any] = {
+        "suite": case.suite,
+        "op": case.op,
+        "case": case.case,
+        "dtype": case.dtype,
+        "shape": list(case.shape),
+        "device": env.name,
+        "notes": case.notes,
+    }
+    t_start = time.perf_counter()
+    work = case.build(env)
+    try:
+        if work.atol == 0.0 and work.rtol == 0.0 and not work.exact:
+            work.atol, work.rtol = _tolerance(case.dtype)
+        reads = [t for t in work.buffers[0][1:] if t is not None]
+        nbytes, _ = traffic(reads=reads, writes=[work.buffers[0][work.out_index]])
+        flops = int(case.flops)
+        row.update(bytes=nbytes, flops=flops, nsets=work.nsets)
+        ours = ours_call(env, work)
+        impls: dict[str, Callable[[int], Any]] = {"ours": ours, "torch": work.torch_eager}
+        compiled = None
+        if opts.compile and case.compile and work.torch_fn is not None:
+            compiled = _compiled(env, work, row)
+            if compiled is not None:
+                impls["compile"] = compiled
+        # 1. warm-up (each impl on every set at least once, at most `warmup` calls)
+        for fn in impls.values():
+            for i in range(max(opts.warmup, min(work.nsets, 4 * opts.warmup))):
+                fn(i % work.nsets)
+        env.sync()
+        # 2. poison our outputs so the check sees only what the timed calls wrote
+        for tensors in work.buffers:
+            env.poison(tensors[work.out_index])
+        env.sync()
+        # 3. interleaved timing
+        per, last_set, results = _time_interleaved(env, impls, work.nsets, opts.reps, 0)
+        # 4. check the timed results against torch eager on the same inputs
+        s = last_set["ours"]
+        work.torch_eager(s)
+        env.sync()
+        ok, detail = check(env, work, work.buffers[s][work.out_index], work.out_torch[s])
+        row["check"] = {"ok": ok, "detail": detail}
+        if "compile" in results:
+            sc = last_set["compile"]
+            work.torch_eager(sc)
+            env.sync()
+            cok, cdetail = check(env, work, results["compile"], work.out_torch[sc])
+            row["check_compile"] = {"ok": cok, "detail": cdetail}
+        # 5. summary
+        row["times_us"] = {name: stats(ts) for name, ts in per.items()}
+        # A time is a result only next to a passing check: a failed one keeps its raw numbers
+        # (marked) but gets no bandwidth or ratio.
+        if not ok:
+            row["times_us"]["ours"]["unchecked"] = True
+        if "compile" in per and not row["check_compile"]["ok"]:
+            row["times_us"]["compile"]["unchecked"] = True
+        med = {name: st["median"] for name, st in row["times_us"].items() if not st.get("unchecked")}
+        row["GBps"] = {name: nbytes / (m * 1e-6) / 1e9 for name, m in med.items() if m > 0}
+        row["pct_copy"] = {name: 100.0 * g / copy_gbps for name, g in row["GBps"].items()} if copy_gbps else {}
+        if flops:
+            row["TFLOPs"] = {name: flops / (m * 1e-6) / 1e12 for name, m in med.items() if m > 0}
+        row["x_torch"] = med["torch"] / med["ours"] if med.get("ours") else None
+        if "compile" in med and med.get("ours"):
+            row["x_compile"] = med["compile"] / med["ours"]
+        if case.host_wall:
+            row["host_wall_us"] = host_wall(env, work, opts)
+            if env.gpu:
+                row["graph_us"] = graph_replay(env, work, opts)
+        if not env.gpu:
+            row["l2"] = "n/a (CPU)"
+        elif work.nsets > 1:
+            row["l2"] = f"rotated over {work.nsets} sets"
+        elif nbytes < ROTATE_MIN_BYTES:
+            row["l2"] = "warm (small case, one set)"
+        else:
+            row["l2"] = "cold (one set several times the L2)"
+    finally:
+        work.release()
+        del work
+    row["wall_s"] = time.perf_counter() - t_start
+    return row
+
+
+def _compiled(env: Env, work: Workload, row: dict):
+    """torch.compile of the case's pure function, or None (the error goes to the row)."""
+    torch = env.torch
+    try:
+        torch._dynamo.reset()  # one code object serves many cases: start each one fresh
+        fn = torch.compile(work.torch_fn, dynamic=False)
+        fn(*work.inputs[0])
+    except Exception as exc:  # no Triton / no C++ compiler: the peer is simply absent
+        row["compile_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+        return None
+    inputs = work.inputs
+    return lambda s: fn(*inputs[s])
+
+
+def host_wall(env: Env, work: Workload, opts: Options) -> dict:
+    """Host wall µs per call: N back-to-back calls, one synchronisation at the end.
+
+    Rounds alternate between the implementations; the median round counts.
+    """
+    impls = {"ours": ours_call(env, work, "tensor"), "ours_ptr": ours_call(env, work, "ptr")}
+    if env.gpu:
+        try:
+            impls["ours_cupy"] = ours_call(env, work, "cupy")
+        except Exception:
+            pass
+    impls["torch"] = work.torch_eager
+    n = opts.host_calls
+    per = {k: [] for k in impls}
+    for fn in impls.values():
+        for _ in range(20):
+            fn(0)
+    env.sync()
+    for r in range(opts.host_rounds):
+        order = list(impls) if r % 2 == 0 else list(impls)[::-1]
+        for name in order:
+            fn = impls[name]
+            env.sync()
+            t0 = time.perf_counter_ns()
+            for _ in range(n):
+                fn(0)
+            env.sync()
+            per[name].append((time.perf_counter_ns() - t0) / 1e3 / n)
+    out = {k: float(np.median(v)) for k, v in per.items()}
+    out["calls"] = n
+    out["rounds"] = opts.host_rounds
+    return out
+
+
+def graph_replay(env: Env, work: Workload, opts: Options) -> dict:
+    """µs per call inside a replayed CUDA graph of ``graph_calls`` calls (ours and torch)."""
+    torch = env.torch
+    out: dict[str, Any] = {}
+    k = opts.graph_calls
+    for name in ("ours", "torch"):
+        try:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                fn = ours_call(env, work, "tensor", stream=side.cuda_stream) if name == "ours" else work.torch_eager
+                for _ in range(3):
+                    fn(0)
+            torch.cuda.current_stream().wait_stream(side)
+            env.sync()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                capture = torch.cuda.current_stream().cuda_stream
+                fn = ours_call(env, work, "tensor", stream=capture) if name == "ours" else work.torch_eager
+                for _ in range(k):
+                    fn(0)
+            graph.replay()
+            env.sync()
+            times = env.time_calls([("replay", graph.replay)] * 20)
+            out[name] = float(np.median(times)) / k
+            del graph
+        except Exception as exc:
+            out[f"{name}_error"] = f"{type(exc).__name__}: {exc}"
+    out["calls_per_graph"] = k
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Building the common kind of workload
+# --------------------------------------------------------------------------------------------
+def standard_workload(
+    env: Env,
+    op: str,
+    make_set: Callable[[], tuple[list, tuple]],
+    eager: Callable[..., Any],
+    torch_fn: Callable | None = None,
+    attrs: dict | None = None,
+    exact: bool = False,
+) -> Workload:
+    """A workload with one output: ``make_set() -> (outputs_and_inputs, torch_inputs)``.
+
+    ``outputs_and_inputs`` are torch tensors in calculate's order (the output first);
+    ``eager(out, *torch_inputs)`` is torch's call writing ``out`` (a second output buffer of the
+    same layout, so ours and torch never share a result); ``torch_fn(*torch_inputs)`` is the
+    pure function for torch.compile. Sets are added until they cover the rotation.
+    """
+    from infiniop_py.registry import resolve
+
+    if resolve(op) is None:
+        raise Skip(f"operator '{op}' is not registered")
+
+    def one():
+        bufs, inputs = make_set()
+        out = bufs[0]
+        peer = env.torch.empty_strided(tuple(out.shape), tuple(out.stride()), dtype=out.dtype, device=out.device)
+        env.poison(peer)
+        return bufs, inputs, peer
+
+    first = one()
+    set_bytes, _ = traffic(reads=[t for t in first[0] if t is not None], writes=[first[2]])
+    sets = [first] + [one() for _ in range(rotation(env, set_bytes) - 1)]
+    descs = [None if t is None else env.descriptor_of(t) for t in first[0]]
+    d = env.iop.create_descriptor(op, env.handle, *descs, **(attrs or {}))
+    outs = [s[2] for s in sets]
+    ins = [s[1] for s in sets]
+    return Workload(
+        descriptor=d,
+        buffers=[s[0] for s in sets],
+        torch_eager=lambda s: eager(outs[s], *ins[s]),
+        out_torch=outs,
+        inputs=ins,
+        torch_fn=torch_fn,
+        exact=exact,
+    )

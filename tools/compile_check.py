@@ -1,0 +1,562 @@
+"""Compile every CUDA kernel of every registered operator for a GPU architecture, without a GPU.
+
+    python tools/compile_check.py [--arch sm_90] [--jobs N] [--verbose] [--json OUT.json] [OP ...]
+
+For each operator whose NVIDIA factory (``spec.nvidia``) exposes ``compile_units()`` -- a list
+of ``(source, [name expressions])`` -- each unit is compiled once, with all of its name
+expressions, exactly as the runtime compiles it: ``full_source(source)`` (the common header
+prepended) with ``options_for(cc)``. A unit is compiled to a CUBIN, so ptxas runs too and the
+per-kernel register, stack and spill figures come for free (``-Xptxas=-v``).
+
+Compilers, in order of preference:
+
+1. NVRTC loaded with ctypes: ``libnvrtc.so*`` from the ``nvidia-cuda-nvrtc`` wheel
+   (``site-packages/nvidia/*/lib``), else from ``$CUDA_HOME/lib64`` or the loader path.
+   Every name expression must lower to a kernel (as CuPy's ``RawModule`` requires).
+2. ``nvcc -cubin``: the name expressions are instantiated by taking each kernel's address at
+   namespace scope. nvcc force-includes the CUDA runtime headers, whose ``<stdint.h>`` types
+   clash with the fixed-width typedefs of ``iop_common.cuh``; the source is preceded by macros
+   that rename ours (``int64_t`` -> ``iop_nvcc_int64_t``), which changes no generated code.
+
+Operators with an NVIDIA backend but no (or an empty) ``compile_units()`` fail the check, so
+no kernel escapes it, unless they state why: ``compile_exempt = "reason"`` on the factory, or
+``COMPILE_CHECK_EXEMPT = "reason"`` in ``ops/<name>/__init__.py`` (e.g. a backend that only
+calls cuBLAS). The reason is printed.
+
+Large units are split into jobs of ``--chunk`` name expressions shared by ``--jobs`` worker
+processes. A job that compiled before with the same compiler, options, source and names is
+not compiled again (results cached under ``~/.cache/infiniop_py/compile_check``;
+``--no-cache`` recompiles everything).
+
+Exit status: 0 when everything compiled, 1 on any compile error (the compiler log is printed)
+or unchecked operator, 2 when neither NVRTC nor nvcc is available.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import glob
+import hashlib
+import json
+import os
+import re
+import shutil
+import site
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+
+# --------------------------------------------------------------------------------------------
+# Finding a compiler
+# --------------------------------------------------------------------------------------------
+def _version_key(path: str) -> tuple:
+    """Sort key preferring the newest ``libnvrtc.so.X.Y``."""
+    tail = path.rsplit(".so", 1)[-1]
+    return tuple(int(x) for x in re.findall(r"\d+", tail))
+
+
+def find_nvrtc() -> str | None:
+    """Path of a usable ``libnvrtc.so*`` (the wheel's first), or None."""
+    roots = []
+    for getter in (site.getsitepackages, lambda: [site.getusersitepackages()]):
+        try:
+            roots += list(getter())
+        except Exception:  # site functions are missing in some virtualenv layouts
+            pass
+    roots += [p for p in sys.path if p.endswith("site-packages")]
+    candidates = []
+    for root in dict.fromkeys(roots):
+        candidates += glob.glob(os.path.join(root, "nvidia", "*", "lib", "libnvrtc.so*"))
+    cuda_home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+    system = glob.glob(os.path.join(cuda_home, "lib64", "libnvrtc.so*"))
+    for group in (candidates, system):
+        group = [p for p in group if "builtins" not in os.path.basename(p)]
+        for path in sorted(group, key=_version_key, reverse=True):
+            try:
+                ctypes.CDLL(path)
+            except OSError:
+                continue
+            return path
+    for name in ("libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"):
+        try:
+            ctypes.CDLL(name)
+        except OSError:
+            continue
+        return name
+    return None
+
+
+def find_nvcc() -> str | None:
+    path = shutil.which("nvcc")
+    if path:
+        return path
+    cuda_home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+    cand = os.path.join(cuda_home, "bin", "nvcc")
+    return cand if os.access(cand, os.X_OK) else None
+
+
+def find_backend(prefer: str = "auto") -> tuple[str, str] | None:
+    """('nvrtc', library path) or ('nvcc', executable), or None when neither exists."""
+    if prefer in ("auto", "nvrtc"):
+        lib = find_nvrtc()
+        if lib:
+            return "nvrtc", lib
+        if prefer == "nvrtc":
+            return None
+    nvcc = find_nvcc()
+    return ("nvcc", nvcc) if nvcc else None
+
+
+# --------------------------------------------------------------------------------------------
+# Compiling one unit (runs in a worker process)
+# --------------------------------------------------------------------------------------------
+@dataclass
+class KernelInfo:
+    name: str  # name expression (NVRTC) or mangled name (nvcc)
+    mangled: str
+    registers: int | None = None
+    stack: int | None = None
+    spill_stores: int | None = None
+    spill_loads: int | None = None
+
+
+@dataclass
+class UnitResult:
+    op: str
+    unit: int
+    chunk: int
+    ok: bool
+    seconds: float
+    names: int
+    log: str = ""
+    warnings: list = field(default_factory=list)
+    kernels: list = field(default_factory=list)
+    error: str = ""
+    cached: bool = False
+
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_REGS = re.compile(r"Used (\d+) registers")
+
+
+def parse_ptxas(log: str) -> dict[str, dict]:
+    """Per mangled entry: registers, stack frame and spill bytes from ``ptxas -v`` output."""
+    out: dict[str, dict] = {}
+    current = None
+    for line in log.splitlines():
+        m = _ENTRY.search(line)
+        if m:
+            current = out.setdefault(m.group(1), {})
+            continue
+        if current is None:
+            continue
+        m = _FRAME.search(line)
+        if m:
+            current.update(stack=int(m.group(1)), spill_stores=int(m.group(2)), spill_loads=int(m.group(3)))
+            continue
+        m = _REGS.search(line)
+        if m:
+            current["registers"] = int(m.group(1))
+    return out
+
+
+def compiler_warnings(log: str) -> list[str]:
+    """Front-end warnings in a compile log (ptxas info lines are not warnings)."""
+    lines = [ln for ln in log.splitlines() if "warning" in ln.lower() and not ln.startswith("ptxas info")]
+    return [ln for ln in lines if "#pragma once in main file" not in ln]
+
+
+class _Nvrtc:
+    """The few NVRTC entry points the check needs, through ctypes."""
+
+    def __init__(self, path: str):
+        lib = ctypes.CDLL(path)
+        vp, cp, sz = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t
+        lib.nvrtcGetErrorString.restype = cp
+        lib.nvrtcGetErrorString.argtypes = [ctypes.c_int]
+        lib.nvrtcCreateProgram.argtypes = [ctypes.POINTER(vp), cp, cp, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
+        lib.nvrtcAddNameExpression.argtypes = [vp, cp]
+        lib.nvrtcCompileProgram.argtypes = [vp, ctypes.c_int, ctypes.POINTER(cp)]
+        lib.nvrtcGetProgramLogSize.argtypes = [vp, ctypes.POINTER(sz)]
+        lib.nvrtcGetProgramLog.argtypes = [vp, ctypes.c_char_p]
+        lib.nvrtcGetLoweredName.argtypes = [vp, cp, ctypes.POINTER(cp)]
+        lib.nvrtcGetCUBINSize.argtypes = [vp, ctypes.POINTER(sz)]
+        lib.nvrtcDestroyProgram.argtypes = [ctypes.POINTER(vp)]
+        for fn in (
+            "nvrtcCreateProgram",
+            "nvrtcAddNameExpression",
+            "nvrtcCompileProgram",
+            "nvrtcGetProgramLogSize",
+            "nvrtcGetProgramLog",
+            "nvrtcGetLoweredName",
+            "nvrtcGetCUBINSize",
+            "nvrtcDestroyProgram",
+        ):
+            getattr(lib, fn).restype = ctypes.c_int
+        self.lib = lib
+
+    def version(self) -> str:
+        major, minor = ctypes.c_int(), ctypes.c_int()
+        self.lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
+        return f"{major.value}.{minor.value}"
+
+    def _check(self, rc: int, what: str) -> None:
+        if rc != 0:
+            raise RuntimeError(f"{what}: {self.lib.nvrtcGetErrorString(rc).decode()}")
+
+    def compile(self, source: str, names: list[str], options: list[str]) -> tuple[bool, str, dict[str, str]]:
+        """(success, log, {name expression: lowered name})."""
+        lib = self.lib
+        prog = ctypes.c_void_p()
+        self._check(lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), b"kernel.cu", 0, None, None), "create")
+        try:
+            for n in names:
+                self._check(lib.nvrtcAddNameExpression(prog, n.encode()), f"name expression {n!r}")
+            opts = [o.encode() for o in options]
+            rc = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
+            size = ctypes.c_size_t()
+            lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
+            buf = ctypes.create_string_buffer(max(size.value, 1))
+            lib.nvrtcGetProgramLog(prog, buf)
+            log = buf.value.decode(errors="replace")
+            if rc != 0:
+                return False, f"{lib.nvrtcGetErrorString(rc).decode()}\n{log}", {}
+            lowered = {}
+            missing = []
+            for n in names:
+                out = ctypes.c_char_p()
+                if lib.nvrtcGetLoweredName(prog, n.encode(), ctypes.byref(out)) != 0 or not out.value:
+                    missing.append(n)
+                else:
+                    lowered[n] = out.value.decode()
+            if missing:
+                return False, log + "\nname expressions with no kernel: " + ", ".join(missing), lowered
+            lib.nvrtcGetCUBINSize(prog, ctypes.byref(size))
+            if size.value == 0:
+                return False, log + "\nNVRTC produced an empty CUBIN", lowered
+            return True, log, lowered
+        finally:
+            lib.nvrtcDestroyProgram(ctypes.byref(prog))
+
+
+_NVRTC: dict[str, _Nvrtc] = {}
+CHUNK = 48  # name expressions per compile job
+
+# nvcc only: rename the fixed-width typedefs of iop_common.cuh so they do not clash with the
+# <stdint.h> that nvcc's forced include of cuda_runtime.h has already declared.
+_STDINT = ("int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t")
+NVCC_PRELUDE = "".join(f"#define {t} iop_nvcc_{t}\n" for t in _STDINT)
+
+
+def nvcc_source(full: str, names: list[str]) -> str:
+    """The unit for nvcc: the prelude, the source, and one kernel address per name expression."""
+    table = "".join(f"  (const void*)&{n},\n" for n in names)
+    return (
+        f"{NVCC_PRELUDE}{full}\n\n// Instantiate every name expression.\n"
+        f"extern const void* const iop_compile_check_kernels[];\n"
+        f"const void* const iop_compile_check_kernels[] = {{\n{table}}};\n"
+    )
+
+
+def compile_unit(job: dict) -> UnitResult:
+    """Compile one unit; ``job`` holds op, unit, source (full), names, options, backend, tool."""
+    t0 = time.perf_counter()
+    names = list(dict.fromkeys(job["names"]))
+    res = UnitResult(job["op"], job["unit"], job.get("chunk", 0), False, 0.0, len(names))
+    options = list(job["options"]) + ["-Xptxas=-v"]
+    try:
+        if job["backend"] == "nvrtc":
+            nv = _NVRTC.get(job["tool"])
+            if nv is None:
+                nv = _NVRTC[job["tool"]] = _Nvrtc(job["tool"])
+            ok, log, lowered = nv.compile(job["source"], names, options)
+            stats = parse_ptxas(log)
+            res.kernels = [asdict(KernelInfo(n, low, **stats.get(low, {}))) for n, low in lowered.items()]
+        else:
+            with tempfile.TemporaryDirectory(prefix="iop_cc_") as tmp:
+                src = Path(tmp) / "kernel.cu"
+                src.write_text(nvcc_source(job["source"], names))
+                cmd = [job["tool"], "-cubin", *options, "-o", str(Path(tmp) / "kernel.cubin"), str(src)]
+                proc = subprocess.run(cmd, capture_output=True, text=True)
+                log = proc.stdout + proc.stderr
+                ok = proc.returncode == 0
+            stats = parse_ptxas(log)
+            res.kernels = [asdict(KernelInfo(m, m, **s)) for m, s in stats.items()]
+            if ok and len(stats) < len(names):
+                ok = False
+                log += f"\nnvcc produced {len(stats)} kernels for {len(names)} name expressions"
+        res.ok = ok
+        res.log = log
+        res.warnings = compiler_warnings(log)
+    except Exception as exc:  # a broken library or a crashed compiler: report, do not hide
+        res.ok = False
+        res.error = f"{type(exc).__name__}: {exc}"
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+# --------------------------------------------------------------------------------------------
+# Collecting the work from the registry
+# --------------------------------------------------------------------------------------------
+def parse_arch(arch: str) -> int:
+    """'sm_90', 'sm90', '90', '9.0' -> 90."""
+    text = arch.lower().replace("sm_", "").replace("sm", "").replace("compute_", "")
+    if "." in text:
+        major, minor = text.split(".", 1)
+        return int(major) * 10 + int(minor)
+    return int(text)
+
+
+def exempt_reason(spec) -> str | None:
+    reason = getattr(spec.nvidia, "compile_exempt", None)
+    if not reason and spec.module is not None:
+        reason = getattr(spec.module, "COMPILE_CHECK_EXEMPT", None)
+    return str(reason) if reason else None
+
+
+def collect(ops: list[str] | None, cc: int, backend: tuple[str, str], chunk: int = 48) -> tuple[list[dict], dict[str, str]]:
+    """(jobs, problems): one job per ``chunk`` name expressions of each compile unit;
+    problems maps op -> why it cannot be checked."""
+    import infiniop_py as iop
+    from infiniop_py.cuda.compiler import full_source, options_for
+    from infiniop_py.registry import get_spec
+
+    names = ops or iop.list_ops()
+    jobs, problems = [], {}
+    for name in names:
+        try:
+            spec = get_spec(name)
+        except Exception as exc:
+            problems[name] = f"not registered ({exc})"
+            continue
+        if spec.nvidia is None:
+            problems[spec.name] = "skip: no NVIDIA backend"
+            continue
+        units_fn = getattr(spec.nvidia, "compile_units", None)
+        if units_fn is None:
+            reason = exempt_reason(spec)
+            problems[spec.name] = f"exempt: {reason}" if reason else "ERROR: NVIDIA backend without compile_units()"
+            continue
+        try:
+            units = list(units_fn())
+        except Exception as exc:
+            problems[spec.name] = f"ERROR: compile_units() raised {type(exc).__name__}: {exc}"
+            continue
+        if not units:
+            reason = exempt_reason(spec)
+            problems[spec.name] = f"exempt: {reason}" if reason else "ERROR: compile_units() is empty and states no reason"
+            continue
+        for i, (source, unit_names) in enumerate(units):
+            unit_names = list(dict.fromkeys(unit_names))
+            # NOTE: a unit with many instantiations is split so that the workers share it; each
+            # chunk parses the (short) source again, which costs far less than one kernel.
+            for c, start in enumerate(range(0, max(len(unit_names), 1), chunk)):
+                jobs.append(
+                    {
+                        "op": spec.name,
+                        "unit": i,
+                        "chunk": c,
+                        "source": full_source(source),
+                        "names": unit_names[start : start + chunk],
+                        "options": list(options_for(cc)),
+                        "backend": backend[0],
+                        "tool": backend[1],
+                    }
+                )
+    return jobs, problems
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "infiniop_py" / "compile_check"
+
+
+def job_key(job: dict, version: str) -> str:
+    """Everything that determines the compiler's output: compiler, version, options, source, names."""
+    blob = json.dumps([job["backend"], job["tool"], version, job["options"], job["source"], job["names"]])
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _cached(path: Path, job: dict) -> UnitResult | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    data.update(op=job["op"], unit=job["unit"], chunk=job.get("chunk", 0), cached=True, seconds=0.0)
+    try:
+        return UnitResult(**data)
+    except TypeError:  # an entry from an older layout
+        return None
+
+
+def run_jobs(jobs: list[dict], workers: int, version: str = "", cache: Path | None = None) -> list[UnitResult]:
+    """Compile all jobs, largest first, in ``workers`` processes (1: in this process).
+
+    With ``cache`` (a folder), a job whose key (:func:`job_key`) compiled successfully before is
+    not compiled again; successful results are stored there.
+    """
+    results: list[UnitResult | None] = [None] * len(jobs)
+    keys = [job_key(j, version) for j in jobs]
+    todo = []
+    for i, job in enumerate(jobs):
+        hit = _cached(cache / f"{keys[i]}.json", job) if cache is not None else None
+        if hit is not None:
+            results[i] = hit
+        else:
+            todo.append(i)
+    todo.sort(key=lambda i: -len(jobs[i]["names"]) * len(jobs[i]["source"]))
+    if workers <= 1 or len(todo) <= 1:
+        for i in todo:
+            results[i] = compile_unit(jobs[i])
+    else:
+        import multiprocessing as mp
+
+        # fork keeps start-up cheap; the workers only need the ctypes library and the job.
+        method = "fork" if "fork" in mp.get_all_start_methods() else None
+        ctx = mp.get_context(method)
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            futures = {i: pool.submit(compile_unit, jobs[i]) for i in todo}
+            for i, fut in futures.items():
+                results[i] = fut.result()
+    if cache is not None:
+        for i in todo:
+            r = results[i]
+            if r is not None and r.ok and not r.error:
+                try:
+                    cache.mkdir(parents=True, exist_ok=True)
+                    tmp = cache / f"{keys[i]}.{os.getpid()}.tmp"
+                    tmp.write_text(json.dumps(asdict(r)))
+                    tmp.replace(cache / f"{keys[i]}.json")
+                except OSError:
+                    pass  # a read-only home: the check still ran
+    return [r for r in results if r is not None]
+
+
+# --------------------------------------------------------------------------------------------
+# Report
+# --------------------------------------------------------------------------------------------
+def _max(values):
+    values = [v for v in values if v is not None]
+    return max(values) if values else None
+
+
+def report(results: list[UnitResult], problems: dict[str, str], verbose: bool, werror: bool) -> int:
+    by_op: dict[str, list[UnitResult]] = {}
+    for r in results:
+        by_op.setdefault(r.op, []).append(r)
+    failed = 0
+    header = f"{'op':<28} {'units':>5} {'kernels':>7} {'max regs':>8} {'spill B':>7} {'stack B':>7} {'time s':>7}  status"
+    print(header)
+    print("-" * len(header))
+    for op in sorted(set(by_op) | set(problems)):
+        if op in problems:
+            status = problems[op]
+            if status.startswith("ERROR") or status.startswith("not registered"):
+                failed += 1
+            print(f"{op:<28} {'':>5} {'':>7} {'':>8} {'':>7} {'':>7} {'':>7}  {status}")
+            continue
+        chunks = sorted(by_op[op], key=lambda r: (r.unit, r.chunk))
+        units = {r.unit for r in chunks}
+        kernels = [k for r in chunks for k in r.kernels]
+        bad = [r for r in chunks if not r.ok or r.error]
+        warned = [r for r in chunks if r.warnings]
+        cached = all(r.cached for r in chunks)
+        regs = _max(k["registers"] for k in kernels)
+        spill = _max((k["spill_stores"] or 0) + (k["spill_loads"] or 0) for k in kernels if k["spill_stores"] is not None)
+        stack = _max(k["stack"] for k in kernels)
+        secs = sum(r.seconds for r in chunks)
+        status = "OK (cached)" if cached else "OK"
+        if bad:
+            status = f"FAILED ({len({r.unit for r in bad})} of {len(units)} units)"
+        elif warned:
+            status = f"OK with warnings ({sum(len(r.warnings) for r in warned)})"
+        if bad or (warned and werror):
+            failed += 1
+        print(
+            f"{op:<28} {len(units):>5} {len(kernels):>7} {regs if regs is not None else '-':>8} "
+            f"{spill if spill is not None else '-':>7} {stack if stack is not None else '-':>7} {secs:>7.1f}  {status}"
+        )
+        if verbose:
+            for k in kernels:
+                print(
+                    f"    {k['registers'] or '-':>4} regs  {k['spill_stores'] or 0:>4}/{k['spill_loads'] or 0:<4} spill  {k['name']}"
+                )
+        for r in bad:
+            print(f"\n===== {op} unit {r.unit} chunk {r.chunk}: compile FAILED =====")
+            if r.error:
+                print(r.error)
+            print(_strip_ptxas_info(r.log))
+        if warned and (verbose or werror):
+            for r in warned:
+                print(f"    warnings in unit {r.unit}, chunk {r.chunk}:")
+                for w in r.warnings:
+                    print(f"      {w}")
+    return failed
+
+
+def _strip_ptxas_info(log: str) -> str:
+    keep = [ln for ln in log.splitlines() if not ln.startswith("ptxas info") and not ln.startswith("ptxas         .")]
+    return "\n".join(keep).strip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("ops", nargs="*", help="operators to check (default: every registered one)")
+    ap.add_argument("--arch", default="sm_90", help="target architecture(s), comma separated (default sm_90)")
+    ap.add_argument("--compiler", choices=("auto", "nvrtc", "nvcc"), default="auto")
+    ap.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1, help="worker processes")
+    ap.add_argument("--verbose", "-v", action="store_true", help="per-kernel registers and spills, warnings")
+    ap.add_argument("--werror", action="store_true", help="treat compiler warnings as errors")
+    ap.add_argument("--json", help="write the per-unit results to this file")
+    ap.add_argument("--no-cache", action="store_true", help=f"compile everything again (cache: {cache_dir()})")
+    ap.add_argument("--chunk", type=int, default=CHUNK, help="name expressions per compile job (default %(default)s)")
+    args = ap.parse_args(argv)
+
+    backend = find_backend(args.compiler)
+    if backend is None:
+        print("compile_check: neither NVRTC (nvidia-cuda-nvrtc wheel, CUDA_HOME) nor nvcc found", file=sys.stderr)
+        return 2
+    if backend[0] == "nvrtc":
+        version = _Nvrtc(backend[1]).version()
+    else:
+        proc = subprocess.run([backend[1], "--version"], capture_output=True, text=True)
+        version = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
+    t0 = time.perf_counter()
+    failed = 0
+    everything = []
+    for arch in args.arch.split(","):
+        cc = parse_arch(arch)
+        jobs, problems = collect(args.ops or None, cc, backend, max(args.chunk, 1))
+        nkern = sum(len(j["names"]) for j in jobs)
+        nunits = len({(j["op"], j["unit"]) for j in jobs})
+        print(
+            f"compile_check: sm_{cc} with {backend[0]} {version} ({backend[1]}): "
+            f"{len({j['op'] for j in jobs})} ops, {nunits} units, {nkern} kernels, {len(jobs)} jobs, {args.jobs} workers"
+        )
+        results = run_jobs(jobs, args.jobs, version, None if args.no_cache else cache_dir())
+        failed += report(results, problems, args.verbose, args.werror)
+        everything += [{"arch": f"sm_{cc}", **asdict(r)} for r in results]
+        everything += [{"arch": f"sm_{cc}", "op": op, "status": s} for op, s in problems.items()]
+    wall = time.perf_counter() - t0
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(
+            json.dumps({"backend": backend, "version": version, "wall_s": wall, "results": everything}, indent=1)
+        )
+    print(f"\n{'FAILED' if failed else 'OK'}: {failed} operator(s) with problems; {wall:.1f} s wall")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
