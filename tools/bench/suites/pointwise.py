@@ -222,28 +222,32 @@ def cases(env, quick: bool = False) -> list[BenchCase]:
         out.append(cast_case("f32", "f16", (4096, 4096), quick=True))
         out.append(rope_case("f32", seq=512, quick=True))
         return out
+    # most important first (an interrupted run keeps what it measured)
     for dt in DTYPES:
         for label in _unary(env.torch):
             out.append(unary_case(label, dt, big, quick=label in ("exp", "gelu", "silu")))
+    for src, dst in (("f32", "f16"), ("f16", "f32"), ("f32", "bf16"), ("bf16", "f32")):
+        out.append(cast_case(src, dst, big, quick=True))
+    for dt in DTYPES:
+        out.append(rope_case(dt, algo=1, quick=dt == "f16"))
+        out.append(rope_case(dt, algo=0))
+    for dt in DTYPES:
         for op in ("sigmoid_backward", "relu_backward", "gelu_backward", "swiglu"):
             out.append(binary_case(op, dt, big, quick=op == "swiglu"))
         out.append(clip_case(dt, big))
         out.append(where_case(dt, big))
         out.append(compare_case("equal", dt, big))
         out.append(compare_case("logical_and", dt, big))
-        # strided / broadcast variants
+    for dt in DTYPES:  # strided / broadcast variants
         for label in ("exp", "gelu", "silu"):
             out.append(unary_case(label, dt, big, TRANSPOSED))
         out.append(binary_case("swiglu", dt, big, BCAST_ROW))
         out.append(binary_case("gelu_backward", dt, big, BCAST_ROW))
         out.append(clip_case(dt, big, SCALAR))
         out.append(where_case(dt, big, BCAST_ROW))
+    for dt in DTYPES:
         for shape in ((256, 256), (2048, 2048), (32, 1024, 1024)):
             out.append(unary_case("exp", dt, shape))
             out.append(unary_case("gelu", dt, shape))
-        out.append(rope_case(dt, algo=1, quick=dt == "f16"))
-        out.append(rope_case(dt, algo=0))
-    for src, dst in (("f32", "f16"), ("f16", "f32"), ("f32", "bf16"), ("bf16", "f32")):
-        out.append(cast_case(src, dst, big, quick=True))
     out.append(unary_case("exp", "f32", (1024,), host_wall=True, quick=True))
     return out
