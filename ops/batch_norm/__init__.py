@@ -11,9 +11,8 @@ import math
 import numpy as np
 
 from infiniop_py.dtypes import DType, F
-from infiniop_py.gguf import GGUFDialect, TestError
-from infiniop_py.gguf.values import as_kind
 from infiniop_py.norm import acc_numpy, check_positive, check_shape
+from infiniop_py.norm.gguf import BatchNormFiles
 from infiniop_py.spec import Attr, Checker, Info, OpSpec, inout, inp, out
 from infiniop_py.status import Status
 
@@ -89,15 +88,6 @@ def reference(input, weight, bias, running_mean, running_var, momentum=0.1, eps=
     rm, rv = running_mean.clone(), running_var.clone()
     y = torch.nn.functional.batch_norm(input, rm, rv, weight, bias, training=True, momentum=momentum, eps=eps)
     return {"output": y, "running_mean": rm, "running_var": rv}
-
-
-class BatchNormFiles(GGUFDialect):
-    """A `training` key, when present, must be true (only training mode is implemented)."""
-
-    def adapt(self, test, raw):
-        v = raw.value("training")
-        if v is not None and not as_kind(v, "bool", raw.key("training")):
-            raise TestError(f"key '{raw.key('training')}' is false: only training-mode batch_norm is defined")
 
 
 SPEC = OpSpec(

@@ -6,9 +6,8 @@ input.shape[:-1] or input.shape[:-1] + (1,).
 import numpy as np
 
 from infiniop_py.dtypes import F
-from infiniop_py.gguf import GGUFDialect
-from infiniop_py.gguf.values import as_kind
 from infiniop_py.norm import acc_numpy, check_positive, check_rows, check_shape, check_std_shape
+from infiniop_py.norm.gguf import LayerNormFiles
 from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
 from infiniop_py.tensor import create_tensor_descriptor
 
@@ -67,16 +66,6 @@ def reference(input, weight, bias=None, eps=1e-5, out_shapes=None):  # noqa: A00
 def infer(input, weight, bias=None, **_):  # noqa: A002
     std = create_tensor_descriptor(tuple(input.shape[:-1]), None, input.dtype)
     return {"output": input, "input_standardization": input, "input_std_deviation": std}
-
-
-class LayerNormFiles(GGUFDialect):
-    """A `bias` tensor is ignored when `bias_exist`/`has_bias` says false (ops.md §3.3)."""
-
-    def prepare(self, raw):
-        for key in ("bias_exist", "has_bias"):
-            v = raw.value(key)
-            if v is not None and not as_kind(v, "bool", raw.key(key)):
-                raw.drop("bias")
 
 
 SPEC = OpSpec(

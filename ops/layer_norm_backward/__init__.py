@@ -8,9 +8,8 @@ workspace, then a fixed-order column sum): bitwise identical run to run.
 import numpy as np
 
 from infiniop_py.dtypes import F
-from infiniop_py.gguf import GGUFDialect
-from infiniop_py.gguf.values import as_kind
 from infiniop_py.norm import acc_numpy, check_rows, check_shape, check_std_shape
+from infiniop_py.norm.gguf import LayerNormBackwardFiles
 from infiniop_py.spec import Checker, Info, OpSpec, inp, out
 
 from . import cuda
@@ -59,17 +58,6 @@ def reference(grad_output, weight, input_standardization, input_std_deviation):
         "grad_weight": (dy * h).reshape(-1, D).sum(0),
         "grad_bias": dy.reshape(-1, D).sum(0),
     }
-
-
-class LayerNormBackwardFiles(GGUFDialect):
-    """`bias_exist`/`has_bias` false: no grad_bias (its placeholder and answer are dropped)."""
-
-    def prepare(self, raw):
-        for key in ("bias_exist", "has_bias"):
-            v = raw.value(key)
-            if v is not None and not as_kind(v, "bool", raw.key(key)):
-                raw.drop("grad_bias")
-                raw.drop("ans_grad_bias")
 
 
 SPEC = OpSpec(
