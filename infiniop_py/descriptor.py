@@ -99,6 +99,8 @@ class Descriptor:
         self._facts = list(zip(order, self._nbytes, self._write, self._present, strict=True))
         self._last = [None] * len(order)  # (weakref, address) of the last buffer per tensor
         self._nrt = len(spec.runtime)
+        # runtime scalars that all default to None (e.g. sum's C-style repeat) may be omitted
+        self._rt_optional = bool(spec.runtime) and all(a.default is None for a in spec.runtime)
         self._destroyed = False
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -126,7 +128,9 @@ class Descriptor:
         if kernel is None:
             raise error(Status.BAD_PARAM, f"{self.spec.name}: calculate after destroy")
         ntensor = len(self._names)
-        if kwargs or len(args) != ntensor + self._nrt:
+        if not kwargs and self._rt_optional and len(args) == ntensor:
+            rt = ()
+        elif kwargs or len(args) != ntensor + self._nrt:
             args, rt = self._bind_call(args, kwargs)
         else:
             rt = args[ntensor:]

@@ -17,7 +17,7 @@ from ..cuda.kernel import CudaKernel, ctype
 from ..dtypes import DType, itemsize
 from ..layout import MAXD, collapse
 from ..status import Status, error
-from . import REDUCE_CUH, HERE, acc_size, pack_dim_meta
+from . import HERE, REDUCE_CUH, acc_size, pack_dim_meta
 
 ROWWISE_SOURCE = REDUCE_CUH + (HERE / "rowwise.cu").read_text()
 
@@ -42,7 +42,11 @@ def col_kernel_name(dtype: DType, mode: str, ti: str = "int") -> str:
 
 
 def all_names(dtype: DType, mode: str, ti: str = "int") -> list[str]:
-    names = [row_kernel_name(dtype, mode, vec_of(dtype), ti), row_kernel_name(dtype, mode, 1, ti), col_kernel_name(dtype, mode, ti)]
+    names = [
+        row_kernel_name(dtype, mode, vec_of(dtype), ti),
+        row_kernel_name(dtype, mode, 1, ti),
+        col_kernel_name(dtype, mode, ti),
+    ]
     if mode == "ce_loss":
         names.append(f"ce_loss_finish<{ctype(dtype)}>")
     return names
@@ -113,7 +117,7 @@ class RowwiseKernel(CudaKernel):
         names = []
         configs = []
         if row_path:
-            for v in ([vec, 1] if can_vec else [1]):
+            for v in [vec, 1] if can_vec else [1]:
                 nvec = -(-max(N, 1) // v)
                 me = maxe(dtype, v)
                 G = min(1024, max(32, _pow2ceil(-(-nvec // 4))))

@@ -22,7 +22,9 @@ def make_validate(dtypes, reject_empty: bool):
         else:
             check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'output' has ndim {y.ndim}; expected {nd} (keepdim) or {nd - 1}")
         if check.attrs.get("keepdim") is not None and bool(check.attrs["keepdim"]) != keepdim:
-            check.fail(Status.BAD_PARAM, f"attribute 'keepdim'={check.attrs['keepdim']} disagrees with the output's ndim {y.ndim}")
+            check.fail(
+                Status.BAD_PARAM, f"attribute 'keepdim'={check.attrs['keepdim']} disagrees with the output's ndim {y.ndim}"
+            )
         if reject_empty and nd and x.shape[axis] == 0:
             check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'input' has an empty extent at dim {axis}: max of nothing")
         check_output(check, axes, keepdim)

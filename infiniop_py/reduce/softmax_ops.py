@@ -29,7 +29,7 @@ def softmax_numpy(x: np.ndarray, axis: int, log: bool, dtype: DType, valid=None)
 
 def softmax_spec(name: str, stem: str, log: bool, gguf_names=()) -> OpSpec:
     def validate(check: Checker) -> Info:
-        x, y = check["input"], check["output"]
+        x = check["input"]
         check.dtype_in("input", F)
         check.same_dtype("input", "output")
         check.same_shape("input", "output")

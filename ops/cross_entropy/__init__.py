@@ -5,7 +5,7 @@ Labels outside [0, V) give 0 (like torch's ignore_index -100) and are never used
 
 import numpy as np
 
-from infiniop_py.dtypes import F, IDX, DType, to_numpy
+from infiniop_py.dtypes import IDX, DType, F, to_numpy
 from infiniop_py.reduce import acc_numpy
 from infiniop_py.reduce.rowwise import ROWWISE_SOURCE, RowLayout, RowwiseKernel, all_names
 from infiniop_py.spec import Checker, Info, OpSpec, inp, out
@@ -15,7 +15,7 @@ TI = {DType.I32: "int", DType.I64: "long long"}
 
 
 def validate(check: Checker) -> Info:
-    x, t, y = check["x"], check["target"], check["y"]
+    x, t = check["x"], check["target"]
     check.dtype_in("x", F)
     check.dtype_in("target", IDX)
     check.same_dtype("x", "y")
@@ -60,9 +60,7 @@ def nvidia(info: Info, handle):
     return RowwiseKernel(handle, lay, x.dtype, "ce", (0, 1, 2), ti=TI[t.dtype])
 
 
-nvidia.compile_units = lambda: [
-    (ROWWISE_SOURCE, [n for dt in sorted(F) for ti in TI.values() for n in all_names(dt, "ce", ti)])
-]
+nvidia.compile_units = lambda: [(ROWWISE_SOURCE, [n for dt in sorted(F) for ti in TI.values() for n in all_names(dt, "ce", ti)])]
 
 
 def reference(x, target):

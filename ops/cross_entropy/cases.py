@@ -1,5 +1,3 @@
-import numpy as np
-
 from infiniop_py.dtypes import DType
 from infiniop_py.reduce.row_cases import large_magnitude, with_neg_inf
 from infiniop_py.testing.cases import Case, T
@@ -9,36 +7,36 @@ from . import SPEC
 DT = tuple(sorted(SPEC.dtypes))
 
 
-def labels(rng, name, dtype, shape, V, bad=False):
-    lab = rng.integers(0, V, size=shape)
+def labels(rng, name, dtype, shape, v, bad=False):
+    lab = rng.integers(0, v, size=shape)
     if bad and lab.size > 3:
         flat = lab.reshape(-1)
-        flat[0], flat[1], flat[2] = -100, V, -7
+        flat[0], flat[1], flat[2] = -100, v, -7
     return lab
 
 
-def data_for(V, bad=False, xdata=None):
+def data_for(v, bad=False, xdata=None):
     def data(rng, name, dtype, shape):
         if name == "target":
-            return labels(rng, name, dtype, shape, V, bad)
+            return labels(rng, name, dtype, shape, v, bad)
         if xdata is not None:
-            v = xdata(rng, name, dtype, shape)
+            vals = xdata(rng, name, dtype, shape)
             if xdata is with_neg_inf:
-                v.reshape(-1, V)[0, :] = 0  # keep one finite row 0 (an all -inf row with a label is NaN in torch too)
-            return v
+                vals.reshape(-1, v)[0, :] = 0  # keep row 0 finite (an all -inf row with a label is NaN in torch too)
+            return vals
         return None
 
     return data
 
 
 def case(xshape, ti=DType.I64, xs=None, ts=None, ys=None, desc="", bad=False, xdata=None, suites=("quick",)):
-    V = xshape[-1]
+    v = xshape[-1]
     lead = xshape[:-1]
     return Case(
         {"y": T(lead, ys), "x": T(xshape, xs), "target": T(lead, ts, ti)},
         DT,
         desc,
-        data=data_for(V, bad, xdata),
+        data=data_for(v, bad, xdata),
         suites=suites,
     )
 
@@ -52,7 +50,7 @@ CASES = [
     case((2, 33000), desc="rows longer than the register cache"),
     case((2, 3, 40), xs=(300, 50, 1), ts=(1, 2), ys=(1, 2), desc="3-d padded x, transposed target/y"),
     case((6, 40), xs=(1, 6), desc="class dim strided (column kernel)"),
-    case((8, 30), bad=True, desc="labels -100, V, -7 give 0"),
+    case((8, 30), bad=True, desc="labels -100, v, -7 give 0"),
     case((8, 30), DType.I32, bad=True, desc="int32 out-of-range labels"),
     case((6, 37), desc="-inf entries", xdata=with_neg_inf),
     case((4, 300), desc="large magnitudes", xdata=large_magnitude),

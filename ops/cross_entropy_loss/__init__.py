@@ -7,7 +7,7 @@ f64), then one block sums them in a fixed order (deterministic, no atomics).
 
 import numpy as np
 
-from infiniop_py.dtypes import F, IDX, DType, to_numpy
+from infiniop_py.dtypes import IDX, DType, F, to_numpy
 from infiniop_py.gguf import GGUFDialect
 from infiniop_py.reduce.rowwise import ROWWISE_SOURCE, RowLayout, RowwiseKernel, all_names
 from infiniop_py.spec import Checker, Info, OpSpec, inp, out
@@ -25,7 +25,9 @@ def validate(check: Checker) -> Info:
         check.fail(Status.BAD_TENSOR_SHAPE, "tensor 'logits' must be (C,) or (N, C, d1, ...), got a 0-d tensor")
     want = () if x.ndim == 1 else (x.shape[0], *x.shape[2:])
     if t.shape != want and not (x.ndim == 1 and t.shape == (1,)):
-        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'target' shape {list(t.shape)} must be {list(want)} for logits {list(x.shape)}")
+        check.fail(
+            Status.BAD_TENSOR_SHAPE, f"tensor 'target' shape {list(t.shape)} must be {list(want)} for logits {list(x.shape)}"
+        )
     if loss.shape not in ((), (1,)):
         check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'loss' must be 0-d or [1], got {list(loss.shape)}")
     cdim = 0 if x.ndim == 1 else 1

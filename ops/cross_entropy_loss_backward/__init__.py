@@ -5,11 +5,7 @@ the last dim. Inputs may carry zero strides. NVIDIA: the shared elementwise kern
 scale 1/N as a scalar.
 """
 
-import math
-
-import numpy as np
-
-from infiniop_py.dtypes import DType, F, to_numpy
+from infiniop_py.dtypes import F, to_numpy
 from infiniop_py.elementwise.cuda import make_nvidia
 from infiniop_py.reduce import acc_numpy
 from infiniop_py.spec import Checker, Info, OpSpec, inp, out
@@ -19,7 +15,7 @@ EXPR = "(probs - target) * inv_n"
 
 
 def validate(check: Checker) -> Info:
-    g, p = check["grad_logits"], check["probs"]
+    p = check["probs"]
     check.dtype_in("probs", F)
     check.same_dtype("probs", "target", "grad_logits")
     check.same_shape("probs", "target", "grad_logits")

@@ -22,6 +22,11 @@ CASES = reduce_cases(
     allow_empty_extent=False,
     single_axis=True,
 ) + [
-    Case({"output": T((4, 1)), "input": T((4, 9))}, tuple(sorted(d for d in SPEC.dtypes if d.name[0] in "FB")),
-         "NaN propagates, -inf row", attrs={"dim": 1, "keepdim": True}, data=_with_nan),
+    Case(
+        {"output": T((4, 1)), "input": T((4, 9))},
+        tuple(sorted(d for d in SPEC.dtypes if d.name[0] in "FB")),
+        "NaN propagates, -inf row",
+        attrs={"dim": 1, "keepdim": True},
+        data=_with_nan,
+    ),
 ]

@@ -77,7 +77,11 @@ def infer(input, dims=(), keepdim=False, dims_len=None):
 
     nd = input.ndim
     axes = {d % nd for d in dims} if dims and nd else set(range(nd))
-    shape = [1 if i in axes else s for i, s in enumerate(input.shape)] if keepdim else [s for i, s in enumerate(input.shape) if i not in axes]
+    shape = (
+        [1 if i in axes else s for i, s in enumerate(input.shape)]
+        if keepdim
+        else [s for i, s in enumerate(input.shape) if i not in axes]
+    )
     return {"output": create_tensor_descriptor(shape, None, input.dtype)}
 
 
