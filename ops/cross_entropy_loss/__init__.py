@@ -8,7 +8,6 @@ f64), then one block sums them in a fixed order (deterministic, no atomics).
 import numpy as np
 
 from infiniop_py.dtypes import IDX, DType, F, to_numpy
-from infiniop_py.gguf import GGUFDialect
 from infiniop_py.reduce.rowwise import ROWWISE_SOURCE, RowLayout, RowwiseKernel, all_names
 from infiniop_py.spec import Checker, Info, OpSpec, inp, out
 from infiniop_py.status import Status
@@ -85,10 +84,21 @@ def reference(logits, target, out_shapes=None):
     return torch.nn.functional.cross_entropy(logits, t.reshape(()) if logits.ndim == 1 else t).reshape(shape)
 
 
-class CrossEntropyLossFiles(GGUFDialect):
-    """Named-output style: loss allocated in the logits' dtype; 0-d when loss_shape is empty."""
+try:  # the gguf package is optional at run time (the registry must import without it)
+    from infiniop_py.gguf import GGUFDialect
+except ImportError:  # pragma: no cover
+    GGUFDialect = None
 
-    output_dtype_from = "logits"
+if GGUFDialect is not None:
+
+    class CrossEntropyLossFiles(GGUFDialect):
+        """Named-output style: loss allocated in the logits' dtype; 0-d when loss_shape is empty."""
+
+        output_dtype_from = "logits"
+
+    DIALECT = CrossEntropyLossFiles()
+else:  # pragma: no cover
+    DIALECT = None
 
 
 SPEC = OpSpec(
@@ -103,5 +113,5 @@ SPEC = OpSpec(
     infer=None,
     torch="F.cross_entropy(logits, target)",
     summary="mean cross entropy, class dim 1, -100/out-of-range targets ignored",
-    gguf=CrossEntropyLossFiles(),
+    gguf=DIALECT,
 )
