@@ -38,7 +38,7 @@ def _workload(env, op, make_set, attrs=None):
     set_bytes, _ = traffic(reads=[t for t in first[0] if t is not None])
     sets = [first] + [make_set() for _ in range(rotation(env, set_bytes) - 1)]
     descs = [None if t is None else env.descriptor_of(t) for t in first[0]]
-    d = env.iop.create_descriptor(op, env.handle, *descs, **(attrs or {}))
+    d = _Workspaced(env, env.iop.create_descriptor(op, env.handle, *descs, **(attrs or {})))
     results = {}
     peers = [s[1] for s in sets]
 
@@ -47,6 +47,26 @@ def _workload(env, op, make_set, attrs=None):
         return results[s]
 
     return Workload(descriptor=d, buffers=[s[0] for s in sets], torch_eager=run, out_torch=results, inputs=[() for _ in sets])
+
+
+class _Workspaced:
+    """Our descriptor with its workspace allocated once: the shared ``ours_call`` passes
+    ``None`` as the workspace, which the backward passes and batch_norm (scratch partials)
+    cannot take."""
+
+    def __init__(self, env, d):
+        self.d = d
+        self.workspace_size = d.workspace_size
+        n = max(d.workspace_size, 1)
+        self.ws = env.torch.empty(n, dtype=env.torch.uint8, device=env.device) if d.workspace_size else None
+        if self.ws is not None and not env.gpu:
+            self.ws = self.ws.numpy()
+
+    def calculate(self, ws, *args, **kw):
+        return self.d.calculate(self.ws, *args, **kw)
+
+    def destroy(self):
+        self.d.destroy()
 
 
 def _grad(torch, out, wrt, dy):
