@@ -154,3 +154,18 @@ def test_gemm_on_side_stream_and_cstyle():
     s.synchronize()
     ref = 0.5 * (cp.asnumpy(a).astype(np.float64) @ cp.asnumpy(b)) + 2.0 * cp.asnumpy(c0)
     np.testing.assert_allclose(cp.asnumpy(c), ref, rtol=1e-4, atol=1e-4)
+
+
+def test_kernel_struct_sizes():
+    """Host-packed argument structs must match the C layouts (natural alignment) byte for byte."""
+    import struct
+
+    import infiniop_py.registry as reg
+
+    reg.list_ops()
+    common = __import__("infiniop_ops.gather.common", fromlist=["pack_meta"])
+    assert len(common.pack_meta((2, 3), (3, 1), (3, 1), (3, 1), 6)) == 328  # IdxMeta
+    assert struct.calcsize("<6q6q6q6qqqiiii") == 224  # TriMeta
+    assert struct.calcsize("<5q5q5q5q5fii4xq") == 200  # InterpMeta (rows 8-aligned)
+    src = open(reg.ops_dir() / "interpolate_nearest" / "__init__.py").read()
+    assert '"<5q5q5q5q5fii4xq"' in src

@@ -70,7 +70,7 @@ class GatherKernel(common.IndexKernel):
         meta = common.pack_meta(o.shape, o.strides, i.strides, s2, n, x.shape[dim], x.strides[dim])
         name = f"gather_kernel<{UTYPE[o.itemsize]}, {common.ITYPE[i.dtype]}, {common.index_type(n)}>"
         mod = common.module([name], handle.device_id)
-        launch = Launch(mod.ptr[name], (common.grid(n, handle.device_id),), (common.BLOCK,), [Slot(0), Slot(1), Slot(2), meta])
+        launch = Launch(mod.ptr[name], (common.grid(n, handle.device_id),), (common.BLOCK,), [Slot(0), Slot(2), Slot(1), meta])
         self.steps = [launch]
 
 

@@ -112,7 +112,8 @@ class IndexCopyKernel(common.IndexKernel):
             shape, o.strides, [0] * len(shape), s.strides, n, o.shape[dim], o.strides[dim],
             length, (o.strides[dim], i.strides[0], s.strides[dim]),
         )  # fmt: skip
-        gx = max(1, min(-(-n // common.BLOCK), 1024))
+        # One block row per slice i does the duplicate check once; threads loop ~16 elements each.
+        gx = max(1, min(-(-n // (common.BLOCK * 16)), 1024))
         gy = max(1, min(length, 65535))
         args = [Slot(slots[dest]), Slot(slots["index"]), Slot(slots["source"]), meta]
         self.steps.append(Launch(mod.ptr[name], (gx, gy), (common.BLOCK,), args))

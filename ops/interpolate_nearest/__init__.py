@@ -64,7 +64,7 @@ class InterpKernel(CudaKernel):
         pad = 5 - nd
         rows = math.prod(o.shape[:-1])
         meta = struct.pack(
-            "<5q5q5q5q5fiiq", *(list(o.shape) + [1] * pad), *(list(i.shape) + [1] * pad),
+            "<5q5q5q5q5fii4xq", *(list(o.shape) + [1] * pad), *(list(i.shape) + [1] * pad),
             *(list(o.strides) + [0] * pad), *(list(i.strides) + [0] * pad), *(scales + [1.0] * pad), nd, 0, rows,
         )  # fmt: skip
         name = f"interp_nearest<{UTYPE[o.itemsize]}>"
