@@ -47,7 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -400,11 +400,26 @@ def _cached(path: Path, job: dict) -> UnitResult | None:
         return None
 
 
-def run_jobs(jobs: list[dict], workers: int, version: str = "", cache: Path | None = None) -> list[UnitResult]:
+def _store(cache: Path, key: str, result: UnitResult) -> None:
+    """Remember a successful job (atomically: concurrent checks share the folder)."""
+    if not result.ok or result.error:
+        return
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = cache / f"{key}.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(asdict(result)))
+        tmp.replace(cache / f"{key}.json")
+    except OSError:
+        pass  # a read-only home: the check still ran
+
+
+def run_jobs(
+    jobs: list[dict], workers: int, version: str = "", cache: Path | None = None, progress: bool = False
+) -> list[UnitResult]:
     """Compile all jobs, largest first, in ``workers`` processes (1: in this process).
 
     With ``cache`` (a folder), a job whose key (:func:`job_key`) compiled successfully before is
-    not compiled again; successful results are stored there.
+    not compiled again; each successful result is stored there as soon as it arrives.
     """
     results: list[UnitResult | None] = [None] * len(jobs)
     keys = [job_key(j, version) for j in jobs]
@@ -416,9 +431,24 @@ def run_jobs(jobs: list[dict], workers: int, version: str = "", cache: Path | No
         else:
             todo.append(i)
     todo.sort(key=lambda i: -len(jobs[i]["names"]) * len(jobs[i]["source"]))
+    t0 = time.perf_counter()
+
+    def done(i: int, result: UnitResult, count: int) -> None:
+        results[i] = result
+        if cache is not None:
+            _store(cache, keys[i], result)
+        if progress:
+            state = "ok" if result.ok and not result.error else "FAILED"
+            print(
+                f"  [{count}/{len(todo)} {time.perf_counter() - t0:5.0f}s] {result.op} unit {result.unit} "
+                f"chunk {result.chunk}: {result.names} kernels, {result.seconds:.1f}s {state}",
+                file=sys.stderr,
+                flush=True,
+            )
+
     if workers <= 1 or len(todo) <= 1:
-        for i in todo:
-            results[i] = compile_unit(jobs[i])
+        for n, i in enumerate(todo, 1):
+            done(i, compile_unit(jobs[i]), n)
     else:
         import multiprocessing as mp
 
@@ -426,20 +456,9 @@ def run_jobs(jobs: list[dict], workers: int, version: str = "", cache: Path | No
         method = "fork" if "fork" in mp.get_all_start_methods() else None
         ctx = mp.get_context(method)
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            futures = {i: pool.submit(compile_unit, jobs[i]) for i in todo}
-            for i, fut in futures.items():
-                results[i] = fut.result()
-    if cache is not None:
-        for i in todo:
-            r = results[i]
-            if r is not None and r.ok and not r.error:
-                try:
-                    cache.mkdir(parents=True, exist_ok=True)
-                    tmp = cache / f"{keys[i]}.{os.getpid()}.tmp"
-                    tmp.write_text(json.dumps(asdict(r)))
-                    tmp.replace(cache / f"{keys[i]}.json")
-                except OSError:
-                    pass  # a read-only home: the check still ran
+            futures = {pool.submit(compile_unit, jobs[i]): i for i in todo}
+            for n, fut in enumerate(as_completed(futures), 1):
+                done(futures[fut], fut.result(), n)
     return [r for r in results if r is not None]
 
 
@@ -520,6 +539,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--werror", action="store_true", help="treat compiler warnings as errors")
     ap.add_argument("--json", help="write the per-unit results to this file")
     ap.add_argument("--no-cache", action="store_true", help=f"compile everything again (cache: {cache_dir()})")
+    ap.add_argument("--progress", action="store_true", help="report each job as it finishes (stderr)")
     ap.add_argument("--chunk", type=int, default=CHUNK, help="name expressions per compile job (default %(default)s)")
     args = ap.parse_args(argv)
 
@@ -544,7 +564,7 @@ def main(argv: list[str] | None = None) -> int:
             f"compile_check: sm_{cc} with {backend[0]} {version} ({backend[1]}): "
             f"{len({j['op'] for j in jobs})} ops, {nunits} units, {nkern} kernels, {len(jobs)} jobs, {args.jobs} workers"
         )
-        results = run_jobs(jobs, args.jobs, version, None if args.no_cache else cache_dir())
+        results = run_jobs(jobs, args.jobs, version, None if args.no_cache else cache_dir(), args.progress)
         failed += report(results, problems, args.verbose, args.werror)
         everything += [{"arch": f"sm_{cc}", **asdict(r)} for r in results]
         everything += [{"arch": f"sm_{cc}", "op": op, "status": s} for op, s in problems.items()]

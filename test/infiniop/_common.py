@@ -119,7 +119,8 @@ def _torch_callable(spec, case, layouts, tensors, device):
 
     values = {n: tensors[n] for n in tensors}
     if spec.reference is not None and spec.reference_inputs == "torch64":
-        kw = {r.name: values.get(r.name) for r in spec.inputs if r.name in layouts or r.optional}
+        # Like run_case: every tensor whose prior value is read ("in" and "inout") goes in.
+        kw = {r.name: values.get(r.name) for r in spec.tensors if r.role != "out" and (r.name in layouts or r.optional)}
         extra = {}
         params = inspect.signature(spec.reference).parameters
         if "out_dtypes" in params:

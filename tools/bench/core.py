@@ -107,6 +107,7 @@ class Workload:
     rtol: float = 0.0
     runtime: tuple = ()
     keep: list = field(default_factory=list)  # anything that must outlive the case (base tensors)
+    workspace: Any = None  # allocated by ours_call when the descriptor asks for one
 
     @property
     def nsets(self) -> int:
@@ -117,6 +118,7 @@ class Workload:
             self.descriptor.destroy()
             self.descriptor = None
         self.buffers = self.out_torch = self.inputs = self.keep = []
+        self.workspace = None
 
 
 @dataclass
@@ -142,14 +144,20 @@ def ours_call(env: Env, work: Workload, kind: str = "tensor", stream=None) -> Ca
     stream = env.stream if stream is None else stream
     bufs = [[None if t is None else env.ours(t, kind) for t in tensors] for tensors in work.buffers]
     rt = tuple(work.runtime)
+    size = int(getattr(work.descriptor, "workspace_size", 0) or 0)
+    ws = None
+    if size:
+        if work.workspace is None:  # one workspace serves every set (calls are ordered on one stream)
+            work.workspace = env.torch.empty(size, dtype=env.torch.uint8, device=env.device)
+        ws = env.ours(work.workspace, kind)
     if env.gpu:
 
         def run(s):
-            calc(None, *bufs[s], *rt, stream=stream)
+            calc(ws, *bufs[s], *rt, stream=stream)
     else:
 
         def run(s):
-            calc(None, *bufs[s], *rt)
+            calc(ws, *bufs[s], *rt)
 
     return run
 
