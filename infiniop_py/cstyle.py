@@ -29,7 +29,15 @@ def _make(kind: str, spec):
     if kind == "create":
 
         def create(handle, *args, **kwargs):
-            if spec.c_attrs:  # upstream's positional attribute order differs from the Pythonic one
+            if spec.c_create_args:  # upstream interleaves tensors and attributes (e.g. index_copy)
+                if len(args) > len(spec.c_create_args):
+                    raise error(Status.BAD_PARAM, f"{create.__name__}: too many arguments")
+                for key, value in zip(spec.c_create_args, args):
+                    if key in kwargs:
+                        raise error(Status.BAD_PARAM, f"{create.__name__}: argument '{key}' given twice")
+                    kwargs[key] = value
+                args = ()
+            elif spec.c_attrs:  # upstream's positional attribute order differs from the Pythonic one
                 ntensor = len(spec.tensors)
                 extra, args = args[ntensor:], args[:ntensor]
                 if len(extra) > len(spec.c_attrs):

@@ -169,3 +169,29 @@ def test_kernel_struct_sizes():
     assert struct.calcsize("<5q5q5q5q5fii4xq") == 200  # InterpMeta (rows 8-aligned)
     src = open(reg.ops_dir() / "interpolate_nearest" / "__init__.py").read()
     assert '"<5q5q5q5q5fii4xq"' in src
+
+
+def test_index_copy_cstyle_argument_order():
+    """Upstream's C-style create puts dim between input and index; calculate has no dim."""
+    h = iop.create_handle("cpu")
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    idx = np.array([2, 0], dtype=np.int64)
+    src = -np.arange(6, dtype=np.float32).reshape(2, 3)
+    d = iop.infiniopCreateIndexCopyDescriptor(h, td((4, 3)), td((4, 3)), 0, td((2,), I64), td((2, 3)))
+    assert d.info.dim == 0
+    out = np.zeros_like(x)
+    iop.infiniopIndexCopy(d, None, 0, out, x, idx, src, None)
+    ref = x.copy()
+    ref[idx] = src
+    np.testing.assert_array_equal(out, ref)
+    d1 = iop.infiniopCreateIndexCopyDescriptor(h, td((3, 4)), td((3, 4)), -1, td((2,), I64), td((3, 2)))
+    assert d1.info.dim == 1
+    with pytest.raises(iop.InfiniopError) as e:
+        iop.infiniopCreateIndexCopyDescriptor(h, td((4, 3)), td((4, 3)), 0, td((2,), I64), td((2, 3)), 1)
+    assert e.value.status == Status.BAD_PARAM
+    with pytest.raises(iop.InfiniopError) as e:  # the Pythonic order would put a descriptor where dim goes
+        iop.infiniopCreateIndexCopyDescriptor(h, td((4, 3)), td((4, 3)), td((2,), I64), td((2, 3)), 0)
+    assert e.value.status in (Status.BAD_PARAM, Status.BAD_TENSOR_DTYPE, Status.BAD_TENSOR_SHAPE)
+    with pytest.raises(iop.InfiniopError) as e:
+        iop.infiniopCreateIndexCopyDescriptor(h, td((4, 3)), td((4, 3)), 0, td((2,), I64), td((2, 3)), dim=0)
+    assert e.value.status == Status.BAD_PARAM

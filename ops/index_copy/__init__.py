@@ -1,5 +1,8 @@
 """index_copy: output <- input, then output.select(dim, index[i]) = source.select(dim, i),
-last i wins, out-of-range skipped; in place when output aliases input (ops.md §5.4)."""
+last i wins, out-of-range skipped; in place when output aliases input (ops.md §5.4).
+
+C-style create is upstream's odd order ``(output, input, dim, index, source)``; calculate is
+``(output, input, index, source)``."""
 
 from __future__ import annotations
 
@@ -37,5 +40,6 @@ SPEC = OpSpec(
     torch="input.index_copy(dim, index, source)",
     summary="output = input with slices index[i] along dim replaced by source slices i (last wins)",
     inplace=(("output", "input"),),
+    c_create_args=("output", "input", "dim", "index", "source"),  # upstream: dim between input and index
     kernel_sources=("../gather/index.cu",),
 )
