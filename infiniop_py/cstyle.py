@@ -6,7 +6,7 @@ import re
 
 from .descriptor import Descriptor, create_descriptor
 from .registry import all_specs, by_stem
-from .status import Status, error
+from .status import InfiniopError, Status, error
 
 _PATTERNS = [
     ("create", re.compile(r"^infiniopCreate(\w+)Descriptor$")),
@@ -16,8 +16,130 @@ _PATTERNS = [
 ]
 
 
+class DeferredDescriptor:
+    """A C-style descriptor of an operator whose upstream create takes only some of its tensors
+    (``OpSpec.c_create_tensors``; e.g. topksoftmax's create(x) with calculate(values, indices,
+    x, topk, norm)).
+
+    At create the given tensors are validated with a probe layout of the others from
+    ``OpSpec.c_infer(given, None)``; its workspace size is the descriptor's. At calculate the
+    others come from ``c_infer(given, runtime)`` and a full descriptor per distinct inferred
+    layout is created once and cached (kernels compile on first use of a layout). The inferred
+    layouts must not need more workspace than the probe (INSUFFICIENT_WORKSPACE otherwise).
+    """
+
+    def __init__(self, spec, handle, given: dict, attrs: dict):
+        from .tensor import create_tensor_descriptor
+
+        self.spec = spec
+        self.handle = handle
+        self._given = {n: None if d is None else create_tensor_descriptor(d.shape, d.strides, d.dtype) for n, d in given.items()}
+        self._attrs = dict(attrs)
+        self._cache: dict = {}
+        self._destroyed = False
+        self.workspace_size = self._full(None).workspace_size
+
+    def _full(self, runtime) -> Descriptor:
+        spec = self.spec
+        inferred = spec.c_infer(dict(self._given), runtime)
+        key = tuple(sorted((n, None if d is None else (d.shape, d.strides, d.dtype.name)) for n, d in inferred.items()))
+        d = self._cache.get(key)
+        if d is None:
+            d = create_descriptor(spec.name, self.handle, **self._given, **inferred, **self._attrs)
+            self._cache[key] = d
+        return d
+
+    def calculate(self, workspace, *args, stream=None, workspace_size: int | None = None, **kwargs):
+        """``calculate(ws, *outputs, *inputs, *runtime_scalars)``, as for :class:`Descriptor`."""
+        from .descriptor import parse_attrs
+
+        spec = self.spec
+        if self._destroyed:
+            raise error(Status.BAD_PARAM, f"{spec.name}: calculate after destroy")
+        ntensor = len(spec.tensors)
+        rt_names = [a.name for a in spec.runtime]
+        if len(args) > ntensor + len(rt_names):
+            raise error(Status.BAD_PARAM, f"{spec.name}: too many arguments to calculate")
+        rt_vals = dict(zip(rt_names, args[ntensor:]))
+        for k, v in kwargs.items():
+            if k in rt_names:
+                if k in rt_vals:
+                    raise error(Status.BAD_PARAM, f"{spec.name}: runtime scalar '{k}' given twice")
+                rt_vals[k] = v
+        runtime = parse_attrs(spec, spec.runtime, rt_vals, "runtime scalar")
+        d = self._full(runtime)
+        if d.workspace_size > self.workspace_size:
+            raise error(
+                Status.INSUFFICIENT_WORKSPACE,
+                f"{spec.name}: this call's layout needs {d.workspace_size} bytes of workspace, {self.workspace_size} reported",
+            )
+        d.calculate(workspace, *args, stream=stream, workspace_size=workspace_size, **kwargs)
+
+    def destroy(self) -> None:
+        if self._destroyed:
+            raise error(Status.BAD_PARAM, f"{self.spec.name}: descriptor already destroyed")
+        self._destroyed = True
+        for d in self._cache.values():
+            d.destroy()
+        self._cache = {}
+
+    def __repr__(self) -> str:
+        return f"<{self.spec.name} C-style descriptor (create takes {', '.join(self.spec.c_create_tensors)})>"
+
+
+def _short_create(spec, handle, args, kwargs, fn: str):
+    """Upstream's short create form (``OpSpec.c_create_tensors``), or None for the full form."""
+    from .tensor import TensorDescriptor
+
+    names = spec.c_create_tensors
+    if not names or spec.c_infer is None:
+        return None
+    ntd = 0
+    for a in args:
+        if a is not None and not isinstance(a, TensorDescriptor):
+            break
+        ntd += 1
+    kw_tensors = {spec.alias.get(k, k) for k in kwargs} & set(spec.role)
+    if ntd + len(kw_tensors) >= len(spec.tensors):
+        return None  # every tensor given: the ordinary create
+    if ntd > len(names):
+        raise error(Status.BAD_PARAM, f"{fn}: takes {len(names)} tensors ({', '.join(names)}), got {ntd}")
+    given = dict(zip(names, args[:ntd]))
+    extra = args[ntd:]
+    attr_order = spec.c_attrs or tuple(a.name for a in spec.attrs)
+    if len(extra) > len(attr_order):
+        raise error(Status.BAD_PARAM, f"{fn}: too many arguments")
+    attrs = {}
+    for key, value in kwargs.items():
+        name = spec.alias.get(key, key)
+        if name in spec.role:
+            if name not in names:
+                raise error(Status.BAD_PARAM, f"{fn}: tensor '{name}' is not taken by this create (only {', '.join(names)})")
+            if name in given:
+                raise error(Status.BAD_PARAM, f"{fn}: tensor '{name}' given twice")
+            given[name] = value
+        else:
+            attrs[key] = value
+    for key, value in zip(attr_order, extra):
+        if key in attrs:
+            raise error(Status.BAD_PARAM, f"{fn}: attribute '{key}' given twice")
+        attrs[key] = value
+    for n in names:
+        if given.get(n) is None and not spec.role[n].optional:
+            raise error(Status.NULL_POINTER, f"{spec.name}: missing tensor '{n}'")
+        if given.get(n) is not None and not isinstance(given[n], TensorDescriptor):
+            raise error(Status.BAD_PARAM, f"{spec.name}: tensor '{n}' must be a TensorDescriptor, got {type(given[n]).__name__}")
+        given.setdefault(n, None)
+    try:
+        return DeferredDescriptor(spec, handle, given, attrs)
+    except InfiniopError:
+        raise
+    except Exception as exc:
+        raise error(Status.INTERNAL_ERROR, f"{spec.name}: create failed: {type(exc).__name__}: {exc}") from exc
+
+
 def _check(desc, spec, fn: str) -> Descriptor:
-    if not isinstance(desc, Descriptor):
+    if not isinstance(desc, (Descriptor, DeferredDescriptor)):
         raise error(Status.BAD_PARAM, f"{fn}: expected a descriptor, got {type(desc).__name__}")
     if desc.spec is not spec:
         raise error(Status.BAD_PARAM, f"{fn}: descriptor is for '{desc.spec.name}', not '{spec.name}'")
@@ -29,6 +151,9 @@ def _make(kind: str, spec):
     if kind == "create":
 
         def create(handle, *args, **kwargs):
+            short = _short_create(spec, handle, args, kwargs, create.__name__)
+            if short is not None:
+                return short
             if spec.c_create_args:  # upstream interleaves tensors and attributes (e.g. index_copy)
                 if len(args) > len(spec.c_create_args):
                     raise error(Status.BAD_PARAM, f"{create.__name__}: too many arguments")

@@ -241,6 +241,12 @@ class OpSpec:
     c_create_args: tuple[str, ...] = ()  # C-style create: every positional argument after the handle (tensor and attribute names) when upstream interleaves them
     gguf: Any = None  # GGUF file quirks: an infiniop_py.gguf.GGUFDialect (see docs/gguf.md); None: the generic rules
     stem_aliases: tuple[str, ...] = ()  # extra C-style stems (e.g. logical_and's "And")
+    # C-style create in upstream's short form (e.g. topksoftmax: create(x) only): the tensors it
+    # receives, in order. The others are inferred by ``c_infer(given, runtime)`` -> {name: desc}
+    # (``runtime`` is None at create: return any valid layout, used to validate and to size the
+    # workspace; at calculate it holds the parsed runtime scalars). See cstyle.DeferredDescriptor.
+    c_create_tensors: tuple[str, ...] = ()
+    c_infer: Callable | None = None
     module: Any = field(default=None, repr=False)
 
     def __post_init__(self):

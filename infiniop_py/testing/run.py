@@ -16,7 +16,7 @@ from ..dtypes import to_numpy
 from ..registry import get_spec
 from ..tensor import create_tensor_descriptor
 from .cases import Case, case_seed, default_data
-from .compare import Comparison, compare, compare_mode, default_tolerance
+from .compare import Comparison, compare, compare_index, compare_mode, default_tolerance
 from .data import gaps_intact, gather, layout, poisoned
 from .device import backend_for
 from .reference import reference
@@ -109,7 +109,11 @@ def run_case(name: str, case: Case, dtype, device: str = "cpu", seed: int = 0, h
         exp = expected[role.name]
         if mode == "bitwise":
             exp = np.asarray(exp).astype(actual.dtype) if np.asarray(exp).dtype != actual.dtype else exp
-        c: Comparison = compare(actual, exp, mode, atol, rtol, role.name)
+        if mode == "index":  # index-with-ties (random_sample): against the first input's values
+            first = next((r.name for r in spec.inputs if r.name in data), None)
+            c: Comparison = compare_index(actual, exp, data[first] if first else np.empty(0), role.name)
+        else:
+            c = compare(actual, exp, mode, atol, rtol, role.name)
         comps[role.name] = c
         if not c.ok:
             messages.append(c.message)
