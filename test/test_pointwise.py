@@ -25,22 +25,67 @@ def status(fn) -> Status:
     return ei.value.status
 
 
+def _gpu_health(be, where: str) -> None:
+    """Fail with a clear message when the CUDA context is already broken (a sticky error left by
+    an earlier test or kernel makes every later GPU call fail with the same error)."""
+    try:
+        be.cp.cuda.runtime.deviceSynchronize()
+    except Exception as exc:  # cupy CUDARuntimeError
+        pytest.fail(f"{where}: the CUDA context was already broken before this call ({type(exc).__name__}: {exc})")
+
+
+def _describe(op, device, outs, ins, attrs) -> str:
+    o = ", ".join(f"{n} {DType(dt).name}{list(shape)}" for n, (shape, dt) in outs.items())
+    i = ", ".join(f"{n} {a.dtype}{list(a.shape)}" for n, a in ins.items())
+    return f"{op} on {device} ({o} <- {i}{', ' + str(attrs) if attrs else ''})"
+
+
 def run(op, device, outs: dict, ins: dict, **attrs):
-    """Run ``op`` on contiguous host arrays; ``outs`` maps output names to (shape, dtype)."""
+    """Run ``op`` on contiguous host arrays; ``outs`` maps output names to (shape, dtype).
+
+    Every failure (a status from create/calculate, a CUDA error at launch or synchronisation)
+    becomes an assertion naming the operator, device, tensors and attributes.
+    """
+    where = _describe(op, device, outs, ins, attrs)
     be = backend_for(device)
-    h = iop.create_handle(device)
-    descs = {n: td(a.shape, _dt(a)) for n, a in ins.items()}
-    descs.update({n: td(shape, dt) for n, (shape, dt) in outs.items()})
-    bufs = {n: be.upload(np.ascontiguousarray(a).reshape(-1)) for n, a in ins.items()}
-    for n, (shape, dt) in outs.items():
-        bufs[n] = be.upload(np.zeros(max(1, math.prod(shape)), to_numpy(dt)))
-    d = iop.create_descriptor(op, h, **descs, **attrs)
-    ws = be.empty_bytes(d.workspace_size) if d.workspace_size else None
-    d.calculate(ws, **bufs)
-    be.synchronize()
-    res = {n: be.download(bufs[n], to_numpy(dt))[: math.prod(shape)].reshape(shape) for n, (shape, dt) in outs.items()}
-    d.destroy()
+    if be.gpu:
+        _gpu_health(be, where)
+    try:
+        h = iop.create_handle(device)
+        descs = {n: td(a.shape, _dt(a)) for n, a in ins.items()}
+        descs.update({n: td(shape, dt) for n, (shape, dt) in outs.items()})
+        bufs = {n: be.upload(np.ascontiguousarray(a).reshape(-1)) for n, a in ins.items()}
+        for n, (shape, dt) in outs.items():
+            bufs[n] = be.upload(np.zeros(max(1, math.prod(shape)), to_numpy(dt)))
+        d = iop.create_descriptor(op, h, **descs, **attrs)
+        ws = be.empty_bytes(d.workspace_size) if d.workspace_size else None
+        d.calculate(ws, **bufs)
+        be.synchronize()
+        res = {}
+        for n, (shape, dt) in outs.items():
+            res[n] = be.download(bufs[n], to_numpy(dt))[: math.prod(shape)].reshape(shape)
+        d.destroy()
+    except iop.InfiniopError as exc:
+        pytest.fail(f"{where}: {exc.status.name}: {exc.message}")
+    except Exception as exc:  # CUDA errors from CuPy, anything unexpected
+        pytest.fail(f"{where}: {type(exc).__name__}: {exc}")
     return res if len(res) > 1 else next(iter(res.values()))
+
+
+def expect(what: str, got, want) -> None:
+    """Exact comparison (NaN equals NaN, -0.0 equals 0.0) with both arrays in the message."""
+    g = np.asarray(got).astype(np.float64).reshape(-1)
+    w = np.asarray(want, dtype=np.float64).reshape(-1)
+    ok = g.shape == w.shape and bool(np.all((g == w) | (np.isnan(g) & np.isnan(w))))
+    assert ok, f"{what}: got {g.tolist()}, expected {w.tolist()}"
+
+
+def near(what: str, got, want, atol: float) -> None:
+    g = np.asarray(got).astype(np.float64).reshape(-1)
+    w = np.asarray(want, dtype=np.float64).reshape(-1)
+    with np.errstate(invalid="ignore"):
+        ok = g.shape == w.shape and bool(np.all((np.abs(g - w) <= atol) | (g == w) | (np.isnan(g) & np.isnan(w))))
+    assert ok, f"{what}: got {g.tolist()}, expected {w.tolist()} within {atol:g}"
 
 
 def _dt(a: np.ndarray) -> DType:
@@ -153,101 +198,135 @@ def test_c_style_aliases(h):
 NAN = float("nan")
 
 
+def _r(v, npd):
+    """``v`` rounded to the test dtype (what an exact kernel stores), as float64."""
+    return float(np.asarray(v, np.float64).astype(np.float32).astype(npd).astype(np.float64))
+
+
 @pytest.mark.parametrize("dt", [F32, F16, BF16, F64])
 def test_nan_and_signed_zero(device, dt):
     npd = to_numpy(dt)
     x = np.array([NAN, -0.0, 0.0, -3.0, 2.5, -1e-3], npd)
+    tag = f"[{device} {dt.name}]"
     y = run("relu", device, {"output": ((6,), dt)}, {"input": x})
-    assert np.isnan(y[0].astype(np.float32)) and list(y[1:].astype(np.float32)) == [0, 0, 0, 2.5, 0]
+    expect(f"relu {tag}", y, [NAN, 0, 0, 0, 2.5, 0])
     y = run("leaky_relu", device, {"output": ((6,), dt)}, {"input": x}, negative_slope=0.5)
-    assert np.isnan(y[0].astype(np.float32)) and y[3].astype(np.float32) == -1.5
+    expect(f"leaky_relu(0.5) {tag}", y[[0, 3, 4]], [NAN, -1.5, 2.5])
     y = run("hardswish", device, {"output": ((6,), dt)}, {"input": x})
-    assert (
-        np.isnan(y[0].astype(np.float32))
-        and y[3].astype(np.float32) == 0
-        and y[4].astype(np.float32) == np.float32(2.5 * 5.5 / 6).astype(npd).astype(np.float32)
-    )
+    want = np.float64(2.5 * 5.5 / 6) if dt is F64 else _r(2.5 * 5.5 / 6, npd)
+    near(f"hardswish {tag}", y[[0, 1, 2, 3, 4]], [NAN, 0, 0, 0, want], 1e-15 if dt is F64 else 0.0)
     g = np.full(6, 3.0, npd)
     gi = run("relu_backward", device, {"grad_input": ((6,), dt)}, {"input": x, "grad_output": g})
-    assert list(gi.astype(np.float32)) == [3, 0, 0, 0, 3, 0]  # NaN passes the gradient, 0 does not
+    expect(f"relu_backward {tag} (NaN passes the gradient, 0 does not)", gi, [3, 0, 0, 0, 3, 0])
     lo, hi = np.full(6, -1.0, npd), np.full(6, 1.0, npd)
     y = run("clip", device, {"y": ((6,), dt)}, {"x": x, "min_val": lo, "max_val": hi})
-    assert np.isnan(y[0].astype(np.float32)) and list(y[3:].astype(np.float32)) == [-1, 1, np.float32(np.array(-1e-3, npd))]
-    y = run("clip", device, {"y": ((6,), dt)}, {"x": x, "min_val": hi, "max_val": lo})  # min > max -> min
-    assert list(y[1:].astype(np.float32)) == [1] * 5
+    expect(f"clip[-1, 1] {tag}", y, [NAN, 0, 0, -1, 1, float(np.asarray(-1e-3, npd).astype(np.float64))])
+    y = run("clip", device, {"y": ((6,), dt)}, {"x": x, "min_val": hi, "max_val": lo})
+    expect(f"clip with min > max {tag} (min wins, NaN stays NaN)", y, [NAN] + [1] * 5)
 
 
 @pytest.mark.parametrize("dt", [F32, F16, F64])
 def test_exp_overflow_and_gelu_tails(device, dt):
     npd = to_numpy(dt)
+    tag = f"[{device} {dt.name}]"
     x = np.array([-1000.0, 0.0, 12.0 if dt is F16 else 1000.0], npd)
-    y = run("exp", device, {"output": ((3,), dt)}, {"input": x}).astype(np.float64)
-    assert y[0] == 0 and y[1] == 1 and np.isinf(y[2])
+    y = run("exp", device, {"output": ((3,), dt)}, {"input": x})
+    expect(f"exp{x.tolist()} {tag}", y, [0, 1, np.inf])
     x = np.array([-30.0, -6.0, 0.0, 6.0, 30.0], npd)
     for approx in ("none", "tanh"):
-        y = run("gelu", device, {"output": ((5,), dt)}, {"input": x}, approximate=approx).astype(np.float64)
-        assert abs(y[0]) < 1e-6 and abs(y[1]) < 1e-6 and y[2] == 0 and abs(y[3] - 6) < 1e-2 and y[4] == 30
-    y = run("sigmoid", device, {"output": ((5,), dt)}, {"input": x}).astype(np.float64)
-    assert 0 <= y[0] < 1e-12 and y[2] == 0.5 and abs(y[4] - 1) < 1e-12
+        y = run("gelu", device, {"output": ((5,), dt)}, {"input": x}, approximate=approx)
+        near(f"gelu({approx}){x.tolist()} {tag}", y, [0, 0, 0, 6, 30], 1e-2)
+        near(f"gelu({approx}) tails {tag}", y[[0, 1]], [0, 0], 1e-6)
+        expect(f"gelu({approx})(0), (30) {tag}", y[[2, 4]], [0, 30])
+    y = run("sigmoid", device, {"output": ((5,), dt)}, {"input": x})
+    near(f"sigmoid{x.tolist()} {tag}", y[[0, 2, 4]], [0, 0.5, 1], 1e-12)
+    assert y[0] >= 0, f"sigmoid(-30) {tag} is negative: {y[0]}"
+    y = run("silu", device, {"output": ((5,), dt)}, {"input": x})
+    near(f"silu{x.tolist()} {tag}", y, [0, -6 / (1 + math.exp(6)), 0, 6 / (1 + math.exp(-6)), 30], 2e-2 if dt is F16 else 1e-5)
 
 
 def test_where_condition_truth(device):
     cond = np.array([-0.0, 0.0, NAN, 0.5, -2.0], np.float16)
     a, b = np.arange(5, dtype=np.float32), -np.arange(5, dtype=np.float32) - 1
     c = run("where", device, {"c": ((5,), F32)}, {"condition": cond, "a": a, "b": b})
-    assert list(c) == [-1, -2, 2, 3, 4]  # -0.0 is false, NaN is true
+    expect(f"where(f16 condition {cond.tolist()}) [{device}] (-0.0 is false, NaN is true)", c, [-1, -2, 2, 3, 4])
     cond = np.array([0, 1, 0, 255, 7], np.uint8)
     c = run("where", device, {"c": ((5,), DType.BOOL)}, {"condition": cond, "a": np.ones(5, bool), "b": np.zeros(5, bool)})
-    assert list(c) == [False, True, False, True, True]
+    expect(f"where(u8 condition {cond.tolist()}, bool data) [{device}]", c, [0, 1, 0, 1, 1])
 
 
 def test_equal_modes(device):
     a = np.array([1.0, NAN, 0.0, 2.0], np.float32)
     b = np.array([1.0, NAN, -0.0, 3.0], np.float32)
     c = run("equal", device, {"c": ((4,), DType.BOOL)}, {"a": a, "b": b})
-    assert list(c) == [True, False, True, False]
-    assert not run("equal", device, {"c": ((1,), DType.BOOL)}, {"a": a, "b": b})[0]
-    assert run("equal", device, {"c": ((1,), DType.BOOL)}, {"a": a[[0, 2]], "b": b[[0, 2]]})[0]  # +0 == -0
-    assert not run("equal", device, {"c": ((), DType.BOOL)}, {"a": a[:2], "b": a[:2]})[()]  # NaN != NaN
+    expect(f"equal elementwise [{device}] (NaN != NaN, +0 == -0)", c, [1, 0, 1, 0])
+    c = run("equal", device, {"c": ((1,), DType.BOOL)}, {"a": a, "b": b})
+    expect(f"equal all of {a.tolist()} vs {b.tolist()} [{device}]", c, [0])
+    c = run("equal", device, {"c": ((1,), DType.BOOL)}, {"a": a[[0, 2]], "b": b[[0, 2]]})
+    expect(f"equal all [1, 0] vs [1, -0] [{device}] (+0 == -0)", c, [1])
+    c = run("equal", device, {"c": ((), DType.BOOL)}, {"a": a[:2], "b": a[:2]})
+    expect(f"equal all, 0-d c, [1, NaN] vs itself [{device}] (NaN != NaN)", c, [0])
     big = np.arange(300_000, dtype=np.int32)
     big2 = big.copy()
-    assert run("equal", device, {"c": ((1,), DType.U8)}, {"a": big, "b": big2})[0] == 1
+    c = run("equal", device, {"c": ((1,), DType.U8)}, {"a": big, "b": big2})
+    expect(f"equal all, 300000 equal i32, u8 c [{device}]", c, [1])
     big2[123_457] += 1
-    assert run("equal", device, {"c": ((1,), DType.I8)}, {"a": big, "b": big2})[0] == 0
+    c = run("equal", device, {"c": ((1,), DType.I8)}, {"a": big, "b": big2})
+    expect(f"equal all, one of 300000 i32 differs, i8 c [{device}]", c, [0])
 
 
 def test_cast_rules(device):
     x = np.array([NAN, -0.0, 0.0, -2.7, 2.7, 1e-30], np.float32)
-    assert list(run("cast", device, {"output": ((6,), DType.BOOL)}, {"input": x})) == [True, False, False, True, True, True]
-    assert list(run("cast", device, {"output": ((3,), DType.I32)}, {"input": x[3:6]})) == [-2, 2, 0]  # truncation
+    y = run("cast", device, {"output": ((6,), DType.BOOL)}, {"input": x})
+    expect(f"cast f32 {x.tolist()} -> bool [{device}] (NaN is true)", y, [1, 0, 0, 1, 1, 1])
+    y = run("cast", device, {"output": ((3,), DType.I32)}, {"input": x[3:6]})
+    expect(f"cast f32 {x[3:6].tolist()} -> i32 [{device}] (truncation)", y, [-2, 2, 0])
     i = np.array([300, -1, 65537, -129], np.int32)
-    assert list(run("cast", device, {"output": ((4,), DType.U8)}, {"input": i})) == [44, 255, 1, 127]  # wraps
-    assert list(run("cast", device, {"output": ((4,), DType.I16)}, {"input": i})) == [300, -1, 1, -129]
+    y = run("cast", device, {"output": ((4,), DType.U8)}, {"input": i})
+    expect(f"cast i32 {i.tolist()} -> u8 [{device}] (wraps)", y, [44, 255, 1, 127])
+    y = run("cast", device, {"output": ((4,), DType.I16)}, {"input": i})
+    expect(f"cast i32 {i.tolist()} -> i16 [{device}] (wraps)", y, [300, -1, 1, -129])
     f = run("cast", device, {"output": ((2,), F16)}, {"input": np.array([70000, 1], np.int64)})
-    assert np.isinf(f[0]) and f[1] == 1  # overflow -> inf
+    expect(f"cast i64 [70000, 1] -> f16 [{device}] (overflow -> inf)", f, [np.inf, 1])
     b = run("cast", device, {"output": ((3,), BF16)}, {"input": np.array([True, False, True])})
-    assert list(b.astype(np.float32)) == [1, 0, 1]
+    expect(f"cast bool -> bf16 [{device}]", b, [1, 0, 1])
     # round to nearest even: 1 + 2^-11 is a tie between 1 and 1 + 2^-10 in f16 -> 1
     f = run("cast", device, {"output": ((2,), F16)}, {"input": np.array([1 + 2**-11, 1 + 3 * 2**-11], np.float32)})
-    assert list(f.astype(np.float32)) == [1.0, np.float32(1 + 2**-9)]
+    expect(f"cast f32 -> f16 ties to even [{device}]", f, [1.0, 1 + 2**-9])
 
 
-def test_rope_positions(device):
+@pytest.mark.parametrize("algo", [0, 1])
+@pytest.mark.parametrize("dt", [F32, F16])
+def test_rope_positions(device, algo, dt):
+    npd = to_numpy(dt)
+    tag = f"[{device} {dt.name} algo {algo}]"
     rng = np.random.default_rng(0)
-    x = rng.uniform(-1, 1, (3, 2, 8)).astype(np.float32)
-    sin = rng.uniform(-1, 1, (4, 4)).astype(np.float32)
-    cos = rng.uniform(-1, 1, (4, 4)).astype(np.float32)
+    x = rng.uniform(-1, 1, (3, 2, 8)).astype(npd)
+    sin = rng.uniform(-1, 1, (4, 4)).astype(npd)
+    cos = rng.uniform(-1, 1, (4, 4)).astype(npd)
+    tol = dict(rtol=1e-5, atol=1e-6) if dt is F32 else dict(rtol=2e-3, atol=2e-3)
+
+    def rot(row, p):
+        xf, c, s = x[row].astype(np.float64), cos[p].astype(np.float64), sin[p].astype(np.float64)
+        x0, x1 = (xf[:, 0::2], xf[:, 1::2]) if algo == 0 else (xf[:, :4], xf[:, 4:])
+        return x0 * c - x1 * s, x0 * s + x1 * c
+
+    def halves(y):
+        return (y[..., 0::2], y[..., 1::2]) if algo == 0 else (y[..., :4], y[..., 4:])
+
+    args = {"x": x, "sin_table": sin, "cos_table": cos}
     pos = np.array([1, 2**63 + 1, 3], np.uint64)  # huge unsigned: out of range, row of zeros
-    y = run("rope", device, {"y": ((3, 2, 8), F32)}, {"x": x, "pos_ids": pos, "sin_table": sin, "cos_table": cos}, algo=1)
-    assert np.all(y[1] == 0) and np.any(y[0] != 0)
-    x0, x1 = x[2, :, :4], x[2, :, 4:]
-    np.testing.assert_allclose(y[2, :, :4], x0 * cos[3] - x1 * sin[3], rtol=1e-5, atol=1e-6)
-    np.testing.assert_allclose(y[2, :, 4:], x0 * sin[3] + x1 * cos[3], rtol=1e-5, atol=1e-6)
+    y = run("rope", device, {"y": ((3, 2, 8), dt)}, {**args, "pos_ids": pos}, algo=algo).astype(np.float64)
+    assert np.all(y[1] == 0), f"rope {tag}: row at u64 position 2^63+1 must be zeros, got {y[1].tolist()}"
+    for row, p in ((0, 1), (2, 3)):
+        for k, (got, want) in enumerate(zip(halves(y[row]), rot(row, p))):
+            np.testing.assert_allclose(got, want, **tol, err_msg=f"rope {tag}: row {row} (position {p}), y{k}")
     pos = np.array([-1, 0, 4], np.int8)
-    y = run("rope", device, {"y": ((3, 2, 8), F32)}, {"x": x, "pos_ids": pos, "sin_table": sin, "cos_table": cos}, algo=0)
-    assert np.all(y[0] == 0) and np.all(y[2] == 0)
-    np.testing.assert_allclose(y[1, :, 0::2], x[1, :, 0::2] * cos[0] - x[1, :, 1::2] * sin[0], rtol=1e-5, atol=1e-6)
+    y = run("rope", device, {"y": ((3, 2, 8), dt)}, {**args, "pos_ids": pos}, algo=algo).astype(np.float64)
+    assert np.all(y[0] == 0) and np.all(y[2] == 0), f"rope {tag}: rows at positions -1 and 4 must be zeros, got {y.tolist()}"
+    for k, (got, want) in enumerate(zip(halves(y[1]), rot(1, 0))):
+        np.testing.assert_allclose(got, want, **tol, err_msg=f"rope {tag}: row 1 (position 0), y{k}")
     # an empty table: every position is out of range, nothing is read
-    e = np.zeros((0, 4), np.float32)
-    y = run("rope", device, {"y": ((3, 2, 8), F32)}, {"x": x, "pos_ids": pos, "sin_table": e, "cos_table": e})
-    assert np.all(y == 0)
+    e = np.zeros((0, 4), npd)
+    y = run("rope", device, {"y": ((3, 2, 8), dt)}, {"x": x, "pos_ids": pos, "sin_table": e, "cos_table": e}, algo=algo)
+    assert np.all(y.astype(np.float64) == 0), f"rope {tag}: empty table must give zeros, got {y.tolist()}"
