@@ -1,0 +1,182 @@
+"""random_sample: one index drawn from 1-D logits by the upstream library rule (ops.md §8.1).
+
+Greedy (random_val == 0, topp <= 0, topk <= 1 or temperature == 0): the smallest index among
+the maxima. Otherwise rank the entries by value (descending, ties -> lower index), weight them
+cum_i = sum_{j<=i} exp((v_j - v_0) / T) (unnormalised), take
+limit = random_val * min(cum_{k'-1}, topp * cum_{n-1}) with k' = min(topk, n) and return the
+original index of the first ranked entry with cum_i >= limit (the entry k'-1 if rounding leaves
+none, e.g. random_val > 1). Computed in f32 (f64 for f64) on the CPU; the GPU sums the same
+weights in 64-bit fixed point (exact, order-independent sums; see kernel.cu) and needs no
+workspace. The result is 0-d of any signed/unsigned integer dtype (an index that does not fit
+wraps). Runtime scalars are checked at calculate: NaN random_val/topp/temperature or a negative
+temperature -> BAD_PARAM.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import struct
+from pathlib import Path
+
+import numpy as np
+
+from infiniop_py.cuda.compiler import Launch, Slot, get_module
+from infiniop_py.cuda.kernel import CudaKernel, ctype
+from infiniop_py.dtypes import SI, UI, DType, F, to_numpy
+from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
+from infiniop_py.status import Status, error
+
+SOURCE_FILE = Path(__file__).with_name("kernel.cu")
+OUT_DTYPES = SI | UI
+THREADS = 512
+
+
+def _source() -> str:
+    from infiniop_py.reduce import REDUCE_CUH
+
+    return REDUCE_CUH + SOURCE_FILE.read_text()
+
+
+def validate(check: Checker) -> Info:
+    p, r = check["probs"], check["result"]
+    check.dtype_in("probs", F)
+    check.dtype_in("result", OUT_DTYPES)
+    if p.ndim != 1:
+        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'probs' must be 1-D, got shape {list(p.shape)}")
+    n = p.shape[0]
+    if n < 1:
+        check.fail(Status.BAD_TENSOR_SHAPE, "tensor 'probs' is empty: there is nothing to sample")
+    if n >= 2**31:
+        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'probs' has {n} entries, at most 2^31 - 1 are supported")
+    if n > 1 and p.strides[0] != 1:
+        check.fail(Status.BAD_TENSOR_STRIDES, f"tensor 'probs' must have stride 1, got strides {list(p.strides)}")
+    if r.ndim != 0:
+        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'result' must be 0-d, got shape {list(r.shape)}")
+    return Info(check.op, check.tensors, check.attrs, n=n)
+
+
+def check_runtime(op: str, random_val: float, topp: float, topk: int, temperature: float) -> bool:
+    """BAD_PARAM for unusable scalars; returns whether the call is greedy."""
+    for name, v in (("random_val", random_val), ("topp", topp), ("temperature", temperature)):
+        if math.isnan(v):
+            raise error(Status.BAD_PARAM, f"{op}: runtime scalar '{name}' is NaN")
+    if temperature < 0:
+        raise error(Status.BAD_PARAM, f"{op}: runtime scalar 'temperature'={temperature} must be >= 0")
+    return random_val == 0 or topp <= 0 or topk <= 1 or temperature == 0
+
+
+def sample_rule(x: np.ndarray, random_val, topp, topk, temperature, acc) -> int:
+    """The library rule on a 1-D array in accumulator type ``acc`` (vectorised)."""
+    a = np.asarray(x).astype(acc, copy=False) + acc(0)  # + 0 turns -0 into +0 (ties with +0)
+    n = a.shape[0]
+    if random_val == 0 or topp <= 0 or topk <= 1 or temperature == 0 or n == 1:
+        return int(np.argmax(a))
+    order = np.argsort(-a, kind="stable")
+    s = a[order]
+    with np.errstate(invalid="ignore", over="ignore", under="ignore", divide="ignore"):
+        e = np.exp((s - s[0]) / acc(temperature))
+        cum = np.cumsum(e, dtype=acc)
+        kp = min(int(topk), n)
+        limit = acc(random_val) * min(cum[kp - 1], acc(topp) * cum[n - 1])
+    pos = int(np.searchsorted(cum, limit, side="left"))
+    return int(order[min(pos, kp - 1)])
+
+
+def _acc(dtype: DType):
+    return np.float64 if dtype is DType.F64 else np.float32
+
+
+def cpu(info: Info):
+    pdt = info["probs"].dtype
+    rdt = to_numpy(info["result"].dtype)
+    acc = _acc(pdt)
+
+    def run(views, ws, rt):
+        random_val, topp, topk, temperature = rt
+        check_runtime(info.op, random_val, topp, topk, temperature)
+        idx = sample_rule(views["probs"], random_val, topp, topk, temperature, acc)
+        views["result"][...] = np.array(idx, dtype=np.int64).astype(rdt)
+
+    return run
+
+
+def kernel_name(pdt: DType, rdt: DType) -> str:
+    return f"random_sample<{ctype(pdt)}, {ctype(rdt)}>"
+
+
+class RandomSampleKernel(CudaKernel):
+    def __init__(self, info: Info, handle):
+        super().__init__(handle)
+        self.op = info.op
+        self.n = info.n
+        self.sbits = 62 - int(self.n).bit_length()  # n weights of at most 2^sbits fit in 62 bits
+        name = kernel_name(info["probs"].dtype, info["result"].dtype)
+        mod = get_module(_source(), [name], handle.device_id)
+        self.params = (ctypes.c_char * 64)()  # SampleParams, rewritten per call
+        self.main = Launch(mod.ptr[name], (1,), (THREADS,), [Slot(0), Slot(1), self.params])
+
+    def launch(self, ptrs, ws_ptr, rt, stream):
+        random_val, topp, topk, temperature = rt
+        greedy = check_runtime(self.op, random_val, topp, topk, temperature) or self.n == 1
+        kp = max(1, min(int(topk), self.n))
+        blob = struct.pack(
+            "<4d4q", float(random_val), float(topp), float(temperature), float(2.0**self.sbits), kp, self.n, int(greedy), 0
+        )
+        ctypes.memmove(self.params, blob, 64)
+        self.main(ptrs, ws_ptr, stream)
+
+
+def nvidia(info: Info, handle):
+    return RandomSampleKernel(info, handle)
+
+
+nvidia.compile_units = lambda: [(_source(), [kernel_name(p, r) for p in sorted(F) for r in sorted(OUT_DTYPES)])]
+
+
+def reference(probs, random_val, topp, topk, temperature):
+    """The library rule in float64 on the stored logits."""
+    return np.array(sample_rule(probs.numpy(), random_val, topp, topk, temperature, np.float64), dtype=np.int64)
+
+
+try:  # the gguf package is optional at run time (the registry must import without it)
+    from infiniop_py.gguf import GGUFDialect
+except ImportError:  # pragma: no cover
+    GGUFDialect = None
+
+if GGUFDialect is not None:
+
+    class RandomSampleFiles(GGUFDialect):
+        """Upstream's layout: the logits are `data`, the vocabulary size is `voc` (read, unused)."""
+
+        attr_types = {"random_val": "f32", "topp": "f32", "temperature": "f32", "topk": "i32"}
+
+        def write(self, record) -> None:
+            record.rename("probs", "data")
+            record.set("voc", int(record.tensors["data"][0].size), "i32")
+
+    DIALECT = RandomSampleFiles()
+else:  # pragma: no cover
+    DIALECT = None
+
+
+SPEC = OpSpec(
+    name="random_sample",
+    stem="RandomSample",
+    tensors=(out("result", compare="index"), inp("probs", aliases=("data",))),
+    runtime=(
+        Attr("random_val", "float"),
+        Attr("topp", "float"),
+        Attr("topk", "int"),
+        Attr("temperature", "float"),
+    ),
+    validate=validate,
+    dtypes=F,
+    cpu=cpu,
+    nvidia=nvidia,
+    reference=reference,
+    torch="none (upstream library rule: greedy, or top-k/top-p over sorted unnormalised exp((v - v0)/T))",
+    summary="sample one index from 1-D logits (top-k / top-p / temperature, upstream rule); 0-d integer result",
+    kernel_sources=("kernel.cu",),
+    gguf=DIALECT,
+)
