@@ -156,19 +156,67 @@ def test_gemm_on_side_stream_and_cstyle():
     np.testing.assert_allclose(cp.asnumpy(c), ref, rtol=1e-4, atol=1e-4)
 
 
-def test_kernel_struct_sizes():
-    """Host-packed argument structs must match the C layouts (natural alignment) byte for byte."""
+def _c_layout(source: str, struct_name: str):
+    """[(offset, kind)] of every scalar of ``struct name { ... };`` in CUDA source (natural alignment)."""
+    import re
+
+    body = re.search(r"struct\s+" + struct_name + r"\s*\{(.*?)\};", source, re.S).group(1)
+    body = re.sub(r"//[^\n]*", "", body)
+    sizes = {"long long": 8, "int": 4, "float": 4, "double": 8}
+    out, off = [], 0
+    for decl in body.split(";"):
+        decl = decl.strip()
+        if not decl:
+            continue
+        ctype = next(t for t in sizes if decl.startswith(t + " "))
+        size = sizes[ctype]
+        for var in decl[len(ctype):].split(","):
+            m = re.search(r"\[(\d+)\]", var)
+            count = int(m.group(1)) if m else 1
+            off = -(-off // size) * size
+            for _ in range(count):
+                out.append((off, ctype))
+                off += size
+    align = max(sizes[k] for _, k in out)
+    return out, -(-off // align) * align
+
+
+def _py_layout(fmt: str):
+    """[(offset, kind)] of every non-pad item of a little-endian struct format, and its size."""
+    import re
     import struct
 
+    kinds = {"q": "long long", "i": "int", "f": "float", "d": "double"}
+    out, off = [], 0
+    for count, ch in re.findall(r"(\d*)([a-z])", fmt):
+        count = int(count or 1)
+        size = struct.calcsize("<" + ch)
+        for _ in range(count):
+            if ch != "x":
+                out.append((off, kinds[ch]))
+            off += size
+    assert off == struct.calcsize(fmt)
+    return out, off
+
+
+def test_kernel_struct_layouts():
+    """Every host-packed argument struct matches its CUDA struct field by field (offset and type)."""
     import infiniop_py.registry as reg
 
     reg.list_ops()
-    common = __import__("infiniop_ops.gather.common", fromlist=["pack_meta"])
-    assert len(common.pack_meta((2, 3), (3, 1), (3, 1), (3, 1), 6)) == 328  # IdxMeta
-    assert struct.calcsize("<6q6q6q6qqqiiii") == 224  # TriMeta
-    assert struct.calcsize("<5q5q5q5q5fii4xq") == 200  # InterpMeta (rows 8-aligned)
-    src = open(reg.ops_dir() / "interpolate_nearest" / "__init__.py").read()
-    assert '"<5q5q5q5q5fii4xq"' in src
+    common = __import__("infiniop_ops.gather.common", fromlist=["x"])
+    tri = __import__("infiniop_ops.tril.tri", fromlist=["x"])
+    interp = __import__("infiniop_ops.interpolate_nearest", fromlist=["x"])
+    for source, cname, fmt in (
+        (common.SOURCE, "IdxMeta", common.META_FMT),
+        (common.SOURCE, "TabMeta", common.TAB_FMT),
+        (tri.SOURCE, "TriMeta", tri.META_FMT),
+        (interp.SOURCE, "InterpMeta", interp.META_FMT),
+    ):
+        assert _py_layout(fmt) == _c_layout(source, cname), cname
+    assert len(common.pack_meta((2, 3), (3, 1), (3, 1), (3, 1), 6)) == _c_layout(common.SOURCE, "IdxMeta")[1]
+    tab = common.pack_tab((2, 3), (3, 1), (3, 1), (3, 1), dim_size=1, length=1, chunk=1, n=1)
+    assert len(tab) == _c_layout(common.SOURCE, "TabMeta")[1] == 336
 
 
 def test_index_copy_cstyle_argument_order():
@@ -195,3 +243,224 @@ def test_index_copy_cstyle_argument_order():
     with pytest.raises(iop.InfiniopError) as e:
         iop.infiniopCreateIndexCopyDescriptor(h, td((4, 3)), td((4, 3)), 0, td((2,), I64), td((2, 3)), dim=0)
     assert e.value.status == Status.BAD_PARAM
+
+
+# ---------------------------------------------------------------------------------------------
+# Host-side plans of the table kernels, checked without a GPU: the launches a descriptor would
+# make are captured and replayed by a NumPy emulator of the CUDA code (index.cu), element for
+# element (grid-stride order does not matter: every destination has a single writer).
+# ---------------------------------------------------------------------------------------------
+class _FakeModule:
+    count = 1000
+
+    def __init__(self, names):
+        self.ptr = {}
+        for n in names:
+            _FakeModule.count += 1
+            self.ptr[n] = _FakeModule.count
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    """Build NVIDIA kernels on a machine without a GPU; launches are recorded, not run."""
+    import infiniop_py.registry as reg
+    from infiniop_py.cuda import compiler, runtime
+
+    reg.list_ops()
+    common = __import__("infiniop_ops.gather.common", fromlist=["x"])
+    calls, names = [], {}
+
+    def module(nm, device_id):
+        m = _FakeModule(nm)
+        names.update({v: k for k, v in m.ptr.items()})
+        return m
+
+    monkeypatch.setattr(common, "module", module)
+    staging = __import__("infiniop_ops.gemm.staging", fromlist=["x"])
+    monkeypatch.setattr(staging, "Copy", lambda *a: (lambda *b: None))  # elementwise copies need CuPy; emulated by hand
+    monkeypatch.setattr(runtime, "properties", lambda dev: {"sm_count": 4, "cc": 90, "name": "fake"})
+    monkeypatch.setattr(runtime, "device_count", lambda: 1)
+    monkeypatch.setattr(compiler, "_launch_fn", lambda: None)
+    monkeypatch.setattr(compiler.Launch, "__call__", lambda self, ptrs, ws, stream: calls.append((self, list(ptrs))))
+    return common, calls, names
+
+
+def _pointers(launch, ptrs):
+    """The pointer arguments a launch would pass for ``ptrs`` (as Launch.__call__ fills them)."""
+    return [ptrs[idx] + off for _, idx, off in launch.slots]
+
+
+def _emulate_index_copy(common, launch, ptrs, name, bufs):
+    import struct
+
+    vec = int(name.rstrip(">").split(",")[-1])
+    f = struct.unpack(common.TAB_FMT, bytes(launch.holders[0]))
+    shape, s0, s1, s2 = f[0:8], f[8:16], f[16:24], f[24:32]
+    dim_size, length, chunk, n, st0, st1, st2, sti = f[32:40]
+    nd, axis, mode, _ = f[40:44]
+    out, x, idx, src = (bufs[p] for p in _pointers(launch, ptrs))
+    assert launch._cfg[6] == 4 * chunk and chunk <= common.TMAX
+    for c in range(-(-dim_size // chunk)):
+        k0 = c * chunk
+        kn = min(chunk, dim_size - k0)
+        win = np.full(kn, -1, np.int64)
+        for j in range(length):
+            k = int(idx[j * st1]) - k0
+            if 0 <= k < kn:
+                win[k] = max(win[k], j)
+        ext = kn if mode == 0 else length
+        ext_shape = [ext if d == axis else shape[d] for d in range(nd)]
+        for t in range(n * ext):
+            co = np.unravel_index(t, ext_shape)
+            o0 = sum(int(co[d]) * s0[d] for d in range(nd) if d != axis)
+            o1 = sum(int(co[d]) * s1[d] for d in range(nd) if d != axis)
+            o2 = sum(int(co[d]) * s2[d] for d in range(nd) if d != axis)
+            ca = int(co[axis])
+            if mode == 0:
+                k, w = k0 + ca, win[ca]
+                val = src[o2 + w * st2: o2 + w * st2 + vec].copy() if w >= 0 else x[o1 + k * sti: o1 + k * sti + vec].copy()
+                out[o0 + k * st0: o0 + k * st0 + vec] = val
+            else:
+                k = int(idx[ca * st1]) - k0
+                if 0 <= k < kn and win[k] == ca:
+                    out[o0 + (k0 + k) * st0: o0 + (k0 + k) * st0 + vec] = src[o2 + ca * st2: o2 + ca * st2 + vec]
+
+
+def _emulate_scatter_table(common, launch, ptrs, bufs):
+    import struct
+
+    f = struct.unpack(common.TAB_FMT, bytes(launch.holders[0]))
+    shape, s0, s1, s2 = f[0:8], f[8:16], f[16:24], f[24:32]
+    dim_size, length, _, lines, st0, st1, st2, _ = f[32:40]
+    nd, _, _, lpb = f[40:44]
+    out, idx, upd = (bufs[p] for p in _pointers(launch, ptrs))
+    assert launch._cfg[6] == 4 * lpb * dim_size <= 4 * common.TMAX
+    for line in range(lines):
+        co = np.unravel_index(line, shape[:nd])
+        o0, o1, o2 = (sum(int(co[d]) * s[d] for d in range(nd)) for s in (s0, s1, s2))
+        win = np.full(dim_size, -1)
+        for j in range(length):
+            k = int(idx[o1 + j * st1])
+            if 0 <= k < dim_size:
+                win[k] = j
+        for j in range(length):
+            k = int(idx[o1 + j * st1])
+            if 0 <= k < dim_size and win[k] == j:
+                out[o0 + k * st0] = upd[o2 + j * st2]
+
+
+def _strided(rng, shape, order=None, pad=0, dtype=np.float32, data=None):
+    """A flat buffer and (strides) for ``shape`` with dims laid out in ``order`` (outer first) and ``pad`` extra per row."""
+    order = list(range(len(shape))) if order is None else order
+    strides = [0] * len(shape)
+    acc = 1
+    for d in reversed(order):
+        strides[d] = acc
+        acc *= shape[d] + (pad if d == order[-1] else 0)
+    buf = (rng.standard_normal(acc + 8) * 100).astype(dtype) if data is None else data(acc + 8)
+    return buf, tuple(strides)
+
+
+def _view(buf, shape, strides):
+    return np.lib.stride_tricks.as_strided(buf, shape, [s * buf.itemsize for s in strides])
+
+
+INDEX_COPY_LAYOUTS = [
+    # (out shape, dim, len, order, pad, tmax)
+    ((40, 24), 0, 50, None, 0, None),  # vectorised rows, duplicates
+    ((40, 24), 1, 30, None, 0, None),  # axis innermost: scalar
+    ((6, 10, 8), 1, 12, (2, 0, 1), 0, None),  # permuted layout
+    ((5, 7, 9), 2, 11, None, 3, None),  # padded rows
+    ((40, 16), 0, 50, None, 0, 7),  # several table chunks
+    ((33, 5), -2, 3, None, 0, 4),  # short index: chunks > len -> scan path
+]
+
+
+@pytest.mark.parametrize("case", INDEX_COPY_LAYOUTS)
+@pytest.mark.parametrize("op", ["index_copy", "index_copy_inplace", "index_copy_aliased"])
+def test_index_copy_table_plan_emulated(fake_gpu, monkeypatch, case, op):
+    common, calls, names = fake_gpu
+    shape, dim, length, order, pad, tmax = case
+    if tmax:
+        monkeypatch.setattr(common, "TMAX", tmax)
+    rng = np.random.default_rng(7)
+    d = dim % len(shape)
+    sshape = tuple(length if a == d else s for a, s in enumerate(shape))
+    obuf, ost = _strided(rng, shape, order, pad)
+    xbuf, xst = _strided(rng, shape, order, pad)
+    sbuf, sst = _strided(rng, sshape, order, pad)
+    ibuf = rng.integers(-2, shape[d] + 2, size=length).astype(np.int64)
+    h = iop.create_handle("cpu")
+    handle = type("H", (), {"device_id": 0})()
+    bufs0 = {"out": obuf.copy()}
+    ref_out = _view(bufs0["out"], shape, ost)
+    if op == "index_copy":
+        ref = _view(xbuf, shape, xst).copy()
+        descs = [td(shape, strides=ost), td(shape, strides=xst), td((length,), I64), td(sshape, strides=sst)]
+    else:
+        ref = ref_out.copy()
+        if op == "index_copy_inplace":
+            descs = [td(shape, strides=ost), td(sshape, strides=sst), td((length,), I64)]
+        else:
+            descs = [td(shape, strides=ost), td(shape, strides=ost), td((length,), I64), td(sshape, strides=sst)]
+    for i, k in enumerate(ibuf):
+        if 0 <= k < shape[d]:
+            np.moveaxis(ref, d, 0)[k] = np.moveaxis(_view(sbuf, sshape, sst), d, 0)[i]
+    real = "index_copy_inplace" if op == "index_copy_inplace" else "index_copy"
+    desc = iop.create_descriptor(real, h, *descs, dim=dim)
+    spec = desc.spec
+    kernel = spec.nvidia(desc.info, handle)
+    addr = {"out": 1 << 20, "x": 2 << 20, "idx": 3 << 20, "src": 4 << 20}
+    bufs = {addr["out"]: bufs0["out"], addr["x"]: xbuf, addr["idx"]: ibuf, addr["src"]: sbuf}
+    if op == "index_copy":
+        ptrs = [addr["out"], addr["x"], addr["idx"], addr["src"]]
+    elif op == "index_copy_inplace":
+        ptrs = [addr["out"], addr["src"], addr["idx"]]
+    else:
+        ptrs = [addr["out"], addr["out"], addr["idx"], addr["src"]]
+    kernel.launch(ptrs, 0, (), 0)
+    if not kernel.table:
+        assert tmax == 4  # the scan path is only expected for the short-index case
+        return
+    assert len(calls) == 1
+    launch, used = calls[0]
+    name = names[launch.fn_ptr]
+    assert name.startswith("index_copy_table_kernel")
+    if case[0] == (40, 24) and d == 0:
+        assert name.endswith(", 4>")  # 16-byte path taken
+    _emulate_index_copy(common, launch, used, name, bufs)
+    np.testing.assert_array_equal(_view(bufs0["out"], shape, ost), ref)
+
+
+@pytest.mark.parametrize("case", [
+    ((8, 300), 0, (200, 300), None),  # lines across the fast dim: lpb > 1
+    ((6, 64), 1, (6, 64), None),  # axis innermost: lpb 1
+    ((4, 5, 40), 2, (3, 5, 40), (1, 0, 2)),  # permuted
+])  # fmt: skip
+def test_scatter_table_plan_emulated(fake_gpu, case):
+    common, calls, names = fake_gpu
+    shape, axis, ishape, order = case
+    rng = np.random.default_rng(8)
+    obuf, ost = _strided(rng, shape, order)
+    xbuf, xst = _strided(rng, shape, order)
+    ubuf, ust = _strided(rng, ishape, order)
+    ibuf, ist = _strided(rng, ishape, order, dtype=np.int64,
+                         data=lambda n: rng.integers(-1, shape[axis] + 1, size=n).astype(np.int64))
+    h = iop.create_handle("cpu")
+    handle = type("H", (), {"device_id": 0})()
+    desc = iop.create_descriptor("scatter", h, td(shape, strides=ost), td(shape, strides=xst), td(ishape, I64, ist),
+                                 td(ishape, strides=ust), axis=axis)
+    kernel = desc.spec.nvidia(desc.info, handle)
+    table = [s for s in kernel.steps if isinstance(s, __import__("infiniop_py.cuda.compiler", fromlist=["x"]).Launch)]
+    assert len(table) == 1 and names[table[0].fn_ptr].startswith("scatter_table_kernel")
+    # the first step (input -> output copy) is emulated by hand
+    out = obuf.copy()
+    _view(out, shape, ost)[...] = _view(xbuf, shape, xst)
+    bufs = {1 << 20: out, 3 << 20: ibuf, 4 << 20: ubuf}
+    table[0]([1 << 20, 2 << 20, 3 << 20, 4 << 20], 0, 0)
+    launch, used = calls[-1]
+    _emulate_scatter_table(common, launch, used, bufs)
+    ref = np.zeros(shape, np.float32)
+    cpu = iop.create_descriptor("scatter", h, td(shape), td(shape), td(ishape, I64), td(ishape), axis=axis)
+    cpu.calculate(None, ref, _view(xbuf, shape, xst).copy(), _view(ibuf, ishape, ist).copy(), _view(ubuf, ishape, ust).copy())
+    np.testing.assert_array_equal(_view(out, shape, ost), ref)

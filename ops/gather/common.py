@@ -20,6 +20,10 @@ UTYPE = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}
 ITYPE = {DType.I32: "int32_t", DType.I64: "int64_t"}
 MAXD = 8
 BLOCK = 256
+META_FMT = "<8q8q8q8q7q4i"  # struct IdxMeta (index.cu)
+TAB_FMT = "<8q8q8q8q8q4i"  # struct TabMeta (index.cu)
+TMAX = 12288  # ints per shared-memory last-writer table (48 KiB, no opt-in)
+TBLOCK = 512  # threads per block of the table kernels (__launch_bounds__(512))
 
 
 def check_index_dtype(check: Checker, name: str) -> None:
@@ -43,8 +47,22 @@ def pack_meta(shape, s0, s1, s2, n, dim_size=0, dim_stride=0, length=0, st=(0, 0
         return list(v) + [f] * pad
 
     return struct.pack(
-        "<8q8q8q8q7q4i", *fill(shape, 1), *fill(s0, 0), *fill(s1, 0), *fill(s2, 0),
+        META_FMT, *fill(shape, 1), *fill(s0, 0), *fill(s1, 0), *fill(s2, 0),
         n, dim_size, dim_stride, length, *st, nd, mode, flag, 0,
+    )  # fmt: skip
+
+
+def pack_tab(shape, s0, s1, s2, *, dim_size, length, chunk, n, st=(0, 0, 0, 0), axis=-1, mode=0, lpb=1) -> bytes:
+    """struct TabMeta: shape/strides (padded to 8 dims), extents, axis strides (out, index, source, input)."""
+    nd = len(shape)
+    pad = MAXD - nd
+
+    def fill(v, f):
+        return list(v) + [f] * pad
+
+    return struct.pack(
+        TAB_FMT, *fill(shape, 1), *fill(s0, 0), *fill(s1, 0), *fill(s2, 0),
+        dim_size, length, chunk, n, *st, nd, axis, mode, lpb,
     )  # fmt: skip
 
 

@@ -14,8 +14,8 @@ struct IdxMeta {
   int ndim, mode, flag, pad_;
 };
 
-template <class IT>
-__device__ __forceinline__ void idx_offsets(const IdxMeta& m, IT t, long long& o0, long long& o1, long long& o2) {
+template <class IT, class M>
+__device__ __forceinline__ void idx_offsets(const M& m, IT t, long long& o0, long long& o1, long long& o2) {
   o0 = o1 = o2 = 0;
   for (int d = m.ndim - 1; d >= 0; --d) {
     IT sh = (IT)m.shape[d];
@@ -108,5 +108,177 @@ __global__ void index_copy_kernel(U* __restrict__ out, const I* __restrict__ idx
       idx_offsets<IT>(m, t, o0, o1, o2);
       out[o0 + k * m.st0] = src[o2 + i * m.st2];
     }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Last-writer tables in shared memory (index_copy and scatter-replace fast paths).
+// win[k] = the largest position j whose index value is k, or -1: built with shared atomicMax,
+// whose result does not depend on the order of the updates, so exactly one position writes
+// each destination and it is the last one in index order. Deterministic, race-free, no
+// workspace. Tables hold at most 12288 ints (48 KiB, no opt-in needed).
+
+struct TabMeta {
+  long long shape[8];
+  long long s0[8], s1[8], s2[8]; // index_copy: out / input / source strides, 0 at the axis
+  long long dim_size;            // destination extent along the axis
+  long long len;                 // positions along the axis (index length / indices extent)
+  long long chunk;               // table entries per chunk of destination values
+  long long n;                   // product of the non-axis extents (lines for scatter)
+  long long st0, st1, st2, sti;  // out / index / source / input strides along the axis
+  int ndim, axis, mode, lpb;     // mode (index_copy): 0 copy, 1 in place; lpb (scatter): lines per block
+};
+
+// index_copy, one kernel for everything: block row blockIdx.y owns the destination values
+// [k0, k0 + kn) (a chunk); every block of that row first builds the chunk's table from the
+// whole index (O(len) shared atomics), then
+//   mode 0 (out-of-place): walks the output box of the chunk; row k takes source row win[k]
+//     if any, else input row k -- so rows that get overwritten are never copied from input;
+//   mode 1 (in place): walks the source; row i is written iff win[index[i]] == i.
+// Work items are VEC elements along the innermost (unit-stride, non-axis) dim; UNR items per
+// thread are loaded before any store for memory-level parallelism.
+template <class U, class I, class IT, int VEC>
+__global__ void __launch_bounds__(512) index_copy_table_kernel(U* __restrict__ out, const U* __restrict__ in, const I* __restrict__ idx,
+                                                               const U* __restrict__ src, TabMeta m) {
+  extern __shared__ int win[];
+  typedef Pack<U, VEC> V;
+  constexpr int UNR = 4;
+  const long long chunks = (m.dim_size + m.chunk - 1) / m.chunk;
+  for (long long c = blockIdx.y; c < chunks; c += gridDim.y) {
+    const long long k0 = c * m.chunk;
+    const int kn = (int)(m.dim_size - k0 < m.chunk ? m.dim_size - k0 : m.chunk);
+    for (int t = threadIdx.x; t < kn; t += blockDim.x) win[t] = -1;
+    __syncthreads();
+    for (long long j = threadIdx.x; j < m.len; j += blockDim.x) {
+      long long k = (long long)idx[j * m.st1] - k0;
+      if (k >= 0 && k < kn) atomicMax(&win[k], (int)j);
+    }
+    __syncthreads();
+    const IT ext = m.mode == 0 ? (IT)kn : (IT)m.len;
+    const IT total = (IT)m.n * ext;
+    const IT step = (IT)gridDim.x * blockDim.x;
+    for (IT base = (IT)blockIdx.x * blockDim.x + threadIdx.x; base < total; base += step * UNR) {
+      V val[UNR];
+      long long dst[UNR];
+      unsigned put = 0;  // bit u: item u stores
+#pragma unroll
+      for (int u = 0; u < UNR; ++u) {
+        IT t = base + (IT)u * step;
+        if (t < total) {
+          long long o0 = 0, o1 = 0, o2 = 0, ca = 0;
+          for (int d = m.ndim - 1; d >= 0; --d) {
+            IT sh = d == m.axis ? ext : (IT)m.shape[d];
+            IT q = t / sh;
+            long long cc = (long long)(t - q * sh);
+            t = q;
+            if (d == m.axis) {
+              ca = cc;
+            } else {
+              o0 += cc * m.s0[d];
+              o1 += cc * m.s1[d];
+              o2 += cc * m.s2[d];
+            }
+          }
+          if (m.mode == 0) {
+            const long long k = k0 + ca;
+            const int w = win[ca];
+            dst[u] = o0 + k * m.st0;
+            val[u] = w >= 0 ? *reinterpret_cast<const V*>(src + o2 + (long long)w * m.st2)
+                            : *reinterpret_cast<const V*>(in + o1 + k * m.sti);
+            put |= 1u << u;
+          } else {
+            const long long k = (long long)idx[ca * m.st1] - k0;
+            if (k >= 0 && k < kn && win[k] == (int)ca) {
+              dst[u] = o0 + (k0 + k) * m.st0;
+              val[u] = *reinterpret_cast<const V*>(src + o2 + ca * m.st2);
+              put |= 1u << u;
+            }
+          }
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < UNR; ++u)
+        if (put & (1u << u)) *reinterpret_cast<V*>(out + dst[u]) = val[u];
+    }
+    __syncthreads();  // the table is rebuilt for the next chunk
+  }
+}
+
+// scatter with reduction = replace: a block takes lpb lines at a time (adjacent lines, so that
+// lanes of a warp read adjacent addresses when the axis is not the fastest dim), builds one
+// table of dim_size entries per line, then position j of line l writes iff it is the last
+// position of that line aiming at its destination. Lines touch disjoint destinations, so
+// every destination has exactly one writer. Iteration space and strides as scatter_kernel:
+// shape / s0 / s1 / s2 over the line space, st0 / st1 / st2 along the axis.
+// Positions are cached in registers (R per thread) when a group fits in one pass.
+template <class U, class I>
+__global__ void __launch_bounds__(512) scatter_table_kernel(U* __restrict__ out, const I* __restrict__ idx,
+                                                            const U* __restrict__ upd, TabMeta m) {
+  extern __shared__ int win[];
+  __shared__ long long lo0[32], lo1[32], lo2[32];
+  constexpr int R = 8;
+  const int lpb = m.lpb;
+  const long long groups = (m.n + lpb - 1) / lpb;
+  const long long per = (long long)lpb * m.len;
+  for (long long g = blockIdx.x; g < groups; g += gridDim.x) {
+    const long long l0 = g * lpb;
+    const int nl = (int)(m.n - l0 < lpb ? m.n - l0 : lpb);
+    if (threadIdx.x < nl) {
+      long long a, b, c2;
+      idx_offsets<unsigned long long>(m, (unsigned long long)(l0 + threadIdx.x), a, b, c2);
+      lo0[threadIdx.x] = a;
+      lo1[threadIdx.x] = b;
+      lo2[threadIdx.x] = c2;
+    }
+    for (long long t = threadIdx.x; t < (long long)nl * m.dim_size; t += blockDim.x) win[t] = -1;
+    __syncthreads();
+    if (per <= (long long)blockDim.x * R) {
+      int kk[R];  // destination (< dim_size <= 12288) or -1
+      U uu[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        long long t = (long long)r * blockDim.x + threadIdx.x;
+        kk[r] = -1;
+        if (t < per) {
+          const int ls = (int)(t % lpb);
+          const long long j = t / lpb;
+          if (ls < nl) {
+            long long k = (long long)idx[lo1[ls] + j * m.st1];
+            if (k >= 0 && k < m.dim_size) {
+              kk[r] = (int)k;
+              uu[r] = upd[lo2[ls] + j * m.st2];
+              atomicMax(&win[ls * m.dim_size + k], (int)j);
+            }
+          }
+        }
+      }
+      __syncthreads();
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        long long t = (long long)r * blockDim.x + threadIdx.x;
+        if (kk[r] >= 0) {
+          const int ls = (int)(t % lpb);
+          const long long j = t / lpb;
+          if (win[ls * m.dim_size + kk[r]] == (int)j) out[lo0[ls] + kk[r] * m.st0] = uu[r];
+        }
+      }
+    } else {
+      for (long long t = threadIdx.x; t < per; t += blockDim.x) {
+        const int ls = (int)(t % lpb);
+        const long long j = t / lpb;
+        if (ls >= nl) continue;
+        long long k = (long long)idx[lo1[ls] + j * m.st1];
+        if (k >= 0 && k < m.dim_size) atomicMax(&win[ls * m.dim_size + k], (int)j);
+      }
+      __syncthreads();
+      for (long long t = threadIdx.x; t < per; t += blockDim.x) {
+        const int ls = (int)(t % lpb);
+        const long long j = t / lpb;
+        if (ls >= nl) continue;
+        long long k = (long long)idx[lo1[ls] + j * m.st1];
+        if (k >= 0 && k < m.dim_size && win[ls * m.dim_size + k] == (int)j) out[lo0[ls] + k * m.st0] = upd[lo2[ls] + j * m.st2];
+      }
+    }
+    __syncthreads();  // tables and line offsets are rebuilt for the next group
   }
 }

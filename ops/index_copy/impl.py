@@ -2,9 +2,12 @@
 
 output <- input (skipped when output aliases input), then for i in increasing order
 output.select(dim, index[i]) = source.select(dim, i); with duplicates the last i wins, and
-out-of-range values are skipped. NVIDIA: one block row per source slice i; the block first
-checks (in parallel) whether a later position holds the same value, so exactly one slice
-writes each destination: deterministic, no atomics, no workspace.
+out-of-range values are skipped. NVIDIA (see index.cu): a last-writer table per chunk of
+destination values in shared memory (shared atomicMax of positions, order-independent), so
+exactly one slice writes each destination: deterministic, race-free, no workspace; out of
+place the same launch copies the rows of input that are not overwritten. When the index is
+short and the destination extent huge (more table chunks than index positions), a block per
+source slice scans the later positions instead (O(len) each).
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from infiniop_py.cuda.compiler import Launch, Slot
+from infiniop_py.cuda.kernel import runtime
+from infiniop_py.layout import collapse
 from infiniop_py.spec import Checker, Info
 from infiniop_py.status import Status
 
@@ -73,13 +78,36 @@ def names_for(size, itype):
     return [f"index_copy_kernel<{UTYPE[size]}, {itype}, {ix}>" for ix in ("unsigned int", "unsigned long long")]
 
 
+def table_names_for(size, itype):
+    return [
+        f"index_copy_table_kernel<{UTYPE[size]}, {itype}, {ix}, {v}>"
+        for ix in ("unsigned int", "unsigned long long") for v in sorted({1, 16 // size})
+    ]  # fmt: skip
+
+
 def compile_units():
-    names = [nm for s in UTYPE for it in common.ITYPE.values() for nm in names_for(s, it)]
+    names = [nm for s in UTYPE for it in common.ITYPE.values() for nm in names_for(s, it) + table_names_for(s, it)]
     return [(common.SOURCE, names)] + staging.compile_units()
 
 
+UNR = 4  # work items per thread per pass in index_copy_table_kernel
+
+
+def uses_table(dim_size: int, length: int) -> bool:
+    """The table kernel costs O(chunks * len) index reads, the scan kernel O(len^2)."""
+    chunks = -(-dim_size // common.TMAX)
+    return length < 2**31 - 1 and chunks <= max(1, length)
+
+
 class IndexCopyKernel(common.IndexKernel):
-    """ptr slots: dest, [base], index, source in spec order (``slots``)."""
+    """ptr slots: dest, [base], index, source in spec order (``slots``).
+
+    Table path (``uses_table``): one launch of ``index_copy_table_kernel``; out of place
+    (mode 0) it also does the input -> output copy, skipping rows that get overwritten; in
+    place (output aliases input with the same layout, or index_copy_inplace) it is mode 1.
+    Each mode has a vectorised (16-byte) variant used when layouts and pointers allow.
+    Scan path: copy input -> output, then ``index_copy_kernel`` (O(len) duplicate scan per row).
+    """
 
     def __init__(self, info: Info, handle, slots: dict):
         super().__init__(handle)
@@ -88,8 +116,81 @@ class IndexCopyKernel(common.IndexKernel):
         self.empty = o.numel == 0
         if self.empty:
             return
-        dev = handle.device_id
         self.slots = slots
+        self.base = base
+        self.table = uses_table(o.shape[dim], i.shape[0])
+        if self.table:
+            self.same_layout = base is None or o.strides == info[base].strides
+            self.plans = {}
+            if base is not None:
+                self.plans[0] = self._table_plans(info, handle, 0)
+            if s.numel:
+                self.plans[1] = self._table_plans(info, handle, 1)
+            return
+        self._scan_plan(info, handle)
+
+    # ---------------------------------------------------------------- table path
+    def _table_plans(self, info: Info, handle, mode: int):
+        """[(vector bytes, Launch)]: the vectorised launch first (when the layout allows it), then the scalar one."""
+        dest, base, dim = info.dest, info.base, info.dim
+        o, i, s = info[dest], info["index"], info["source"]
+        x = info[base] if (base is not None and mode == 0) else o
+        nd = o.ndim
+        other = [d for d in range(nd) if d != dim]
+        key = 0 if mode == 0 else 2
+        cshape, (cso, csi, css) = collapse(
+            [o.shape[d] for d in other], [[o.strides[d] for d in other], [x.strides[d] for d in other], [s.strides[d] for d in other]],
+            order_by=key,
+        )  # fmt: skip
+        cshape, cso, csi, css = list(cshape), list(cso), list(csi), list(css)
+        axis_key = o.strides[dim] if mode == 0 else s.strides[dim]
+        keys = cso if mode == 0 else css
+        pos = sum(1 for k in keys if k >= axis_key)
+        dim_size, length = o.shape[dim], i.shape[0]
+        st = (o.strides[dim], i.strides[0], s.strides[dim], x.strides[dim])
+        size = o.itemsize
+        dev = handle.device_id
+        sm = runtime.properties(dev)["sm_count"]
+        chunk = min(dim_size, common.TMAX)
+        chunks = -(-dim_size // chunk)
+        gy = min(chunks, 65535)
+        plans = []
+        vec = 16 // size
+        can_vec = (
+            vec > 1 and pos < len(cshape) and cso[-1] == csi[-1] == css[-1] == 1 and cshape[-1] % vec == 0
+            and all(v % vec == 0 for v in (*cso[:-1], *csi[:-1], *css[:-1], *st[:1], *st[2:]))
+        )  # fmt: skip
+        for v in ([vec, 1] if can_vec else [1]):
+            sh, so, si, ss = list(cshape), list(cso), list(csi), list(css)
+            if v > 1:
+                sh[-1] //= v
+                so[-1] = si[-1] = ss[-1] = v
+            n = 1
+            for d in sh:
+                n *= d
+            sh.insert(pos, 1)
+            for lst in (so, si, ss):
+                lst.insert(pos, 0)
+            ext = chunk if mode == 0 else length
+            work = n * ext
+            bpc = max(1, min(-(-work // (common.TBLOCK * UNR)), max(1, sm * 4 // gy)))
+            it = "unsigned int" if work + bpc * common.TBLOCK * UNR < 2**32 else "unsigned long long"
+            name = f"index_copy_table_kernel<{UTYPE[size]}, {common.ITYPE[i.dtype]}, {it}, {v}>"
+            mod = common.module([name], dev)
+            meta = common.pack_tab(sh, so, si, ss, dim_size=dim_size, length=length, chunk=chunk, n=n, st=st,
+                                   axis=pos, mode=mode)  # fmt: skip
+            sl = self.slots
+            xs = sl[base] if (base is not None and mode == 0) else sl[dest]
+            args = [Slot(sl[dest]), Slot(xs), Slot(sl["index"]), Slot(sl["source"]), meta]
+            plans.append((v * size, (sl[dest], xs, sl["source"]), Launch(mod.ptr[name], (bpc, gy), (common.TBLOCK,), args, shmem=4 * chunk)))
+        return plans
+
+    # ---------------------------------------------------------------- scan path
+    def _scan_plan(self, info: Info, handle):
+        dest, base, dim = info.dest, info.base, info.dim
+        o, i, s = info[dest], info["index"], info["source"]
+        slots = self.slots
+        dev = handle.device_id
         if base is not None:
             copy = staging.Copy(handle, o, info[base])
             same_layout = o.strides == info[base].strides
@@ -117,6 +218,25 @@ class IndexCopyKernel(common.IndexKernel):
         gy = max(1, min(length, 65535))
         args = [Slot(slots[dest]), Slot(slots["index"]), Slot(slots["source"]), meta]
         self.steps.append(Launch(mod.ptr[name], (gx, gy), (common.BLOCK,), args))
+
+    def launch(self, ptrs, ws_ptr, rt, stream):
+        if self.empty:
+            return
+        if not self.table:
+            for step in self.steps:
+                step(ptrs, ws_ptr, stream)
+            return
+        mode = 1
+        if self.base is not None:
+            aliased = ptrs[self.slots[self.base]] == ptrs[self.slots["output"]] and self.same_layout
+            mode = 1 if aliased else 0
+        plans = self.plans.get(mode)
+        if not plans:
+            return
+        for nbytes, used, run in plans:
+            if all(ptrs[u] % nbytes == 0 for u in used):
+                run(ptrs, ws_ptr, stream)
+                return
 
 
 def reference(dest_init, index, source, dim):

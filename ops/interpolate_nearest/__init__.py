@@ -18,6 +18,7 @@ from infiniop_py.status import Status
 SOURCE = (Path(__file__).parent / "kernel.cu").read_text()
 DTYPES = F | {DType.I8, DType.U8}
 UTYPE = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}
+META_FMT = "<5q5q5q5q5fii4xq"  # struct InterpMeta (kernel.cu): rows is 8-aligned at 192
 
 
 def validate(check: Checker) -> Info:
@@ -64,7 +65,7 @@ class InterpKernel(CudaKernel):
         pad = 5 - nd
         rows = math.prod(o.shape[:-1])
         meta = struct.pack(
-            "<5q5q5q5q5fii4xq", *(list(o.shape) + [1] * pad), *(list(i.shape) + [1] * pad),
+            META_FMT, *(list(o.shape) + [1] * pad), *(list(i.shape) + [1] * pad),
             *(list(o.strides) + [0] * pad), *(list(i.strides) + [0] * pad), *(scales + [1.0] * pad), nd, 0, rows,
         )  # fmt: skip
         name = f"interp_nearest<{UTYPE[o.itemsize]}>"

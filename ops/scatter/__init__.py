@@ -3,7 +3,9 @@
 reduction 0 replace, 1 add, 2 multiply. Positions of ``indices`` apply in row-major order:
 with replace the last write wins, add / multiply apply every contribution in that order, on
 both backends. Out-of-range values are skipped. The copy input -> output is skipped when
-output aliases input (in place). NVIDIA: one warp per line along the axis (see index.cu).
+output aliases input (in place). NVIDIA (see index.cu): replace with a destination extent of
+at most 12288 uses a per-line last-writer table in shared memory (``scatter_table_kernel``,
+all positions in parallel); otherwise one warp per line walks the axis in order.
 
 GGUF: ``scatter`` (upstream form) and the in-place ``scatter_`` dialect, where ``input``
 holds the updates, ``output`` starts from zeros and there is no ``updates`` tensor.
@@ -14,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from infiniop_py.cuda.compiler import Launch, Slot
-from infiniop_py.cuda.kernel import ctype
+from infiniop_py.cuda.kernel import ctype, runtime
 from infiniop_py.dtypes import DType
 from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
 from infiniop_py.status import Status
@@ -90,8 +92,15 @@ def cpu(info: Info):
     return run
 
 
+def uses_table(red: int, dim_size: int, length: int) -> bool:
+    """Replace with a destination extent that fits one shared-memory table (and is not much
+    larger than the line, whose table is cleared per line) and lines long enough to pay."""
+    return red == 0 and dim_size <= common.TMAX and 32 <= length < 2**31 - 1 and dim_size <= 4 * length
+
+
 def kernel_names():
     names = [f"scatter_kernel<{UTYPE[s]}, {it}, 0>" for s in UTYPE for it in common.ITYPE.values()]
+    names += [f"scatter_table_kernel<{UTYPE[s]}, {it}>" for s in UTYPE for it in common.ITYPE.values()]
     names += [f"scatter_kernel<{ctype(d)}, {it}, {m}>" for d in ARITH for it in common.ITYPE.values() for m in (1, 2)]
     return names
 
@@ -118,6 +127,21 @@ class ScatterKernel(common.IndexKernel):
         length = shape[axis]
         shape[axis] = 1
         lines = int(np.prod(shape))
+        dim_size = o.shape[axis]
+        if uses_table(red, dim_size, length):
+            sm = runtime.properties(handle.device_id)["sm_count"]
+            lpb = 1 if (i.strides[axis] == 1 or lines == 1) else max(1, min(32, common.TMAX // dim_size, lines))
+            groups = -(-lines // lpb)
+            name = f"scatter_table_kernel<{UTYPE[o.itemsize]}, {common.ITYPE[i.dtype]}>"
+            mod = common.module([name], handle.device_id)
+            meta = common.pack_tab(
+                shape, o.strides, i.strides, u.strides, dim_size=dim_size, length=length, chunk=0, n=lines,
+                st=(o.strides[axis], i.strides[axis], u.strides[axis], 0), lpb=lpb,
+            )  # fmt: skip
+            blocks = max(1, min(groups, sm * 4))
+            args = [Slot(0), Slot(2), Slot(3), meta]
+            self.steps.append(Launch(mod.ptr[name], (blocks,), (common.TBLOCK,), args, shmem=4 * lpb * dim_size))
+            return
         t = UTYPE[o.itemsize] if red == 0 else ctype(o.dtype)
         name = f"scatter_kernel<{t}, {common.ITYPE[i.dtype]}, {red}>"
         mod = common.module([name], handle.device_id)

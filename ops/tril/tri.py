@@ -18,6 +18,7 @@ SOURCE = (Path(__file__).parent / "kernel.cu").read_text()
 DTYPES = F | SI | {DType.U8, DType.BOOL}
 UTYPE = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}
 MAXB = 6
+META_FMT = "<6q6q6q6qqqiiii"  # struct TriMeta (kernel.cu)
 BLOCK = 256
 
 
@@ -84,7 +85,7 @@ class TriKernel(CudaKernel):
 
         def meta(inplace):
             return struct.pack(
-                "<6q6q6q6qqqiiii", m, n, so_r, so_c, si_r, si_c,
+                META_FMT, m, n, so_r, so_c, si_r, si_c,
                 *(list(bshape) + [1] * pad), *(list(bso) + [0] * pad), *(list(bsi) + [0] * pad),
                 nb, info.attrs["diagonal"], len(bshape), int(lower), int(inplace), 0,
             )  # fmt: skip
