@@ -475,7 +475,8 @@ def test_upstream_layout_fixtures_pass(tmp_path, capsys):
 
 
 def test_console_entry_point(tmp_path):
-    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
     r = subprocess.run(
         [sys.executable, "-m", "infiniop_py.cli", str(tmp_path / "none.gguf")], capture_output=True, text=True, env=env
     )
