@@ -112,6 +112,7 @@ def elementwise_op(
     tensor_aliases: dict | None = None,
     type_combos: Callable | None = None,
     kernel_types: Callable | None = None,
+    cuda_variant: Callable | None = None,
     **extra,
 ) -> OpSpec:
     """Build the OpSpec of an elementwise operator.
@@ -130,6 +131,11 @@ def elementwise_op(
             instantiated with for a tensor, when a bit-compatible substitute gives the same
             result (e.g. bool/i8 outputs holding 0/1 written as u8, a bitwise select moving
             f32 as u32). Cuts the instantiations; ``type_combos`` lists the substituted types.
+        cuda_variant: optional ``(out_dtype, choices) -> expression`` replacing ``cuda`` per
+            descriptor: ``out_dtype`` is the output's (kernel) dtype, ``choices`` maps every
+            ``str`` attribute with ``choices`` to its value. Each distinct expression is its own
+            functor, so an attribute-selected form is fixed at create (no run-time branch, no
+            registers for the unused form) and half outputs may use cheaper f32 formulations.
 
     A ``str`` attribute with ``choices`` reaches the C++ expression as the index of its value
     in ``choices`` (e.g. gelu's ``approximate``: "none" -> 0, "tanh" -> 1); NumPy gets the string.
@@ -154,7 +160,13 @@ def elementwise_op(
         dtypes=frozenset(dtypes),
         validate=elementwise_validate(out_name, tuple(ins), reads, rule),
         cpu=make_cpu(numpy, attr_names),
-        nvidia=_nvidia_adapter(make_nvidia(name, cuda, reads, attr_names, combos), attrs, kernel_types),
+        nvidia=_nvidia_adapter(
+            variant_nvidia(name, cuda_variant, reads, attrs, combos)
+            if cuda_variant is not None
+            else make_nvidia(name, cuda, reads, attr_names, combos),
+            attrs,
+            kernel_types,
+        ),
         reference=reference,
         infer=lambda **descs: {out_name: descs[ins[0]]} if ins else None,
         torch=torch,
@@ -184,6 +196,49 @@ def _nvidia_adapter(factory, attrs, kernel_types):
 
     adapted.compile_units = factory.compile_units
     return adapted
+
+
+def variant_nvidia(name: str, variant: Callable, reads, attrs, combos):
+    """NVIDIA factory choosing the C++ expression per descriptor with ``variant(out_dtype, choices)``
+    (see ``elementwise_op(cuda_variant=...)``); ``compile_units`` covers every dtype combination
+    with every choice value."""
+    import hashlib
+    import itertools
+
+    from .cuda import make_nvidia
+
+    attr_names = tuple(a.name for a in attrs)
+    coded = {a.name: tuple(a.choices) for a in attrs if a.kind == "str" and a.choices}
+
+    def tag(expr: str) -> str:
+        return f"{name}_{hashlib.sha1(expr.encode()).hexdigest()[:10]}"
+
+    factories: dict = {}
+
+    def factory(info: Info, handle):
+        # the adapter has coded str attributes as choice indices: decode them for ``variant``
+        choices = {n: c[int(info.attrs[n])] if not isinstance(info.attrs[n], str) else info.attrs[n] for n, c in coded.items()}
+        expr = variant(info.tensors[info.out_name].dtype, choices)
+        f = factories.get(expr)
+        if f is None:
+            f = factories[expr] = make_nvidia(tag(expr), expr, reads, attr_names, combos)
+        return f(info, handle)
+
+    def compile_units():
+        groups: dict = {}
+        for combo in combos():
+            for values in itertools.product(*coded.values()):
+                expr = variant(combo[0], dict(zip(coded, values)))
+                group = groups.setdefault(expr, [])
+                if combo not in group:
+                    group.append(combo)
+        units = []
+        for expr, group in groups.items():
+            units += make_nvidia(tag(expr), expr, reads, attr_names, lambda g=group: g).compile_units()
+        return units
+
+    factory.compile_units = compile_units
+    return factory
 
 
 def _role(kind: str, name: str, aliases: dict):

@@ -4,7 +4,7 @@ The C-style ``infiniopCreateGeluDescriptor(h, output, input)`` takes no attribut
 exact form (the attribute's default); ``gelutanh`` is the tanh form as its own operator.
 """
 
-from infiniop_py.dtypes import F
+from infiniop_py.dtypes import F, H
 from infiniop_py.elementwise import elementwise_op, float_expr
 from infiniop_py.spec import Attr
 
@@ -13,6 +13,19 @@ from .npmath import INV_SQRT2, SQRT_2_OVER_PI, erf
 # GELU(x) = 0.5 x (1 + erf(x / sqrt 2)); tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 ERF_FORM = "T(0.5) * input * (T(1) + {erf}(input * T(0.70710678118654752440)))"
 TANH_FORM = "T(0.5) * input * (T(1) + {tanh}(T(0.79788456080286535588) * (input + T(0.044715) * input * input * input)))"
+# f16/bf16 outputs: 0.5 x (1 + tanh u) = x sigmoid(2u) exactly; __expf (relative error <= (2 + 1.16|2u|) 2^-24)
+# and a correctly rounded reciprocal, no cancellation anywhere (tanh itself is never formed)
+HALF_TANH_FORM = (
+    "const float u = 0.79788456080286535588f * (input + 0.044715f * input * input * input); "
+    "return input * __frcp_rn(1.0f + __expf(-2.0f * u));"
+)
+
+
+def gelu_variant(dtype, choices) -> str:
+    """The kernel body for an output dtype and ``approximate`` (fixed at create: no run-time branch)."""
+    if choices.get("approximate", "tanh") == "tanh":
+        return HALF_TANH_FORM if dtype in H else float_expr(TANH_FORM)
+    return float_expr(ERF_FORM)
 
 
 def gelu_numpy(x, approximate="none"):
@@ -36,6 +49,7 @@ SPEC = elementwise_op(
     ins=("input",),
     # approximate reaches the kernel as its index in choices: 0 = "none", 1 = "tanh"
     cuda=float_expr(f"if (approximate != T(0)) return {TANH_FORM}; return {ERF_FORM};"),
+    cuda_variant=gelu_variant,  # the form chosen at create, cheaper tanh form for halves
     numpy=gelu_numpy,
     attrs=(Attr("approximate", "str", "none", choices=("none", "tanh"), doc='"none" (erf) or "tanh"'),),
     dtypes=F,

@@ -3,7 +3,7 @@
 from infiniop_py.dtypes import F
 from infiniop_py.elementwise import elementwise_op, float_expr
 
-from ..gelu import TANH_FORM, gelu_numpy
+from ..gelu import TANH_FORM, gelu_numpy, gelu_variant
 
 
 def _reference(input):
@@ -18,6 +18,7 @@ SPEC = elementwise_op(
     out="output",
     ins=("input",),
     cuda=float_expr(TANH_FORM),
+    cuda_variant=lambda dt, _: gelu_variant(dt, {"approximate": "tanh"}),
     numpy=lambda x: gelu_numpy(x, "tanh"),
     dtypes=F,
     reference=_reference,

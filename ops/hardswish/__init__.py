@@ -10,7 +10,9 @@ SPEC = elementwise_op(
     stem="HardSwish",
     out="output",
     ins=("input",),
-    cuda="T v = input + T(3); v = v < T(0) ? T(0) : v; v = v > T(6) ? T(6) : v; return input * v / T(6);",
+    # f32/half compute multiplies by 1/6 (as torch; <= 1 ulp from the division), f64 divides
+    cuda="T v = input + T(3); v = v < T(0) ? T(0) : v; v = v > T(6) ? T(6) : v; "
+    "if constexpr (sizeof(T) == 8) { return input * v / T(6); } else { return input * v * T(1.0 / 6); }",
     numpy=lambda x: x * np.clip(x + 3, 0, 6) / 6,
     dtypes=F,
     reference=lambda input: __import__("torch").nn.functional.hardswish(input),

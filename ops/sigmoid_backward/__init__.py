@@ -3,7 +3,7 @@
 import numpy as np
 
 from infiniop_py.dtypes import F
-from infiniop_py.elementwise import elementwise_op, float_expr
+from infiniop_py.elementwise import elementwise_op
 
 
 def _numpy(x, g):
@@ -23,7 +23,9 @@ SPEC = elementwise_op(
     stem="SigmoidBackward",
     out="grad_input",
     ins=("input", "grad_output"),
-    cuda=float_expr("const T s = T(1) / (T(1) + {exp}(-input)); return grad_output * s * (T(1) - s);"),
+    # s: for f32/half compute __frcp_rn, the same bits as the IEEE division, cheaper
+    cuda="T sg; if constexpr (sizeof(T) == 8) { sg = T(1) / (T(1) + exp(-input)); } else { sg = __frcp_rn(1.0f + expf(-input)); } "
+    "return grad_output * sg * (T(1) - sg);",
     numpy=_numpy,
     dtypes=F,
     inplace=("grad_output",),

@@ -3,7 +3,7 @@
 import numpy as np
 
 from infiniop_py.dtypes import F
-from infiniop_py.elementwise import elementwise_op, float_expr
+from infiniop_py.elementwise import elementwise_op
 
 
 def _reference(a, b):
@@ -17,7 +17,8 @@ SPEC = elementwise_op(
     stem="SwiGLU",
     out="c",
     ins=("a", "b"),
-    cuda=float_expr("a * b / (T(1) + {exp}(-b))"),
+    # f32/half compute: a * b * (correctly rounded 1/(1 + e^-b)), no IEEE division; f64 divides
+    cuda="if constexpr (sizeof(T) == 8) { return a * b / (T(1) + exp(-b)); } else { return a * b * __frcp_rn(1.0f + expf(-b)); }",
     numpy=lambda a, b: a * b / (1 + np.exp(-b)),
     dtypes=F,
     reference=_reference,
