@@ -299,7 +299,7 @@ def _emulate_index_copy(common, launch, ptrs, name, bufs):
     dim_size, length, chunk, n, st0, st1, st2, sti = f[32:40]
     nd, axis, mode, _ = f[40:44]
     out, x, idx, src = (bufs[p] for p in _pointers(launch, ptrs))
-    assert launch._cfg[6] == 4 * chunk and chunk <= common.TMAX
+    assert launch._cfg[6] == 4 * chunk <= 48 * 1024  # the kernel has no static shared memory
     for c in range(-(-dim_size // chunk)):
         k0 = c * chunk
         kn = min(chunk, dim_size - k0)
@@ -334,7 +334,7 @@ def _emulate_scatter_table(common, launch, ptrs, bufs):
     dim_size, length, _, lines, st0, st1, st2, _ = f[32:40]
     nd, _, _, lpb = f[40:44]
     out, idx, upd = (bufs[p] for p in _pointers(launch, ptrs))
-    assert launch._cfg[6] == 4 * lpb * dim_size <= 4 * common.TMAX
+    assert launch._cfg[6] == 4 * lpb * dim_size and launch._cfg[6] + 3 * 32 * 8 <= 48 * 1024  # + static line offsets
     for line in range(lines):
         co = np.unravel_index(line, shape[:nd])
         o0, o1, o2 = (sum(int(co[d]) * s[d] for d in range(nd)) for s in (s0, s1, s2))

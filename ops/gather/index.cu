@@ -116,7 +116,7 @@ __global__ void index_copy_kernel(U* __restrict__ out, const I* __restrict__ idx
 // win[k] = the largest position j whose index value is k, or -1: built with shared atomicMax,
 // whose result does not depend on the order of the updates, so exactly one position writes
 // each destination and it is the last one in index order. Deterministic, race-free, no
-// workspace. Tables hold at most 12288 ints (48 KiB, no opt-in needed).
+// workspace. Tables hold at most 12288 ints (48 KiB with any static shared memory, no opt-in).
 
 struct TabMeta {
   long long shape[8];

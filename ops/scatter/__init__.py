@@ -4,7 +4,7 @@ reduction 0 replace, 1 add, 2 multiply. Positions of ``indices`` apply in row-ma
 with replace the last write wins, add / multiply apply every contribution in that order, on
 both backends. Out-of-range values are skipped. The copy input -> output is skipped when
 output aliases input (in place). NVIDIA (see index.cu): replace with a destination extent of
-at most 12288 uses a per-line last-writer table in shared memory (``scatter_table_kernel``,
+at most 12032 uses a per-line last-writer table in shared memory (``scatter_table_kernel``,
 all positions in parallel); otherwise one warp per line walks the axis in order.
 
 GGUF: ``scatter`` (upstream form) and the in-place ``scatter_`` dialect, where ``input``
@@ -92,10 +92,15 @@ def cpu(info: Info):
     return run
 
 
+# Table entries per block: 48 KiB of shared memory in all (no opt-in) less the kernel's 768
+# static bytes of line offsets.
+STMAX = common.TMAX - 256
+
+
 def uses_table(red: int, dim_size: int, length: int) -> bool:
     """Replace with a destination extent that fits one shared-memory table (and is not much
     larger than the line, whose table is cleared per line) and lines long enough to pay."""
-    return red == 0 and dim_size <= common.TMAX and 32 <= length < 2**31 - 1 and dim_size <= 4 * length
+    return red == 0 and dim_size <= STMAX and 32 <= length < 2**31 - 1 and dim_size <= 4 * length
 
 
 def kernel_names():
@@ -130,7 +135,7 @@ class ScatterKernel(common.IndexKernel):
         dim_size = o.shape[axis]
         if uses_table(red, dim_size, length):
             sm = runtime.properties(handle.device_id)["sm_count"]
-            lpb = 1 if (i.strides[axis] == 1 or lines == 1) else max(1, min(32, common.TMAX // dim_size, lines))
+            lpb = 1 if (i.strides[axis] == 1 or lines == 1) else max(1, min(32, STMAX // dim_size, lines))
             groups = -(-lines // lpb)
             name = f"scatter_table_kernel<{UTYPE[o.itemsize]}, {common.ITYPE[i.dtype]}>"
             mod = common.module([name], handle.device_id)
