@@ -1,0 +1,198 @@
+"""topksoftmax: per row of x [ntoken, nexpert], softmax then the top-k (ops.md §8.2).
+
+values [ntoken, k] f32 and indices [ntoken, k] i32, descending, ties -> lower index; with
+``norm`` the k values are divided by their sum (no epsilon). The softmax is computed in f32
+(f64 for f64 input); the ranking uses the exact input values (softmax is monotone), so it never
+depends on rounding. Runtime scalars: ``topk`` (must equal values.shape[1], BAD_PARAM) and
+``norm``. x, values and indices may have any strides.
+
+C-style (upstream's form): ``infiniopCreateTopksoftmaxDescriptor(handle, x_desc)`` and
+``infiniopTopksoftmax(desc, ws, ws_size, values, indices, x, topk, norm, stream)``; values and
+indices are then contiguous [ntoken, topk] (``OpSpec.c_create_tensors`` / ``c_infer``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+from pathlib import Path
+
+import numpy as np
+
+from infiniop_py.cuda.compiler import Launch, Slot, get_module
+from infiniop_py.cuda.kernel import CudaKernel, ctype
+from infiniop_py.dtypes import DType, F
+from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
+from infiniop_py.status import Status, error
+
+SOURCE_FILE = Path(__file__).with_name("kernel.cu")
+ROWS = 4  # TK_ROWS: one warp per row
+
+
+def _source() -> str:
+    from infiniop_py.reduce import REDUCE_CUH
+
+    return REDUCE_CUH + SOURCE_FILE.read_text()
+
+
+def validate(check: Checker) -> Info:
+    x, v = check["x"], check["values"]
+    check.dtype_in("x", F)
+    check.dtype_in("values", {DType.F32})
+    check.dtype_in("indices", {DType.I32})
+    if x.ndim != 2:
+        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'x' must be 2-D [ntoken, nexpert], got shape {list(x.shape)}")
+    ntoken, nexpert = x.shape
+    if nexpert >= 2**31:
+        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'x' has {nexpert} experts, at most 2^31 - 1 are supported")
+    if v.ndim != 2 or v.shape[0] != ntoken:
+        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'values' must be [ntoken={ntoken}, topk], got shape {list(v.shape)}")
+    check.same_shape("values", "indices")
+    if v.shape[1] > nexpert:
+        check.fail(Status.BAD_PARAM, f"topk = values.shape[1] = {v.shape[1]} exceeds nexpert = {nexpert}")
+    check.writable("values", "indices")
+    return Info(check.op, check.tensors, check.attrs, topk=v.shape[1])
+
+
+def check_topk(info: Info, topk: int) -> None:
+    if topk != info.topk:
+        raise error(Status.BAD_PARAM, f"{info.op}: runtime scalar 'topk'={topk} must equal values.shape[1] = {info.topk}")
+
+
+def topk_rows(a: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the k largest entries of each row, descending, ties -> lower index."""
+    a = a + a.dtype.type(0)  # -0 ranks with +0
+    return np.argsort(-a, axis=1, kind="stable")[:, :k]
+
+
+def compute(x: np.ndarray, k: int, norm: bool, acc) -> tuple[np.ndarray, np.ndarray]:
+    a = np.asarray(x).astype(acc, copy=False)
+    idx = topk_rows(a, k)
+    with np.errstate(invalid="ignore", over="ignore", under="ignore", divide="ignore"):
+        m = np.max(a, axis=1, keepdims=True) if a.shape[1] else np.zeros((a.shape[0], 1), acc)
+        e = np.exp(a - m)
+        p = (e / np.sum(e, axis=1, keepdims=True)).astype(acc)
+        vals = np.take_along_axis(p, idx, axis=1).astype(np.float32)
+        if norm:
+            vals = vals / np.sum(vals, axis=1, keepdims=True, dtype=np.float32)
+    return vals, idx
+
+
+def cpu(info: Info):
+    acc = np.float64 if info["x"].dtype is DType.F64 else np.float32
+
+    def run(views, ws, rt):
+        topk, norm = rt
+        check_topk(info, topk)
+        v = views["values"]
+        if v.size == 0:
+            return
+        vals, idx = compute(views["x"], info.topk, norm, acc)
+        v[...] = vals
+        views["indices"][...] = idx.astype(np.int32)
+
+    return run
+
+
+def kernel_name(dtype: DType) -> str:
+    return f"topk_softmax<{ctype(dtype)}>"
+
+
+class TopkSoftmaxKernel(CudaKernel):
+    def __init__(self, info: Info, handle):
+        super().__init__(handle)
+        self.info = info
+        x, v, i = info["x"], info["values"], info["indices"]
+        ntoken, nexpert = x.shape
+        self.empty = ntoken == 0 or info.topk == 0
+        self.norm = ctypes.c_int(0)  # rewritten per call
+        if self.empty:
+            return
+        name = kernel_name(x.dtype)
+        mod = get_module(_source(), [name], handle.device_id)
+        meta = struct.pack("<9q", ntoken, nexpert, info.topk, *x.strides, *v.strides, *i.strides)
+        self.main = Launch(mod.ptr[name], (-(-ntoken // ROWS),), (32 * ROWS,), [Slot(0), Slot(1), Slot(2), meta, self.norm])
+
+    def launch(self, ptrs, ws_ptr, rt, stream):
+        topk, norm = rt
+        check_topk(self.info, topk)
+        if self.empty:
+            return
+        self.norm.value = int(bool(norm))
+        self.main(ptrs, ws_ptr, stream)
+
+
+def nvidia(info: Info, handle):
+    return TopkSoftmaxKernel(info, handle)
+
+
+nvidia.compile_units = lambda: [(_source(), [kernel_name(dt) for dt in sorted(F)])]
+
+
+def c_infer(given: dict, runtime):
+    """C-style create(x): values/indices contiguous [ntoken, topk] (topk from calculate)."""
+    from infiniop_py.tensor import create_tensor_descriptor
+
+    x = given["x"]
+    if x.ndim != 2:
+        raise error(Status.BAD_TENSOR_SHAPE, f"topksoftmax: tensor 'x' must be 2-D [ntoken, nexpert], got shape {list(x.shape)}")
+    ntoken, nexpert = x.shape
+    k = min(1, nexpert) if runtime is None else runtime["topk"]
+    if not 0 <= k <= nexpert:
+        raise error(Status.BAD_PARAM, f"topksoftmax: runtime scalar 'topk'={k} must be in [0, nexpert={nexpert}]")
+    return {
+        "values": create_tensor_descriptor((ntoken, k), None, DType.F32),
+        "indices": create_tensor_descriptor((ntoken, k), None, DType.I32),
+    }
+
+
+def reference(x, topk, norm=False):
+    """Softmax in float64, top-k by value (stable: ties -> lower index), optional renormalisation."""
+    import torch
+
+    p = torch.softmax(x, -1)
+    idx = torch.from_numpy(np.ascontiguousarray(topk_rows(x.numpy(), topk)))
+    vals = torch.gather(p, 1, idx)
+    if norm:
+        vals = vals / vals.sum(-1, keepdim=True)
+    return {"values": vals, "indices": idx}
+
+
+try:  # the gguf package is optional at run time (the registry must import without it)
+    from infiniop_py.gguf import GGUFDialect
+except ImportError:  # pragma: no cover
+    GGUFDialect = None
+
+if GGUFDialect is not None:
+
+    class TopkSoftmaxFiles(GGUFDialect):
+        """Upstream's layout: expected values as `lable_values` / `lable_indices`."""
+
+        attr_types = {"topk": "i32", "norm": "bool"}
+
+        def write(self, record) -> None:
+            record.rename("ans_values", "lable_values")
+            record.rename("ans_indices", "lable_indices")
+
+    DIALECT = TopkSoftmaxFiles()
+else:  # pragma: no cover
+    DIALECT = None
+
+
+SPEC = OpSpec(
+    name="topksoftmax",
+    stem="Topksoftmax",
+    tensors=(out("values"), out("indices"), inp("x")),
+    runtime=(Attr("topk", "int"), Attr("norm", "bool", False)),
+    validate=validate,
+    dtypes=F,
+    cpu=cpu,
+    nvidia=nvidia,
+    reference=reference,
+    torch="torch.topk(torch.softmax(x.float(), -1), topk) (values / their sum if norm)",
+    summary="per-row softmax then top-k values (f32) and indices (i32), optional renormalisation",
+    kernel_sources=("kernel.cu",),
+    c_create_tensors=("x",),
+    c_infer=c_infer,
+    gguf=DIALECT,
+)
