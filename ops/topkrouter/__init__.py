@@ -1,0 +1,215 @@
+"""topkrouter: grouped sigmoid routing of x [ntoken, 256] (ops.md §8.3), in f32.
+
+Per row: s = sigmoid(x), c = s + correction_bias; each of the 8 groups of 32 experts scores
+the sum of its two largest c; the 4 best groups are kept (ties -> lower group) and c = 0.0 in
+the others; indices = the top-k of c, descending (ties -> lower index); values = s at those
+indices (unbiased), scaled by routed_scaling_factor / (sum + 1e-20). x has last-dim stride 1
+(any row stride), correction_bias is [256] f32 (any stride); values f32 and indices i32
+[ntoken, topk] (any strides). Runtime scalars: routed_scaling_factor and topk (must equal
+values.shape[1], BAD_PARAM).
+
+C-style (upstream's form): ``infiniopCreateTopkrouterDescriptor(handle, x_desc, bias_desc)``
+and ``infiniopTopkrouter(desc, ws, ws_size, values, indices, x, correction_bias,
+routed_scaling_factor, topk, stream)``; values/indices are then contiguous [ntoken, topk].
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+from pathlib import Path
+
+import numpy as np
+
+from infiniop_py.cuda.compiler import Launch, Slot, get_module
+from infiniop_py.cuda.kernel import CudaKernel, ctype
+from infiniop_py.dtypes import DType, F
+from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
+from infiniop_py.status import Status, error
+
+SOURCE_FILE = Path(__file__).with_name("kernel.cu")
+ROWS = 4  # TR_ROWS
+EXPERTS, GROUPS, KEEP = 256, 8, 4
+EPS = np.float32(1e-20)
+
+
+def _source() -> str:
+    from infiniop_py.reduce import REDUCE_CUH
+
+    return REDUCE_CUH + SOURCE_FILE.read_text()
+
+
+def validate(check: Checker) -> Info:
+    x, b, v = check["x"], check["correction_bias"], check["values"]
+    check.dtype_in("x", F)
+    check.dtype_in("correction_bias", {DType.F32})
+    check.dtype_in("values", {DType.F32})
+    check.dtype_in("indices", {DType.I32})
+    if x.ndim != 2:
+        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'x' must be 2-D [ntoken, 256], got shape {list(x.shape)}")
+    ntoken, width = x.shape
+    if width != EXPERTS:
+        check.fail(Status.BAD_PARAM, f"tensor 'x' has {width} experts; the router is fixed at 256 (8 groups of 32, 4 kept)")
+    if x.strides[1] != 1:
+        check.fail(Status.BAD_TENSOR_STRIDES, f"tensor 'x' must have last-dim stride 1, got strides {list(x.strides)}")
+    if b.shape != (EXPERTS,):
+        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'correction_bias' must be [256], got shape {list(b.shape)}")
+    if v.ndim != 2 or v.shape[0] != ntoken:
+        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'values' must be [ntoken={ntoken}, topk], got shape {list(v.shape)}")
+    check.same_shape("values", "indices")
+    if v.shape[1] > EXPERTS:
+        check.fail(Status.BAD_PARAM, f"topk = values.shape[1] = {v.shape[1]} exceeds the 256 experts")
+    check.writable("values", "indices")
+    return Info(check.op, check.tensors, check.attrs, topk=v.shape[1])
+
+
+def check_topk(info: Info, topk: int) -> None:
+    if topk != info.topk:
+        raise error(Status.BAD_PARAM, f"{info.op}: runtime scalar 'topk'={topk} must equal values.shape[1] = {info.topk}")
+
+
+def route(x: np.ndarray, bias: np.ndarray, k: int, scale: float) -> tuple[np.ndarray, np.ndarray]:
+    """The router in f32 on NumPy arrays (vectorised over rows)."""
+    f32 = np.float32
+    xs = np.asarray(x).astype(f32)
+    n = xs.shape[0]
+    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+        s = (f32(1) / (f32(1) + np.exp(-xs))).astype(f32)
+        c = (s + np.asarray(bias).astype(f32)[None, :]).astype(f32)
+        g = c.reshape(n, GROUPS, EXPERTS // GROUPS)
+        top2 = np.sort(g, axis=2)[:, :, -2:]
+        score = (top2[:, :, 1] + top2[:, :, 0]).astype(f32)
+        order = np.argsort(-score, axis=1, kind="stable")[:, :KEEP]
+        keep = np.zeros((n, GROUPS), bool)
+        np.put_along_axis(keep, order, True, axis=1)
+        c = np.where(keep[:, :, None], g, f32(0)).reshape(n, EXPERTS) + f32(0)
+        idx = np.argsort(-c, axis=1, kind="stable")[:, :k]
+        vals = np.take_along_axis(s, idx, axis=1)
+        vals = (vals / (np.sum(vals, axis=1, keepdims=True, dtype=f32) + EPS) * f32(scale)).astype(f32)
+    return vals, idx
+
+
+def cpu(info: Info):
+    def run(views, ws, rt):
+        scale, topk = rt
+        check_topk(info, topk)
+        v = views["values"]
+        if v.size == 0:
+            return
+        vals, idx = route(views["x"], views["correction_bias"], info.topk, scale)
+        v[...] = vals
+        views["indices"][...] = idx.astype(np.int32)
+
+    return run
+
+
+def kernel_name(dtype: DType) -> str:
+    return f"topk_router<{ctype(dtype)}>"
+
+
+class TopkRouterKernel(CudaKernel):
+    def __init__(self, info: Info, handle):
+        super().__init__(handle)
+        self.info = info
+        x, b, v, i = info["x"], info["correction_bias"], info["values"], info["indices"]
+        ntoken = x.shape[0]
+        self.empty = ntoken == 0 or info.topk == 0
+        self.scale = ctypes.c_float(1.0)  # rewritten per call
+        if self.empty:
+            return
+        name = kernel_name(x.dtype)
+        mod = get_module(_source(), [name], handle.device_id)
+        meta = struct.pack("<8q", ntoken, info.topk, x.strides[0], b.strides[0], *v.strides, *i.strides)
+        self.main = Launch(
+            mod.ptr[name], (-(-ntoken // ROWS),), (32 * ROWS,), [Slot(0), Slot(1), Slot(2), Slot(3), meta, self.scale]
+        )
+
+    def launch(self, ptrs, ws_ptr, rt, stream):
+        scale, topk = rt
+        check_topk(self.info, topk)
+        if self.empty:
+            return
+        self.scale.value = float(scale)
+        self.main(ptrs, ws_ptr, stream)
+
+
+def nvidia(info: Info, handle):
+    return TopkRouterKernel(info, handle)
+
+
+nvidia.compile_units = lambda: [(_source(), [kernel_name(dt) for dt in sorted(F)])]
+
+
+def c_infer(given: dict, runtime):
+    """C-style create(x, correction_bias): values/indices contiguous [ntoken, topk]."""
+    from infiniop_py.tensor import create_tensor_descriptor
+
+    x = given["x"]
+    if x.ndim != 2:
+        raise error(Status.BAD_TENSOR_SHAPE, f"topkrouter: tensor 'x' must be 2-D [ntoken, 256], got shape {list(x.shape)}")
+    k = 1 if runtime is None else runtime["topk"]
+    if not 0 <= k <= EXPERTS:
+        raise error(Status.BAD_PARAM, f"topkrouter: runtime scalar 'topk'={k} must be in [0, 256]")
+    return {
+        "values": create_tensor_descriptor((x.shape[0], k), None, DType.F32),
+        "indices": create_tensor_descriptor((x.shape[0], k), None, DType.I32),
+    }
+
+
+def reference(x, correction_bias, routed_scaling_factor, topk):
+    """The grouped router in torch float32 (stable sorts: ties -> lower group / index)."""
+    import torch
+
+    s = torch.sigmoid(x.float())
+    c = s + correction_bias.float()
+    n = c.shape[0]
+    g = c.reshape(n, GROUPS, EXPERTS // GROUPS)
+    score = g.topk(2, dim=-1).values.sum(-1)
+    order = torch.sort(score, dim=-1, descending=True, stable=True).indices[:, :KEEP]
+    keep = torch.zeros(n, GROUPS, dtype=torch.bool).scatter_(1, order, True)
+    c = torch.where(keep[:, :, None], g, torch.zeros_like(g)).reshape(n, EXPERTS)
+    idx = torch.sort(c, dim=-1, descending=True, stable=True).indices[:, :topk]
+    vals = torch.gather(s, 1, idx).double()
+    vals = vals / (vals.sum(-1, keepdim=True) + 1e-20) * routed_scaling_factor
+    return {"values": vals, "indices": idx}
+
+
+try:  # the gguf package is optional at run time (the registry must import without it)
+    from infiniop_py.gguf import GGUFDialect
+except ImportError:  # pragma: no cover
+    GGUFDialect = None
+
+if GGUFDialect is not None:
+
+    class TopkRouterFiles(GGUFDialect):
+        """Upstream's layout: expected values as `lable_values` / `lable_indices` (the reader
+        also takes `correction_bias_strides.strides` for `correction_bias.strides`)."""
+
+        attr_types = {"routed_scaling_factor": "f32", "topk": "i32"}
+
+        def write(self, record) -> None:
+            record.rename("ans_values", "lable_values")
+            record.rename("ans_indices", "lable_indices")
+
+    DIALECT = TopkRouterFiles()
+else:  # pragma: no cover
+    DIALECT = None
+
+
+SPEC = OpSpec(
+    name="topkrouter",
+    stem="Topkrouter",
+    tensors=(out("values"), out("indices"), inp("x"), inp("correction_bias")),
+    runtime=(Attr("routed_scaling_factor", "float"), Attr("topk", "int")),
+    validate=validate,
+    dtypes=F,
+    cpu=cpu,
+    nvidia=nvidia,
+    reference=reference,
+    torch="none (grouped sigmoid router: 8 groups of 32, 4 kept, top-k of biased scores)",
+    summary="grouped sigmoid top-k router over 256 experts: values (f32) and indices (i32)",
+    kernel_sources=("kernel.cu",),
+    c_create_tensors=("x", "correction_bias"),
+    c_infer=c_infer,
+    gguf=DIALECT,
+)
