@@ -1,0 +1,270 @@
+"""Sampling & routing (random_sample, topksoftmax, topkrouter): bad input, C-style short
+creates, GGUF files, and a NumPy port of the random_sample GPU algorithm checked against the
+float64 reference (the GPU kernel itself runs in test_ops on a GPU machine)."""
+
+import numpy as np
+import pytest
+
+import infiniop_py as iop
+from infiniop_py import Status
+
+D = iop.create_tensor_descriptor
+
+
+@pytest.fixture
+def h():
+    return iop.create_handle("cpu")
+
+
+def status_of(fn):
+    with pytest.raises(iop.InfiniopError) as e:
+        fn()
+    return e.value.status
+
+
+# -- random_sample -------------------------------------------------------------------------
+def test_random_sample_bad_input(h):
+    r0 = D((), None, iop.int64)
+    p = D((10,), None, iop.float32)
+    mk = lambda r, x: iop.create_descriptor("random_sample", h, r, x)  # noqa: E731
+    assert status_of(lambda: mk(r0, D((2, 5), None, iop.float32))) == Status.BAD_TENSOR_SHAPE
+    assert status_of(lambda: mk(r0, D((0,), None, iop.float32))) == Status.BAD_TENSOR_SHAPE
+    assert status_of(lambda: mk(r0, D((10,), (2,), iop.float32))) == Status.BAD_TENSOR_STRIDES
+    assert status_of(lambda: mk(D((1,), None, iop.int64), p)) == Status.BAD_TENSOR_SHAPE
+    assert status_of(lambda: mk(D((), None, iop.float32), p)) == Status.BAD_TENSOR_DTYPE
+    assert status_of(lambda: mk(r0, D((10,), None, iop.int32))) == Status.BAD_TENSOR_DTYPE
+    d = mk(r0, p)
+    x = np.linspace(-1, 1, 10).astype(np.float32)
+    out = np.zeros((), np.int64)
+    assert status_of(lambda: d.calculate(None, out, x, 0.5, 0.9, 5, float("nan"))) == Status.BAD_PARAM
+    assert status_of(lambda: d.calculate(None, out, x, 0.5, 0.9, 5, -1.0)) == Status.BAD_PARAM
+    assert status_of(lambda: d.calculate(None, out, x, float("nan"), 0.9, 5, 1.0)) == Status.BAD_PARAM
+    assert status_of(lambda: d.calculate(None, out, x, 0.5, 0.9)) == Status.BAD_PARAM  # missing scalars
+    d.calculate(None, out, x, 0.0, 0.9, 5, 1.0)
+    assert out == 9  # greedy: the maximum
+    d.calculate(None, out, x, random_val=1e-9, topp=0.9, topk=5, temperature=1.0)
+    assert out == 9  # a tiny random_val takes the first ranked entry
+
+
+def test_random_sample_rule_examples(h):
+    from ops.random_sample import sample_rule
+
+    x = np.array([1.0, 3.0, 3.0, 2.0, 0.0], np.float32)
+    assert sample_rule(x, 0.0, 0.9, 3, 1.0, np.float32) == 1  # greedy: lowest index among maxima
+    # ranked 1, 2, 3, 0, 4 with cum 1, 2, 2+e^-1, ...; topk 2: limit = r * 2
+    assert sample_rule(x, 0.49, 1.0, 2, 1.0, np.float32) == 1
+    assert sample_rule(x, 0.51, 1.0, 2, 1.0, np.float32) == 2
+    assert sample_rule(x, 0.99, 1.0, 2, 1.0, np.float32) == 2  # never beyond the top-k'
+    assert sample_rule(x, 5.0, 1.0, 2, 1.0, np.float32) == 2  # random_val > 1 clamps
+
+
+def _keys(a):
+    a = a + a.dtype.type(0)
+    if a.dtype == np.float64:
+        b, top, bits = a.view(np.uint64), np.uint64(1 << 63), 64
+    else:
+        b, top, bits = a.astype(np.float32).view(np.uint32), np.uint32(1 << 31), 32
+    return np.where(b & top, ~b, b | top).astype(np.uint64), bits
+
+
+def emulate_gpu(x, random_val, topp, topk, temperature):
+    """ops/random_sample/kernel.cu step by step: fixed-point weights, 4-bit radix selects
+    (count, then weight), ties resolved by index."""
+    acc = np.float64 if x.dtype == np.float64 else np.float32
+    a = x.astype(acc)
+    n = a.size
+    k, bits = _keys(a)
+    i0 = int(np.flatnonzero(k == k.max())[0])
+    if random_val == 0 or topp <= 0 or topk <= 1 or temperature == 0 or n == 1:
+        return i0
+    scale = 2.0 ** (62 - int(n).bit_length())
+    with np.errstate(all="ignore"):
+        e = np.exp((a - a[i0]) / acc(temperature)).astype(acc)
+    e = np.minimum(np.where(e >= 0, e, 0), 1)
+    w = np.floor(e.astype(np.float64) * scale + 0.5).astype(np.uint64)
+    W = int(w.sum(dtype=np.uint64))
+    kp = max(1, min(int(topk), n))
+
+    def select(mode, need):
+        prefix, ac, aw = 0, 0, 0
+        for shift in range(bits - 4, -1, -4):
+            inr = np.ones(n, bool) if shift + 4 >= bits else ((k ^ np.uint64(prefix)) >> np.uint64(shift + 4)) == 0
+            d = ((k >> np.uint64(shift)) & np.uint64(15)).astype(np.int64)
+            tc = np.bincount(d[inr], minlength=16)
+            tw = [int(w[inr & (d == b)].sum(dtype=np.uint64)) for b in range(16)]
+            pick, last = -1, -1
+            for b in range(15, -1, -1):
+                if tc[b] == 0:
+                    continue
+                if (ac + tc[b] >= need) if mode == 0 else (aw + tw[b] >= need):
+                    pick = b
+                    break
+                ac, aw, last = ac + int(tc[b]), aw + tw[b], b
+            if pick < 0:
+                pick = max(last, 0)
+                if last >= 0:
+                    ac, aw = ac - int(tc[last]), aw - tw[last]
+            prefix |= pick << shift
+            bc, bw = int(tc[pick]), tw[pick]
+            if bc <= 1:
+                break
+        return prefix, shift, ac, aw, bc, bw
+
+    S = W
+    if kp < n:
+        _, _, ac, aw, bc, bw = select(0, kp)
+        S = aw + max(kp - ac, 0) * (bw // bc if bc else 0)
+    lim = random_val * min(float(S), topp * float(W))
+    need = min(int(np.ceil(lim)) if lim > 0 else 0, S)
+    prefix, shift, ac, aw, bc, bw = select(1, need)
+    j = 0
+    if bc > 1 and aw < need:
+        each = bw // bc
+        j = (need - aw + each - 1) // each - 1 if each > 0 else 0
+        j = min(max(j, 0), bc - 1)
+    match = np.flatnonzero(((k ^ np.uint64(prefix)) >> np.uint64(shift)) == 0)
+    return int(match[j]) if j < match.size else i0
+
+
+def test_random_sample_gpu_algorithm_matches_reference():
+    from infiniop_py.registry import get_cases, get_spec
+    from infiniop_py.testing.compare import compare_index
+    from infiniop_py.testing.run import hash_case, make_inputs
+    from ops.random_sample import sample_rule
+
+    spec = get_spec("random_sample")
+    for case in get_cases("random_sample"):
+        if "quick" not in case.suites:
+            continue
+        for dt in case.dtypes:
+            for seed in range(3):
+                rng = np.random.Generator(np.random.PCG64(seed * 7919 + hash_case(case)))
+                _, data = make_inputs(spec, case, dt, rng)
+                x = np.asarray(data["probs"])
+                r = case.runtime
+                got = emulate_gpu(x, r["random_val"], r["topp"], r["topk"], r["temperature"])
+                want = sample_rule(x, r["random_val"], r["topp"], r["topk"], r["temperature"], np.float64)
+                assert compare_index(np.array(got), np.array(want), x).ok, (case.description, dt, seed, got, want)
+
+
+# -- topksoftmax / topkrouter ----------------------------------------------------------------
+def test_topksoftmax_bad_input(h):
+    x = D((4, 16), None, iop.float16)
+    v, i = D((4, 3), None, iop.float32), D((4, 3), None, iop.int32)
+    mk = lambda v, i, x: iop.create_descriptor("topksoftmax", h, v, i, x)  # noqa: E731
+    assert status_of(lambda: mk(D((4, 3), None, iop.float16), i, x)) == Status.BAD_TENSOR_DTYPE
+    assert status_of(lambda: mk(v, D((4, 3), None, iop.int64), x)) == Status.BAD_TENSOR_DTYPE
+    assert status_of(lambda: mk(v, i, D((4, 16), None, iop.int32))) == Status.BAD_TENSOR_DTYPE
+    assert status_of(lambda: mk(v, i, D((2, 4, 16), None, iop.float16))) == Status.BAD_TENSOR_SHAPE
+    assert status_of(lambda: mk(D((5, 3), None, iop.float32), D((5, 3), None, iop.int32), x)) == Status.BAD_TENSOR_SHAPE
+    assert status_of(lambda: mk(v, D((4, 2), None, iop.int32), x)) == Status.BAD_TENSOR_SHAPE
+    assert (
+        status_of(lambda: mk(D((4, 17), None, iop.float32), D((4, 17), None, iop.int32), x)) == Status.BAD_PARAM
+    )  # topk > nexpert
+    assert status_of(lambda: mk(D((4, 3), (0, 1), iop.float32), i, x)) == Status.BAD_TENSOR_STRIDES
+    d = mk(v, i, x)
+    xs = np.zeros((4, 16), np.float16)
+    vo, io = np.empty((4, 3), np.float32), np.empty((4, 3), np.int32)
+    assert status_of(lambda: d.calculate(None, vo, io, xs, 2, False)) == Status.BAD_PARAM
+
+
+def test_topkrouter_bad_input(h):
+    x, b = D((4, 256), None, iop.bfloat16), D((256,), None, iop.float32)
+    v, i = D((4, 8), None, iop.float32), D((4, 8), None, iop.int32)
+    mk = lambda *t: iop.create_descriptor("topkrouter", h, *t)  # noqa: E731
+    assert status_of(lambda: mk(v, i, D((4, 128), None, iop.bfloat16), b)) == Status.BAD_PARAM
+    assert status_of(lambda: mk(v, i, D((4, 256), (1, 4), iop.bfloat16), b)) == Status.BAD_TENSOR_STRIDES
+    assert status_of(lambda: mk(v, i, x, D((256,), None, iop.float16))) == Status.BAD_TENSOR_DTYPE
+    assert status_of(lambda: mk(v, i, x, D((128,), None, iop.float32))) == Status.BAD_TENSOR_SHAPE
+    assert status_of(lambda: mk(D((4, 257), None, iop.float32), D((4, 257), None, iop.int32), x, b)) in (
+        Status.BAD_PARAM,
+        Status.BAD_TENSOR_SHAPE,
+    )
+    d = mk(v, i, x, b)
+    import ml_dtypes
+
+    xs = np.zeros((4, 256), ml_dtypes.bfloat16)
+    bs = np.zeros(256, np.float32)
+    vo, io = np.empty((4, 8), np.float32), np.empty((4, 8), np.int32)
+    assert status_of(lambda: d.calculate(None, vo, io, xs, bs, 2.5, 4)) == Status.BAD_PARAM
+    d.calculate(None, vo, io, xs, bs, 2.5, 8)
+    # all scores equal: groups 0-3 kept, experts 0..7 in order, values 2.5/8 each
+    assert io[0].tolist() == list(range(8))
+    np.testing.assert_allclose(vo, 2.5 / 8, rtol=1e-6)
+
+
+def test_topksoftmax_cstyle_short_create(h):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((5, 24)).astype(np.float32)
+    xd = D(x.shape, None, iop.float32)
+    d = iop.infiniopCreateTopksoftmaxDescriptor(h, xd)
+    assert iop.infiniopGetTopksoftmaxWorkspaceSize(d) == 0
+    for k, norm in ((4, True), (2, False)):
+        v, i = np.empty((5, k), np.float32), np.empty((5, k), np.int32)
+        iop.infiniopTopksoftmax(d, None, 0, v, i, x, k, norm, None)
+        full = iop.create_descriptor("topksoftmax", h, D((5, k), None, iop.float32), D((5, k), None, iop.int32), xd)
+        v2, i2 = np.empty_like(v), np.empty_like(i)
+        full.calculate(None, v2, i2, x, k, norm)
+        np.testing.assert_array_equal(i, i2)
+        np.testing.assert_array_equal(v, v2)
+        np.testing.assert_array_equal(i[:, 0], np.argmax(x, axis=1))
+    big = np.empty((5, 25), np.float32)
+    assert status_of(lambda: iop.infiniopTopksoftmax(d, None, 0, big, big.view(np.int32), x, 25, False, None)) == Status.BAD_PARAM
+    iop.infiniopDestroyTopksoftmaxDescriptor(d)
+    assert status_of(lambda: iop.infiniopTopksoftmax(d, None, 0, v, i, x, 2, False, None)) == Status.BAD_PARAM
+    # the full form still works through the C-style create
+    d2 = iop.infiniopCreateTopksoftmaxDescriptor(h, D((5, 2), None, iop.float32), D((5, 2), None, iop.int32), xd)
+    iop.infiniopTopksoftmax(d2, None, 0, v2[:, :2].copy(), i2[:, :2].copy(), x, 2, False, None)
+    # bad x at the short create
+    assert status_of(lambda: iop.infiniopCreateTopksoftmaxDescriptor(h, D((5, 24), None, iop.int32))) == Status.BAD_TENSOR_DTYPE
+
+
+def test_topkrouter_cstyle_short_create(h):
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((3, 256)).astype(np.float32)
+    b = (rng.standard_normal(256) * 0.1).astype(np.float32)
+    d = iop.infiniopCreateTopkrouterDescriptor(h, D(x.shape, None, iop.float32), D((256,), None, iop.float32))
+    v, i = np.empty((3, 8), np.float32), np.empty((3, 8), np.int32)
+    iop.infiniopTopkrouter(d, None, 0, v, i, x, b, 2.5, 8, None)
+    from ops.topkrouter import route
+
+    want_v, want_i = route(x, b, 8, 2.5)
+    np.testing.assert_array_equal(i, want_i)
+    np.testing.assert_allclose(v, want_v, rtol=1e-6)
+    np.testing.assert_allclose(v.sum(1), 2.5, rtol=1e-5)
+    assert status_of(lambda: iop.infiniopTopkrouter(d, None, 0, v, i, x, b, 2.5, 300, None)) == Status.BAD_PARAM
+    iop.infiniopDestroyTopkrouterDescriptor(d)
+
+
+def test_gguf_files_run(tmp_path):
+    pytest.importorskip("gguf")
+    from gguf_cases import generator_for
+    from infiniop_py.cli import main
+    from infiniop_py.gguf import GGUFFile
+
+    for op in ("random_sample", "topksoftmax", "topkrouter"):
+        path = tmp_path / f"{op}.gguf"
+        assert generator_for(op).write(path, "quick") > 0
+        with GGUFFile(path) as f:
+            names = set(f.tensors)
+        if op == "random_sample":
+            assert "test.0.data" in names and "test.0.result" in names
+        else:
+            assert "test.0.lable_values" in names and "test.0.lable_indices" in names
+        assert main([str(path), "--cpu", "--quiet"]) == 0
+
+
+def test_topkrouter_misspelled_bias_strides(tmp_path):
+    pytest.importorskip("gguf")
+    from gguf_cases import generator_for
+    from infiniop_py.cli import main
+    from infiniop_py.gguf import write_file
+
+    gen = generator_for("topkrouter")
+    recs = [r for r in gen.build("quick") if "strided correction_bias" in r.keys["description"][1]]
+    assert recs
+    for r in recs:
+        r.rename("correction_bias.strides", "correction_bias_strides.strides")
+        assert "correction_bias_strides.strides" in r.keys
+    write_file(tmp_path / "tr.gguf", recs, "misspelled strides")
+    assert main([str(tmp_path / "tr.gguf"), "--cpu", "--quiet"]) == 0
