@@ -4,8 +4,10 @@ GPU shapes (issue 4 / perf.md): sum, reduce_max, reduce_mean on (4, 512, 896) ov
 -1 and (0, 1) (max/mean take one dim: -1 and 1) and on 8192x8192 over each axis (sum also over
 None); softmax and log_softmax over the last dim of (4096, N), N in 128, 1000, 2048, 2049,
 4096, 4097, 32000; causal_softmax (32, 512, 512) against the masked_fill + softmax +
-masked_fill expression; cross_entropy (8192, 32000) against F.cross_entropy(reduction='none').
-f32, f16, bf16.
+masked_fill expression; cross_entropy (8192, 32000) against F.cross_entropy(reduction='none'); random_sample over
+vocabularies of 32000 and 151936 against the same rule in torch (sort, cumsum, searchsorted) or
+torch.argmax; topksoftmax (4096x256 top-8, 8192x64 top-6) against torch.topk(softmax) and
+topkrouter (4096x256 top-8) against the grouped router in torch. f32, f16, bf16.
 
 Minimal bytes: the input read once, the output written once (a reduction's output is small;
 cross_entropy also reads the int64 labels). torch's softmax has no ``out=``: its result tensor
@@ -21,7 +23,7 @@ DTYPES = ("f32", "f16", "bf16")
 TDT = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 
 
-def _workload(env, op, make_set, eager, attrs=None, assign=False):
+def _workload(env, op, make_set, eager, attrs=None, assign=False, descs=None):
     """make_set() -> (bufs in calculate order, torch inputs); eager(out, *inputs) or, with
     ``assign``, eager(*inputs) returning torch's result."""
     from infiniop_py.registry import resolve
@@ -39,7 +41,7 @@ def _workload(env, op, make_set, eager, attrs=None, assign=False):
     first = one()
     set_bytes, _ = traffic(reads=[t for t in first[0] if t is not None], writes=[first[2]])
     sets = [first] + [one() for _ in range(rotation(env, set_bytes) - 1)]
-    descs = [env.descriptor_of(t) for t in first[0]]
+    descs = descs or [env.descriptor_of(t) for t in first[0]]
     d = env.iop.create_descriptor(op, env.handle, *descs, **(attrs or {}))
     outs = [s[2] for s in sets]
     ins = [s[1] for s in sets]
@@ -158,12 +160,116 @@ def ce_case(dtype, shape, quick=False):
     return BenchCase(NAME, "cross_entropy", "x".join(map(str, shape)) + " none", dtype, shape, build, quick=quick, compile=False)
 
 
+def sample_case(dtype, n, rt, quick=False):
+    """random_sample against the same library rule written in torch (stable sort, cumsum,
+    searchsorted); greedy calls against torch.argmax."""
+    random_val, topp, topk, temp = rt
+    greedy = random_val == 0 or topp <= 0 or topk <= 1 or temp == 0
+
+    def build(env):
+        torch = env.torch
+        tdt = getattr(torch, TDT[dtype])
+        kp = min(topk, n)
+
+        def make_set():  # the 0-d result lives in a 1-element buffer (the harness poisons 1-D tensors)
+            x = env.random((n,), tdt, -8.0, 8.0)
+            return [env.poisoned((1,), torch.int64), x], (x,)
+
+        def eager(x):
+            if greedy:
+                return torch.argmax(x).reshape(1)
+            s, order = torch.sort(x.float(), descending=True, stable=True)
+            cum = torch.cumsum(torch.exp((s - s[0]) / temp), 0)
+            limit = random_val * torch.minimum(cum[kp - 1], topp * cum[-1])
+            pos = torch.searchsorted(cum, limit.reshape(1)).clamp_(max=kp - 1)
+            return order[pos]
+
+        from infiniop_py.tensor import create_tensor_descriptor
+
+        descs = [create_tensor_descriptor((), None, "i64"), create_tensor_descriptor((n,), None, dtype)]
+        work = _workload(env, "random_sample", make_set, eager, assign=True, descs=descs)
+        work.runtime = (random_val, topp, topk, temp)
+        work.exact = True
+        return work
+
+    name = f"n={n} " + ("greedy" if greedy else f"r={random_val} topp={topp} topk={topk} T={temp}")
+    return BenchCase(NAME, "random_sample", name, dtype, (n,), build, quick=quick, compile=False)
+
+
+def topk_softmax_case(dtype, shape, k, quick=False):
+    def build(env):
+        torch = env.torch
+        tdt = getattr(torch, TDT[dtype])
+
+        def make_set():
+            x = env.random(shape, tdt)
+            v = env.poisoned((shape[0], k), torch.float32)
+            i = env.poisoned((shape[0], k), torch.int32)
+            return [v, i, x], (x,)
+
+        def eager(x):
+            vals = torch.topk(torch.softmax(x.float(), -1), k).values
+            return vals / vals.sum(-1, keepdim=True)
+
+        work = _workload(env, "topksoftmax", make_set, eager, assign=True)
+        work.runtime = (k, True)
+        return work
+
+    return BenchCase(NAME, "topksoftmax", "x".join(map(str, shape)) + f" top-{k} norm", dtype, shape, build, quick=quick, compile=False)
+
+
+def topk_router_case(dtype, ntoken, k, quick=False):
+    shape = (ntoken, 256)
+
+    def build(env):
+        torch = env.torch
+        tdt = getattr(torch, TDT[dtype])
+
+        def make_set():
+            x = env.random(shape, tdt)
+            b = env.random((256,), torch.float32, -0.1, 0.1)
+            v = env.poisoned((ntoken, k), torch.float32)
+            i = env.poisoned((ntoken, k), torch.int32)
+            return [v, i, x, b], (x, b)
+
+        def eager(x, b):
+            s = torch.sigmoid(x.float())
+            c = (s + b).view(ntoken, 8, 32)
+            score = c.topk(2, dim=-1).values.sum(-1)
+            keep = torch.zeros(ntoken, 8, dtype=torch.bool, device=x.device).scatter_(1, score.topk(4, dim=-1).indices, True)
+            c = torch.where(keep[:, :, None], c, torch.zeros_like(c)).view(ntoken, 256)
+            vals = torch.gather(s, 1, c.topk(k, dim=-1).indices)
+            return vals / (vals.sum(-1, keepdim=True) + 1e-20) * 2.5
+
+        work = _workload(env, "topkrouter", make_set, eager, assign=True)
+        work.runtime = (2.5, k)
+        return work
+
+    return BenchCase(NAME, "topkrouter", f"{ntoken}x256 top-{k}", dtype, shape, build, quick=quick, compile=False)
+
+
+def sampling_cases(env) -> list[BenchCase]:
+    out = []
+    for dt in DTYPES:
+        for n in (32000, 151936):
+            out.append(sample_case(dt, n, (0.8, 0.9, 50, 0.8), quick=n == 151936))
+            out.append(sample_case(dt, n, (0.0, 0.9, 50, 0.8)))
+        out.append(sample_case(dt, 151936, (0.95, 1.0, 151936, 1.0)))
+        out.append(topk_softmax_case(dt, (4096, 256), 8, quick=True))
+        out.append(topk_softmax_case(dt, (8192, 64), 6))
+        out.append(topk_router_case(dt, 4096, 8, quick=True))
+    return out
+
+
 def cases(env, quick: bool = False) -> list[BenchCase]:
     out = []
     if not env.gpu:
         for dt in DTYPES:
             out.append(reduce_case("sum", dt, (4, 512, 896), (-1,), quick=True))
             out.append(softmax_case("softmax", dt, (1024, 1000), quick=True))
+        out.append(sample_case("f32", 32000, (0.8, 0.9, 50, 0.8), quick=True))
+        out.append(topk_softmax_case("f32", (256, 64), 6, quick=True))
+        out.append(topk_router_case("f32", 256, 8, quick=True))
         return out
     for dt in DTYPES:
         for op in ("sum", "reduce_max", "reduce_mean"):
@@ -177,4 +283,4 @@ def cases(env, quick: bool = False) -> list[BenchCase]:
                 out.append(softmax_case(op, dt, (4096, n), quick=n in (2049, 32000)))
         out.append(causal_case(dt, (32, 512, 512), quick=True))
         out.append(ce_case(dt, (8192, 32000), quick=True))
-    return out
+    return out + sampling_cases(env)
