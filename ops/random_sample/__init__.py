@@ -5,9 +5,9 @@ the maxima. Otherwise rank the entries by value (descending, ties -> lower index
 cum_i = sum_{j<=i} exp((v_j - v_0) / T) (unnormalised), take
 limit = random_val * min(cum_{k'-1}, topp * cum_{n-1}) with k' = min(topk, n) and return the
 original index of the first ranked entry with cum_i >= limit (the entry k'-1 if rounding leaves
-none, e.g. random_val > 1). Computed in f32 (f64 for f64) on the CPU; the GPU sums the same
-weights in 64-bit fixed point (exact, order-independent sums; see kernel.cu) and needs no
-workspace. The result is 0-d of any signed/unsigned integer dtype (an index that does not fit
+none, e.g. random_val > 1). The terms are computed in f32 (f64 for f64); the CPU accumulates
+them in f64 and the GPU in 64-bit fixed point (exact, order-independent sums; see kernel.cu),
+so neither drifts over large vocabularies. The GPU needs no workspace. The result is 0-d of any signed/unsigned integer dtype (an index that does not fit
 wraps). Runtime scalars are checked at calculate: NaN random_val/topp/temperature or a negative
 temperature -> BAD_PARAM.
 """
@@ -76,9 +76,11 @@ def sample_rule(x: np.ndarray, random_val, topp, topk, temperature, acc) -> int:
     s = a[order]
     with np.errstate(invalid="ignore", over="ignore", under="ignore", divide="ignore"):
         e = np.exp((s - s[0]) / acc(temperature))
-        cum = np.cumsum(e, dtype=acc)
+        # terms in acc, running sums in f64: a sequential f32 cumsum drifts by ~n*eps (1% at
+        # n = 151936), far more than upstream's parallel scan or the GPU's exact fixed point
+        cum = np.cumsum(e, dtype=np.float64)
         kp = min(int(topk), n)
-        limit = acc(random_val) * min(cum[kp - 1], acc(topp) * cum[n - 1])
+        limit = float(random_val) * min(cum[kp - 1], float(topp) * cum[n - 1])
     pos = int(np.searchsorted(cum, limit, side="left"))
     return int(order[min(pos, kp - 1)])
 
