@@ -11,6 +11,8 @@ computed in f32 and rounded once; the output may alias an input with the same la
 
 from __future__ import annotations
 
+import os
+
 from collections.abc import Callable
 
 import numpy as np
@@ -59,7 +61,11 @@ def elementwise_validate(out_name: str, in_names, reads, dtype_rule) -> Callable
 
 
 def make_cpu(numpy_fn, attr_names, compute_dtype=None):
-    """NumPy implementation: half inputs go through f32; the result is rounded once into ``out``."""
+    """NumPy implementation: half inputs go through f32; the result is rounded once into ``out``.
+
+    Large tensors are processed in chunks on a small thread pool (NumPy releases the GIL in
+    ufuncs and casts), which keeps f32 temporaries of half-precision inputs in cache.
+    """
 
     def factory(info: Info):
         out_name, reads = info.out_name, info.reads
@@ -71,25 +77,58 @@ def make_cpu(numpy_fn, attr_names, compute_dtype=None):
             and not attrs
             and all(info.tensors[r].dtype == out_dt for r in reads)
         )
+        cdt = compute_dtype(info) if compute_dtype is not None else None
 
-        def run(views, ws, rt):
-            dst = views[out_name]
-            if dst.size == 0:
-                return
-            args = [views[r] for r in reads]
+        def compute(dst, *args):
             with np.errstate(all="ignore"):
                 if direct:
                     numpy_fn(*args, out=dst)
                     return
                 args = [a.astype(F32) if a.dtype.itemsize == 2 and a.dtype.kind not in "iub" else a for a in args]
-                if compute_dtype is not None:
-                    args = [a.astype(compute_dtype(info)) for a in args]
-                res = numpy_fn(*args, *attrs)
-                np.copyto(dst, res, casting="unsafe")
+                if cdt is not None:
+                    args = [a.astype(cdt) for a in args]
+                np.copyto(dst, numpy_fn(*args, *attrs), casting="unsafe")
+
+        def run(views, ws, rt):
+            dst = views[out_name]
+            if dst.size:
+                parallel_chunks(compute, dst, [views[r] for r in reads])
 
         return run
 
     return factory
+
+
+CHUNK = 1 << 17  # elements per task on the CPU thread pool
+_pool = None
+
+
+def _executor():
+    global _pool
+    if _pool is None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _pool = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1), thread_name_prefix="infiniop-cpu")
+    return _pool
+
+
+def parallel_chunks(fn, dst: np.ndarray, args) -> None:
+    """``fn(dst_part, *arg_parts)`` over slices of the longest axis (all operands share the shape)."""
+    n = dst.size
+    if n < 2 * CHUNK or dst.ndim == 0 or (os.cpu_count() or 1) == 1:
+        fn(dst, *args)
+        return
+    axis = int(np.argmax(dst.shape))
+    length = dst.shape[axis]
+    pieces = max(1, min(n // CHUNK, length))
+    bounds = [length * k // pieces for k in range(pieces + 1)]
+    head = (slice(None),) * axis
+    futures = []
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        idx = (*head, slice(lo, hi))
+        futures.append(_executor().submit(fn, dst[idx], *(a[idx] for a in args)))
+    for f in futures:
+        f.result()
 
 
 def elementwise_op(
