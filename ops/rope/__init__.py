@@ -75,7 +75,8 @@ def cpu(info):
             return
         ct = np.float64 if f64 else np.float32
         pos = views["pos_ids"]
-        p = pos.astype(np.int64) if pos.dtype != np.uint64 else np.where(pos > np.iinfo(np.int64).max, -1, pos).astype(np.int64)
+        # uint64 positions above the int64 range reinterpret as negative: out of range, row -> 0.
+        p = pos.view(np.int64) if pos.dtype == np.uint64 else pos.astype(np.int64)
         valid = (p >= 0) & (p < n)
         pc = np.where(valid, p, 0)
         if n:
