@@ -71,7 +71,10 @@ class Descriptor:
             if desc is None and not spec.role[name].optional:
                 raise error(Status.NULL_POINTER, f"{spec.name}: tensor '{name}' is required")
         parsed = parse_attrs(spec, spec.attrs, attrs)
-        check = Checker(spec.name, dict(tensors), parsed, handle.device)
+        # Canonical (spec) order: backends index tensor pointers by this order, whatever order
+        # the caller named the tensors in.
+        tensors = {t.name: tensors.get(t.name) for t in spec.tensors}
+        check = Checker(spec.name, tensors, parsed, handle.device)
         info = spec.validate(check)
         if not isinstance(info, Info):
             info = Info(spec.name, tensors, parsed)

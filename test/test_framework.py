@@ -360,3 +360,13 @@ def test_cpu_chunked_paths_match_reference(cpu_handle):
     out = np.full((700, 1000), np.nan, np.float32)
     r.calculate(None, out, np.ascontiguousarray(a.T))
     np.testing.assert_array_equal(out, a)
+
+
+def test_keyword_tensor_order_is_canonical(cpu_handle):
+    """Descriptors created with keyword tensors in any order keep the spec's order (backends
+    index pointers by it; the NVIDIA kernels once wrote into the input when this was wrong)."""
+    d = iop.create_descriptor("sub", cpu_handle, b=td((3,)), a=td((3,)), c=td((3,)))
+    assert list(d.info.tensors) == ["c", "a", "b"]
+    c = np.zeros(3, np.float32)
+    d.calculate(None, b=np.ones(3, np.float32), c=c, a=np.full(3, 5.0, np.float32))
+    np.testing.assert_array_equal(c, [4.0, 4.0, 4.0])

@@ -138,3 +138,14 @@ def test_transpose_rearrange_large_and_64bit_index(h):
     r.calculate(None, dst, src)
     cp.cuda.get_current_stream().synchronize()
     np.testing.assert_array_equal(cp.asnumpy(dst.reshape(4096, 4100)), cp.asnumpy(src.reshape(4100, 4096).T))
+
+
+def test_keyword_tensor_order_on_gpu(h):
+    import cupy as cp
+
+    d = iop.create_descriptor("sub", h, b=td((3,)), a=td((3,)), c=td((3,)))
+    a, b, c = cp.full(3, 5.0, cp.float32), cp.ones(3, cp.float32), cp.zeros(3, cp.float32)
+    d.calculate(None, b=b, c=c, a=a)
+    cp.cuda.get_current_stream().synchronize()
+    np.testing.assert_array_equal(cp.asnumpy(c), [4.0, 4.0, 4.0])
+    np.testing.assert_array_equal(cp.asnumpy(a), [5.0, 5.0, 5.0])  # inputs untouched
