@@ -123,9 +123,8 @@ def _cupy_fast(obj, op, name, nbytes, gpu, device_id, write):
 
 
 def _torch_fast(obj, op, name, nbytes, gpu, device_id, write):
-    if not gpu or not obj.is_cuda or obj.get_device() != device_id:
-        return None
-    if not obj.is_contiguous() or obj.numel() * obj.element_size() < nbytes:
+    # get_device() is -1 for CPU tensors, so it also answers "is this on the GPU".
+    if not gpu or obj.get_device() != device_id or obj.nbytes < nbytes or not obj.is_contiguous():
         return None
     return obj.data_ptr()
 
@@ -144,6 +143,12 @@ _FAST: dict[type, object] = {np.ndarray: _numpy_fast}
 # NumPy arrays (resize) can change in place, so they are checked every call.
 IMMUTABLE_VIEWS: set = set()
 
+# Types whose checked address may be reused on the next call if the object is the same and
+# ``data_ptr()`` still returns the same address: torch tensors can be re-pointed in place
+# (``set_``, ``resize_`` growing), which moves ``data_ptr``; shrinking in place keeps the
+# allocation, so the extent checked before is still backed by memory.
+REVALIDATED_VIEWS: set = set()
+
 
 def register_fast_types() -> None:
     """Add hot-path extractors for CuPy and torch array types (called when a GPU handle is made)."""
@@ -156,6 +161,7 @@ def register_fast_types() -> None:
         pass
     if "torch" in sys.modules:
         _FAST[sys.modules["torch"].Tensor] = _torch_fast
+        REVALIDATED_VIEWS.add(sys.modules["torch"].Tensor)
         try:
             _FAST[sys.modules["torch"].nn.Parameter] = _torch_fast
         except Exception:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import weakref
 
-from .buffers import IMMUTABLE_VIEWS, address, host_view
+from .buffers import IMMUTABLE_VIEWS, REVALIDATED_VIEWS, address, host_view
 from .devices import Device, Handle
 from .spec import REQUIRED, Checker, Info, OpSpec
 from .status import InfiniopError, Status, error
@@ -144,13 +144,16 @@ class Descriptor:
         cache = self._last
         for i, (buf, (name, nbytes, write, present)) in enumerate(zip(args, self._facts, strict=True)):
             hit = cache[i]
-            if hit is not None and hit[0]() is buf:
-                ptrs.append(hit[1])  # same immutable array object as last call: already checked
+            if hit is not None and hit[0]() is buf and (hit[2] is None or hit[2]() == hit[1]):
+                ptrs.append(hit[1])  # same object as last call, same address: already checked
             elif present:
                 ptr = address(buf, op, name, nbytes, gpu, dev, write)
                 ptrs.append(ptr)
-                if type(buf) in IMMUTABLE_VIEWS:
-                    cache[i] = (weakref.ref(buf), ptr)
+                kind = type(buf)
+                if kind in IMMUTABLE_VIEWS:
+                    cache[i] = (weakref.ref(buf), ptr, None)
+                elif kind in REVALIDATED_VIEWS:
+                    cache[i] = (weakref.ref(buf), ptr, buf.data_ptr)
             elif buf is None:
                 ptrs.append(0)
             else:

@@ -370,3 +370,18 @@ def test_keyword_tensor_order_is_canonical(cpu_handle):
     c = np.zeros(3, np.float32)
     d.calculate(None, b=np.ones(3, np.float32), c=c, a=np.full(3, 5.0, np.float32))
     np.testing.assert_array_equal(c, [4.0, 4.0, 4.0])
+
+
+def test_buffer_cache_revalidates_torch_tensors(cpu_handle):
+    """A torch tensor re-pointed in place (set_) between calls is checked again, not reused."""
+    torch = pytest.importorskip("torch")
+    d = iop.create_descriptor("add", cpu_handle, td((4,)), td((4,)), td((4,)))
+    a, b, c = torch.ones(4), torch.ones(4), torch.zeros(4)
+    d.calculate(None, c, a, b)
+    a.set_(torch.full((4,), 3.0).untyped_storage())
+    d.calculate(None, c, a, b)
+    assert c.tolist() == [4.0] * 4
+    a.set_(torch.full((2,), 3.0).untyped_storage(), 0, (2,), (1,))
+    with pytest.raises(iop.InfiniopError) as ei:
+        d.calculate(None, c, a, b)
+    assert ei.value.status is Status.BAD_PARAM

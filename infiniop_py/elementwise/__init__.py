@@ -12,7 +12,6 @@ computed in f32 and rounded once; the output may alias an input with the same la
 from __future__ import annotations
 
 import os
-
 from collections.abc import Callable
 
 import numpy as np
