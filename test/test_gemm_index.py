@@ -139,6 +139,35 @@ def test_gemm_f32_is_true_fp32_even_with_tf32_math_mode():
 
 @requires_gpu
 @pytest.mark.gpu
+def test_gemm_lean_cublas_path_true_fp32():
+    """The GEMMs call libcublas through ctypes on a handle of their own: f32 stays true fp32
+    (K = 4096: TF32's 10-bit mantissa would give errors ~100x larger), and the stream is
+    rebound when it changes."""
+    import cupy as cp
+
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((128, 4096)).astype(np.float32)
+    w = rng.standard_normal((4096, 96)).astype(np.float32)
+    ref = a.astype(np.float64) @ w.astype(np.float64)
+    (c,) = _run("nvidia", "gemm", [np.zeros((128, 96), np.float32)], [a, w])
+    b = __import__("infiniop_ops.gemm.blas", fromlist=["x"]).blas_for(0)
+    assert b.backend == "ctypes"
+    assert np.abs(c - ref).max() < 2e-3  # fp32: ~1e-4; TF32: ~1e-1
+    h = iop.create_handle("nvidia")
+    d = iop.infiniopCreateGemmDescriptor(h, td((128, 96)), td((128, 4096)), td((4096, 96)))
+    ga, gw = cp.asarray(a), cp.asarray(w)
+    for _ in range(2):
+        s = cp.cuda.Stream(non_blocking=True)
+        gc = cp.full((128, 96), cp.nan, cp.float32)
+        cp.cuda.runtime.deviceSynchronize()
+        iop.infiniopGemm(d, None, 0, gc, ga, gw, 1.0, 0.0, s)
+        s.synchronize()
+        assert b._bound == s.ptr
+        assert np.abs(cp.asnumpy(gc) - ref).max() < 2e-3
+
+
+@requires_gpu
+@pytest.mark.gpu
 def test_gemm_on_side_stream_and_cstyle():
     import cupy as cp
 

@@ -52,8 +52,18 @@ def cpu(info: Info):
     return run
 
 
+LINE_BYTES = 32768  # largest input line staged in shared memory by gather_line_kernel
+
+
 def names_for(size, itype):
-    return [f"gather_kernel<{UTYPE[size]}, {itype}, {ix}>" for ix in ("unsigned int", "unsigned long long")]
+    return [f"gather_kernel<{UTYPE[size]}, {itype}, {ix}>" for ix in ("unsigned int", "unsigned long long")] + [
+        f"gather_line_kernel<{UTYPE[size]}, {itype}>"
+    ]
+
+
+def use_lines(index_len: int, dim_size: int, itemsize: int) -> bool:
+    """Stage input lines in shared memory when a line fits and the index reads most of it."""
+    return 0 < dim_size * itemsize <= LINE_BYTES and 4 * index_len >= dim_size
 
 
 class GatherKernel(common.IndexKernel):
@@ -65,10 +75,24 @@ class GatherKernel(common.IndexKernel):
         if self.empty:
             return
         dim = info.dim
+        itype = common.ITYPE[i.dtype]
+        if use_lines(i.shape[dim], x.shape[dim], o.itemsize):
+            line_shape = list(i.shape)
+            line_shape[dim] = 1
+            lines = n // i.shape[dim]
+            st = (o.strides[dim], i.strides[dim], 0)
+            meta = common.pack_meta(line_shape, o.strides, i.strides, x.strides, lines, x.shape[dim], x.strides[dim],
+                                    i.shape[dim], st)
+            name = f"gather_line_kernel<{UTYPE[o.itemsize]}, {itype}>"
+            mod = common.module([name], handle.device_id)
+            grid = (max(1, min(lines, 1 << 20)),)
+            shmem = x.shape[dim] * o.itemsize
+            self.steps = [Launch(mod.ptr[name], grid, (common.BLOCK,), [Slot(0), Slot(2), Slot(1), meta], shmem=shmem)]
+            return
         s2 = list(x.strides)
         s2[dim] = 0
         meta = common.pack_meta(o.shape, o.strides, i.strides, s2, n, x.shape[dim], x.strides[dim])
-        name = f"gather_kernel<{UTYPE[o.itemsize]}, {common.ITYPE[i.dtype]}, {common.index_type(n)}>"
+        name = f"gather_kernel<{UTYPE[o.itemsize]}, {itype}, {common.index_type(n)}>"
         mod = common.module([name], handle.device_id)
         launch = Launch(mod.ptr[name], (common.grid(n, handle.device_id),), (common.BLOCK,), [Slot(0), Slot(2), Slot(1), meta])
         self.steps = [launch]

@@ -40,6 +40,41 @@ __global__ void gather_kernel(U* __restrict__ out, const I* __restrict__ idx, co
   }
 }
 
+// gather along lines staged in shared memory: one block per line of the index (all coords but
+// dim; the meta shape has dim set to 1). The block first copies the input line (dim_size values,
+// stride dim_stride) into shared memory, coalesced where the input is, then every index position
+// of the line reads shared memory: each input value leaves DRAM/L2 once instead of once per
+// reference. len = index extent along dim; st0 / st1 = output / index strides along dim.
+// s0 = output, s1 = index, s2 = input over the line space.
+extern __shared__ __align__(16) unsigned char gather_line_smem[];
+
+template <class U, class I>
+__global__ void __launch_bounds__(256) gather_line_kernel(U* __restrict__ out, const I* __restrict__ idx, const U* __restrict__ in, IdxMeta m) {
+  U* line = reinterpret_cast<U*>(gather_line_smem);
+  const long long B = blockDim.x;
+  for (long long l = blockIdx.x; l < m.n; l += gridDim.x) {
+    long long o0, o1, o2;
+    idx_offsets<unsigned long long>(m, (unsigned long long)l, o0, o1, o2);
+    __syncthreads();  // the previous line is no longer read
+#pragma unroll 4
+    for (long long j = threadIdx.x; j < m.dim_size; j += B) line[j] = in[o2 + j * m.dim_stride];
+    __syncthreads();
+    for (long long j0 = threadIdx.x; j0 < m.len; j0 += 4 * B) {
+      long long k[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {  // four index loads in flight before any store
+        long long j = j0 + u * B;
+        k[u] = j < m.len ? (long long)idx[o1 + j * m.st1] : -1;
+      }
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        long long j = j0 + u * B;
+        if (j < m.len) out[o0 + j * m.st0] = (k[u] >= 0 && k[u] < m.dim_size) ? line[k[u]] : U(0);
+      }
+    }
+  }
+}
+
 // scatter: one warp per line (index positions that differ only along the axis). Lines touch
 // disjoint destinations, and inside a line the warp walks the axis in order, 32 positions at a
 // time: lanes aiming at the same destination are grouped with __match_any_sync and resolved in

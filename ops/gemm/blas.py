@@ -11,13 +11,20 @@ otherwise C = A·B (m=M, n=N); each operand gets transpose flag N or T from its 
 Compute type is CUBLAS_COMPUTE_32F for f16/bf16/f32 (true fp32: the handle's math mode is
 checked and a TF32 mode is masked off for the call) and CUBLAS_COMPUTE_64F for f64.
 
-CuPy's cuBLAS wrappers bind the handle to CuPy's *current* stream on every call, so the
-call runs with the caller's stream made current (an ``ExternalStream`` cached per pointer).
+Calls (``Blas``): ``cublasGemmStridedBatchedEx`` is called through ctypes on the libcublas that
+CuPy loaded, with a handle of our own per device (created once, default math mode, so f32 is
+never TF32 whatever CuPy's handle is set to). The handle is rebound only when the stream
+changes, and nothing else ever rebinds it. Every argument but the three pointers and the
+scalars is prepared at create (``GemmPlan``). This path also works under CUDA graph capture.
+If libcublas cannot be opened that way, the CuPy wrapper is used instead (it binds CuPy's
+handle to CuPy's *current* stream on every call: the caller's stream is made current through a
+cached ``ExternalStream``, and a TF32 math mode on that handle is masked off for the call).
 """
 
 from __future__ import annotations
 
 import ctypes
+import threading
 
 from infiniop_py.dtypes import DType
 
@@ -84,25 +91,120 @@ class GemmPlan:
         scal = ctypes.c_double if dtype is DType.F64 else ctypes.c_float
         self.alpha, self.beta = scal(1.0), scal(0.0)
         self.alpha_ptr, self.beta_ptr = ctypes.addressof(self.alpha), ctypes.addressof(self.beta)
+        # cublasGemmStridedBatchedEx arguments except handle and the A, B, C pointers, in order
+        self.args = (
+            self.ta, self.tb, cm, cn, k, self.alpha_ptr, self.ctype, self.lda, self.sa,
+            self.ctype, self.ldb, self.sb, self.beta_ptr, self.ctype, self.ldc, self.sc,
+            batch, self.compute, ALGO_DEFAULT,
+        )  # fmt: skip
+
+
+def _libcublas():
+    """The libcublas CuPy loaded (same library, so handles and streams agree), via ctypes."""
+    try:
+        from cupy_backends.cuda.libs import cublas  # noqa: F401  (makes CuPy load libcublas)
+    except ImportError:  # pragma: no cover - older CuPy
+        from cupy.cuda import cublas  # noqa: F401
+    paths = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                name = line.rsplit(None, 1)[-1] if line.strip() else ""
+                base = name.rsplit("/", 1)[-1]
+                if base.startswith("libcublas.so") and name not in paths:
+                    paths.append(name)
+    except OSError:  # pragma: no cover - not Linux
+        pass
+    for cand in paths + ["libcublas.so.13", "libcublas.so.12", "libcublas.so"]:
+        try:
+            lib = ctypes.CDLL(cand)
+            lib.cublasGemmStridedBatchedEx  # noqa: B018  (raises AttributeError when absent)
+            return lib
+        except (OSError, AttributeError):
+            continue
+    raise OSError("libcublas not found")
+
+
+_VP, _I, _LL = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
 
 
 class Blas:
-    """CuPy's cuBLAS handle for a device, with stream binding and the TF32 guard."""
+    """cuBLAS GEMMs for one device: our own handle through ctypes, or CuPy's wrapper (fallback).
+
+    ``backend`` says which ("ctypes" or "cupy"). The ctypes handle is shared by the threads of
+    the process; a lock keeps each (bind stream, GEMM) pair together.
+    """
 
     def __init__(self, device_id: int):
         from infiniop_py.cuda import runtime
 
-        cp = runtime.cupy()
+        self.cp = runtime.cupy()
+        self.device_id = device_id
+        self._streams: dict[int, object] = {}
+        self._lock = threading.Lock()
+        self._bound = None
+        try:
+            self._init_ctypes()
+            self.backend = "ctypes"
+        except Exception:  # noqa: BLE001 - any failure: the CuPy path still works
+            self._init_cupy()
+            self.backend = "cupy"
+
+    # ---- ctypes path ----------------------------------------------------------------------
+    def _init_ctypes(self):
+        lib = _libcublas()
+        create, set_stream, set_math = lib.cublasCreate_v2, lib.cublasSetStream_v2, lib.cublasSetMathMode
+        create.argtypes, create.restype = [ctypes.POINTER(_VP)], _I
+        set_stream.argtypes, set_stream.restype = [_VP, _VP], _I
+        set_math.argtypes, set_math.restype = [_VP, _I], _I
+        fn = lib.cublasGemmStridedBatchedEx
+        fn.argtypes = [_VP, _I, _I, _I, _I, _I, _VP, _VP, _I, _I, _LL, _VP, _I, _I, _LL,
+                       _VP, _VP, _I, _I, _LL, _I, _I, _I]  # fmt: skip
+        fn.restype = _I
+        h = _VP()
+        with self.cp.cuda.Device(self.device_id):
+            st = create(ctypes.byref(h))
+            if st != 0:
+                raise RuntimeError(f"cublasCreate failed: status {st}")
+            st = set_math(h, 0)  # CUBLAS_DEFAULT_MATH: no TF32 for CUBLAS_COMPUTE_32F
+            if st != 0:
+                raise RuntimeError(f"cublasSetMathMode failed: status {st}")
+        self.lib, self.handle = lib, h.value
+        self._set_stream, self._fn = set_stream, fn
+
+    def gemm(self, plan: GemmPlan, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float, stream: int) -> None:
+        """Run ``plan`` on the given device pointers (bytes), on ``stream``."""
+        if plan.m == 0 or plan.n == 0 or plan.batch == 0:
+            return
+        if self.backend != "ctypes":
+            return self._gemm_cupy(plan, a_ptr, b_ptr, c_ptr, alpha, beta, stream)
+        if plan.alpha.value != alpha:
+            plan.alpha.value = alpha
+        if plan.beta.value != beta:
+            plan.beta.value = beta
+        first, second = (b_ptr, a_ptr) if plan.swap else (a_ptr, b_ptr)
+        with self._lock:
+            if stream != self._bound:
+                st = self._set_stream(self.handle, stream)
+                if st != 0:
+                    raise RuntimeError(f"cublasSetStream failed: status {st}")
+                self._bound = stream
+            p = plan.args
+            st = self._fn(self.handle, p[0], p[1], p[2], p[3], p[4], p[5], first, p[6], p[7], p[8], second,
+                          p[9], p[10], p[11], p[12], c_ptr, p[13], p[14], p[15], p[16], p[17], p[18])  # fmt: skip
+        if st != 0:
+            raise RuntimeError(f"cublasGemmStridedBatchedEx failed: status {st}")
+
+    # ---- CuPy path (fallback) ---------------------------------------------------------------
+    def _init_cupy(self):
+        cp = self.cp
         try:
             from cupy_backends.cuda.libs import cublas
         except ImportError:  # pragma: no cover - older CuPy
             from cupy.cuda import cublas
-        self.cp = cp
         self.cublas = cublas
-        with cp.cuda.Device(device_id):
+        with cp.cuda.Device(self.device_id):
             self.handle = cp.cuda.device.get_cublas_handle()
-        self.device_id = device_id
-        self._streams: dict[int, object] = {}
 
     def _stream(self, ptr: int):
         s = self._streams.get(ptr)
@@ -113,10 +215,7 @@ class Blas:
             self._streams[ptr] = s
         return s
 
-    def gemm(self, plan: GemmPlan, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float, stream: int) -> None:
-        """Run ``plan`` on the given device pointers (bytes), on ``stream``."""
-        if plan.m == 0 or plan.n == 0 or plan.batch == 0:
-            return
+    def _gemm_cupy(self, plan, a_ptr, b_ptr, c_ptr, alpha, beta, stream):
         plan.alpha.value = alpha
         plan.beta.value = beta
         first, second = (b_ptr, a_ptr) if plan.swap else (a_ptr, b_ptr)

@@ -19,6 +19,9 @@ SOURCE = (Path(__file__).parent / "kernel.cu").read_text()
 DTYPES = F | {DType.I8, DType.U8}
 UTYPE = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}
 META_FMT = "<5q5q5q5q5fii4xq"  # struct InterpMeta (kernel.cu): rows is 8-aligned at 192
+BLOCK = 256  # threads per block (__launch_bounds__(256))
+RB = 16  # rows per block step (INTERP_RB in kernel.cu)
+VEC = {1: 16, 2: 8, 4: 4, 8: 2}  # elements per 16-byte store, by item size
 
 
 def validate(check: Checker) -> Info:
@@ -64,20 +67,36 @@ class InterpKernel(CudaKernel):
         scales = [1.0, 1.0] + [float(np.float32(i.shape[d]) / np.float32(o.shape[d])) for d in range(2, nd)]
         pad = 5 - nd
         rows = math.prod(o.shape[:-1])
-        meta = struct.pack(
-            META_FMT, *(list(o.shape) + [1] * pad), *(list(i.shape) + [1] * pad),
-            *(list(o.strides) + [0] * pad), *(list(i.strides) + [0] * pad), *(scales + [1.0] * pad), nd, 0, rows,
-        )  # fmt: skip
-        name = f"interp_nearest<{UTYPE[o.itemsize]}>"
-        mod = get_module(SOURCE, [name], handle.device_id)
         w = o.shape[-1]
-        block = min(256, max(32, -(-w // 32) * 32))
-        gx = max(1, min(-(-w // block), 65535))
-        gy = max(1, min(rows, 65535))
-        self.k = Launch(mod.ptr[name], (gx, gy), (block,), [Slot(0), Slot(1), meta])
+        # 16-byte stores when every row starts 16-byte aligned (pointer checked per call) and is
+        # a whole number of vectors; otherwise one element per thread.
+        vec = 16 // o.itemsize
+        self.vec_ok = vec > 1 and o.strides[-1] == 1 and w % vec == 0 and all(
+            o.strides[d] % vec == 0 for d in range(nd - 1) if o.shape[d] > 1
+        )
+        mod_names = [f"interp_nearest<{UTYPE[o.itemsize]}, 1>"] + ([f"interp_nearest<{UTYPE[o.itemsize]}, {vec}>"] if self.vec_ok else [])
+        mod = get_module(SOURCE, mod_names, handle.device_id)
+        grid = (max(1, min(-(-rows // RB), 1 << 20)),)
+
+        def plan(name, v):
+            nv = -(-w // v)
+            tpr = min(BLOCK, max(32, 1 << (nv - 1).bit_length()))  # threads per row, power of two
+            meta = struct.pack(
+                META_FMT, *(list(o.shape) + [1] * pad), *(list(i.shape) + [1] * pad),
+                *(list(o.strides) + [0] * pad), *(list(i.strides) + [0] * pad), *(scales + [1.0] * pad), nd, tpr, rows,
+            )  # fmt: skip
+            return Launch(mod.ptr[name], grid, (BLOCK,), [Slot(0), Slot(1), meta])
+
+        self.k = plan(mod_names[0], 1)
+        self.kv = plan(mod_names[1], vec) if self.vec_ok else None
+        self.align = vec * o.itemsize
 
     def launch(self, ptrs, ws_ptr, rt, stream):
-        if not self.empty:
+        if self.empty:
+            return
+        if self.kv is not None and ptrs[0] % self.align == 0:
+            self.kv(ptrs, ws_ptr, stream)
+        else:
             self.k(ptrs, ws_ptr, stream)
 
 
@@ -85,7 +104,9 @@ def nvidia(info, handle):
     return InterpKernel(info, handle)
 
 
-nvidia.compile_units = lambda: [(SOURCE, [f"interp_nearest<{u}>" for u in UTYPE.values()])]
+nvidia.compile_units = lambda: [
+    (SOURCE, [f"interp_nearest<{u}, {v}>" for s, u in UTYPE.items() for v in (1, VEC[s])])
+]
 
 
 def reference(input, out_shapes):
