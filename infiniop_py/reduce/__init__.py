@@ -87,9 +87,10 @@ class ReducePlan:
     workspace: int
 
 
-def plan_reduce(shape, x_strides, y_strides, axes, dtype: DType, sm_count: int) -> ReducePlan:
+def plan_reduce(shape, x_strides, y_strides, axes, dtype: DType, sm_count: int, col_vec: bool = True) -> ReducePlan:
     """Plan a reduction of ``shape`` over ``axes``; ``y_strides[i]`` is the output stride of kept
-    input dim i (ignored for reduced dims)."""
+    input dim i (ignored for reduced dims). ``col_vec``: a column plan may use 16-byte packs
+    (``reduce_cols_vec``; the caller falls back to ``col_vec=False`` when x is not aligned)."""
     ndim = len(shape)
     axes = set(axes)
     kept = [i for i in range(ndim) if i not in axes]
@@ -145,7 +146,16 @@ def plan_reduce(shape, x_strides, y_strides, axes, dtype: DType, sm_count: int) 
     # columns
     rshape, (rstr,) = fit_dims(rshape, [rstr])
     BY = 8
-    gx = -(-M // 32)
+    cv = 16 // itemsize(dtype)
+    if not (
+        col_vec
+        and kin[-1] == 1
+        and kshape[-1] % cv == 0
+        and all(st % cv == 0 for st in kin[:-1])
+        and all(st % cv == 0 for st in rstr)
+    ):
+        cv = 1
+    gx = -(-M // (32 * cv))
     threads = gx * 32 * BY
     S, chunk = 1, 0
     if threads < target:
@@ -157,7 +167,7 @@ def plan_reduce(shape, x_strides, y_strides, axes, dtype: DType, sm_count: int) 
     red_meta = pack_dim_meta(rshape, [rstr])
     meta = kept_meta + red_meta + struct.pack("<6qii", M, L, L, si, 1, chunk, S, 0)
     ws = S * M * acc_size(dtype) if S > 1 else 0
-    return ReducePlan("cols", meta, (gx, S), (32, BY), 1, S, M, L, ws)
+    return ReducePlan("cols", meta, (gx, S), (32, BY), cv, S, M, L, ws)
 
 
 def kernel_names(dtype: DType, op: str) -> list[str]:
@@ -169,6 +179,7 @@ def kernel_names(dtype: DType, op: str) -> list[str]:
         f"reduce_rows<{t}, {o}, {mean}, {vec}>",
         f"reduce_rows<{t}, {o}, {mean}, 1>",
         f"reduce_cols<{t}, {o}, {mean}>",
+        f"reduce_cols_vec<{t}, {o}, {mean}, {vec}>",
         f"reduce_finish<{t}, {o}, {mean}>",
     ]
 
@@ -188,14 +199,28 @@ class ReduceKernel(CudaKernel):
         dtype = x_desc.dtype
         p = plan_reduce(x_desc.shape, x_desc.strides, y_kept_strides, axes, dtype, sm)
         self.plan = p
+        self.launches = self._build(handle, p, dtype, op, slots)
         self.workspace_size = p.workspace
-        self.launches = []
+        # a packed column plan needs a 16-byte aligned x: keep the scalar plan for other pointers
+        self.fallback = None
+        if p.kind == "cols" and p.vec > 1:
+            q = plan_reduce(x_desc.shape, x_desc.strides, y_kept_strides, axes, dtype, sm, col_vec=False)
+            self.fallback = self._build(handle, q, dtype, op, slots)
+            self.workspace_size = max(p.workspace, q.workspace)
+            self.x_slot = slots[1]
+            if self.fallback is not None:
+                self.launch = self._launch_checked
+
+    @staticmethod
+    def _build(handle, p, dtype, op, slots):
         if p.kind == "none":
-            return
+            return []
         t = ctype(dtype)
         o, mean = OPS[op]
         if p.kind == "rows":
             main = f"reduce_rows<{t}, {o}, {mean}, {p.vec}>"
+        elif p.vec > 1:
+            main = f"reduce_cols_vec<{t}, {o}, {mean}, {p.vec}>"
         else:
             main = f"reduce_cols<{t}, {o}, {mean}>"
         names = [main]
@@ -205,12 +230,15 @@ class ReduceKernel(CudaKernel):
         mod = get_module(REDUCE_SOURCE, names, handle.device_id)
         ys, xs = slots
         ws = Slot("ws") if p.S > 1 else ctypes.c_void_p(0)
-        self.launches.append(Launch(mod.ptr[main], p.grid, p.block, [Slot(ys), Slot(xs), ws, p.meta]))
+        out = [Launch(mod.ptr[main], p.grid, p.block, [Slot(ys), Slot(xs), ws, p.meta])]
         if p.S > 1:
-            self.launches.append(Launch(mod.ptr[fin], (-(-p.M // 8),), (256,), [Slot(ys), Slot("ws"), p.meta]))
-        if p.vec > 1:
-            # the vector kernel needs element alignment only (head handled in the kernel)
-            pass
+            out.append(Launch(mod.ptr[fin], (-(-p.M // 8),), (256,), [Slot(ys), Slot("ws"), p.meta]))
+        return out
+
+    def _launch_checked(self, ptrs, ws_ptr, rt, stream):
+        lns = self.launches if ptrs[self.x_slot] % 16 == 0 else self.fallback
+        for ln in lns:
+            ln(ptrs, ws_ptr, stream)
 
     def launch(self, ptrs, ws_ptr, rt, stream):
         for ln in self.launches:

@@ -128,6 +128,64 @@ __global__ void __launch_bounds__(256) reduce_cols(T* __restrict__ y, const T* _
   }
 }
 
+// reduce_cols with 16-byte packs: thread tx owns VEC neighbouring outputs along the kept
+// innermost dim (contiguous in x, extent a multiple of VEC, every other x stride a multiple of
+// VEC, x 16-byte aligned: checked by the host), so a warp reads 512 contiguous bytes of each
+// reduced position and keeps VEC accumulators. Same per-output order as reduce_cols (thread
+// ty takes positions f0+ty, f0+ty+BY, ..., then ty = 0..BY-1 in order): bitwise identical.
+template <class T, class Op, int MEAN, int VEC>
+__global__ void __launch_bounds__(256) reduce_cols_vec(T* __restrict__ y, const T* __restrict__ x,
+                                                       typename Acc<T>::type* __restrict__ ws, RedMeta p) {
+  typedef typename Acc<T>::type A;
+  __shared__ A sh[8][VEC][33];
+  const int tx = threadIdx.x, ty = threadIdx.y, BY = blockDim.y;
+  const long long m = ((long long)blockIdx.x * 32 + tx) * VEC;
+  const int s = blockIdx.y;
+  A acc[VEC];
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) acc[k] = Op::template identity<A>();
+  long long off[2] = {0, 0};
+  if (m < p.M) {
+    dim_offsets<2>(p.kept, m, off);
+    const T* px = x + off[0];
+    long long f0 = 0, f1 = p.L;
+    if (p.S > 1) {
+      f0 = (long long)s * p.chunk;
+      f1 = min(f1, f0 + p.chunk);
+    }
+    if (p.red.ndim <= 1) {
+      const long long sr = p.si;
+#pragma unroll 4
+      for (long long f = f0 + ty; f < f1; f += BY) {
+        const Pack<T, VEC> pk = *reinterpret_cast<const Pack<T, VEC>*>(px + f * sr);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) acc[k] = Op::template combine<A>(acc[k], red_load(pk.v[k]));
+      }
+    } else {
+      for (long long f = f0 + ty; f < f1; f += BY) {
+        long long ro;
+        dim_offsets<1>(p.red, f, &ro);
+        const Pack<T, VEC> pk = *reinterpret_cast<const Pack<T, VEC>*>(px + ro);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) acc[k] = Op::template combine<A>(acc[k], red_load(pk.v[k]));
+      }
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) sh[ty][k][tx] = acc[k];
+  __syncthreads();
+  if (ty == 0 && m < p.M) {
+    const long long so = p.kept.stride[1][p.kept.ndim - 1];
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+      A a = acc[k];
+      for (int q = 1; q < BY; ++q) a = Op::template combine<A>(a, sh[q][k][tx]);
+      if (p.S > 1) ws[(long long)s * p.M + m + k] = a;
+      else red_store<T, Op, MEAN>(y, off[1] + k * so, a, p.L);
+    }
+  }
+}
+
 // Second pass: one warp per output combines its S partials in a fixed order.
 template <class T, class Op, int MEAN>
 __global__ void __launch_bounds__(256) reduce_finish(T* __restrict__ y, const typename Acc<T>::type* __restrict__ ws,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import os
 import struct
 from dataclasses import dataclass
 
@@ -54,6 +55,18 @@ def all_names(dtype: DType, mode: str, ti: str = "int") -> list[str]:
 
 def _pow2ceil(n: int) -> int:
     return 1 << max(0, (int(n) - 1).bit_length())
+
+
+def _group(nvec: int, me: int) -> int:
+    """Threads per row: the fewest multiple of 32 that caches ``nvec`` vectors at ``me`` per thread.
+
+    ``IOP_ROWWISE_PLAN=pow2`` (a tuning switch for A/B benchmarks) restores the earlier rule:
+    a power of two near nvec / 4."""
+    if os.environ.get("IOP_ROWWISE_PLAN") == "pow2":
+        G = min(1024, max(32, _pow2ceil(-(-nvec // 4))))
+        return G if -(-nvec // G) <= me else 1024 if -(-nvec // 1024) <= me else 2048
+    per = -(-nvec // me)
+    return max(32, -(-per // 32) * 32)
 
 
 @dataclass
@@ -120,13 +133,13 @@ class RowwiseKernel(CudaKernel):
             for v in [vec, 1] if can_vec else [1]:
                 nvec = -(-max(N, 1) // v)
                 me = maxe(dtype, v)
-                G = min(1024, max(32, _pow2ceil(-(-nvec // 4))))
-                ne = -(-nvec // G)
-                if ne > me:
-                    G = 1024
-                    ne = -(-nvec // G)
-                    if ne > me:
-                        ne = 0  # loop mode
+                # as few threads per row as keep every thread's cache full (MAXE vectors): many
+                # independent 16-byte loads in flight per thread is what reaches the bandwidth;
+                # groups are any multiple of 32 (block_reduce allows it), so no power-of-two
+                # rounding leaves threads with a fraction of their cache in use
+                G = _group(nvec, me)
+                ne = -(-nvec // G) if G <= 1024 else 0  # 0: loop mode
+                G = min(G, 1024)
                 rpb = 4 if G == 32 else 1
                 meta = meta_rows + struct.pack("<7q", N, lay.sx, lay.sy, R, lay.seq, lay.shift, ne)
                 name = row_kernel_name(dtype, mode, v, ti)

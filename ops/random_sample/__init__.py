@@ -7,7 +7,8 @@ limit = random_val * min(cum_{k'-1}, topp * cum_{n-1}) with k' = min(topk, n) an
 original index of the first ranked entry with cum_i >= limit (the entry k'-1 if rounding leaves
 none, e.g. random_val > 1). The terms are computed in f32 (f64 for f64); the CPU accumulates
 them in f64 and the GPU in 64-bit fixed point (exact, order-independent sums; see kernel.cu),
-so neither drifts over large vocabularies. The GPU needs no workspace. The result is 0-d of any signed/unsigned integer dtype (an index that does not fit
+so neither drifts over large vocabularies. On the GPU f32/f16/bf16 use a multi-block path with a
+workspace (about 16 bytes per entry; kernel.cu); f64 one block and no workspace. The result is 0-d of any signed/unsigned integer dtype (an index that does not fit
 wraps). Runtime scalars are checked at calculate: NaN random_val/topp/temperature or a negative
 temperature -> BAD_PARAM.
 """
@@ -107,33 +108,100 @@ def kernel_name(pdt: DType, rdt: DType) -> str:
     return f"random_sample<{ctype(pdt)}, {ctype(rdt)}>"
 
 
+# multi-block path (kernel.cu: rm_*): f32/f16/bf16; f64 keeps the one-block kernel
+RM_EPB = 4096  # entries per block of the streaming passes
+RM_CTRL = 2048 * 12 + 64  # sizeof(RmCtrl), rounded up below like rm_view does
+
+
+def _up(b: int) -> int:
+    return (b + 255) & ~255
+
+
+def rm_workspace(n: int) -> int:
+    """Bytes of the multi-block workspace (layout of rm_view in kernel.cu)."""
+    B = -(-n // RM_EPB)
+    return _up(RM_CTRL) + 2 * _up(4 * B) + 2 * _up(8 * n)
+
+
+def rm_names(pdt: DType, rdt: DType) -> dict:
+    t, r = ctype(pdt), ctype(rdt)
+    return {
+        "argmax": f"rm_argmax<{t}>",
+        "hist": f"rm_hist<{t}>",
+        "compact0": f"rm_compact<{t}, 0>",
+        "compact1": f"rm_compact<{t}, 1>",
+        "refine0": f"rm_refine0<{t}>",
+        "greedy": f"rm_greedy<{t}, {r}>",
+        "final": f"rm_final<{t}, {r}>",
+    }
+
+
+def multi_block(pdt: DType) -> bool:
+    return pdt is not DType.F64
+
+
 class RandomSampleKernel(CudaKernel):
     def __init__(self, info: Info, handle):
         super().__init__(handle)
         self.op = info.op
         self.n = info.n
         self.sbits = 62 - int(self.n).bit_length()  # n weights of at most 2^sbits fit in 62 bits
-        name = kernel_name(info["probs"].dtype, info["result"].dtype)
-        mod = get_module(_source(), [name], handle.device_id)
         self.params = (ctypes.c_char * 64)()  # SampleParams, rewritten per call
-        self.main = Launch(mod.ptr[name], (1,), (THREADS,), [Slot(0), Slot(1), self.params])
+        pdt, rdt = info["probs"].dtype, info["result"].dtype
+        self.multi = multi_block(pdt)
+        if not self.multi:
+            name = kernel_name(pdt, rdt)
+            mod = get_module(_source(), [name], handle.device_id)
+            self.main = Launch(mod.ptr[name], (1,), (THREADS,), [Slot(0), Slot(1), self.params])
+            return
+        self.B = -(-self.n // RM_EPB)
+        self.workspace_size = rm_workspace(self.n)
+        names = rm_names(pdt, rdt)
+        mod = get_module(_source(), list(names.values()), handle.device_id)
+        fn = {k: mod.ptr[v] for k, v in names.items()}
+        ws, x, res, prm = Slot("ws"), Slot(1), Slot(0), self.params
+        grid = (self.B,)
+        self.l_argmax = Launch(fn["argmax"], grid, (512,), [x, ws, prm])
+        self.l_greedy = Launch(fn["greedy"], (1,), (512,), [res, ws, prm])
+        self.l_hist = Launch(fn["hist"], grid, (512,), [x, ws, prm])
+        self.l_c0 = Launch(fn["compact0"], grid, (512,), [x, ws, prm])
+        self.l_r0 = Launch(fn["refine0"], (1,), (1024,), [ws, prm])
+        self.l_c1 = Launch(fn["compact1"], grid, (512,), [x, ws, prm])
+        self.l_final = Launch(fn["final"], (1,), (1024,), [res, ws, prm])
 
     def launch(self, ptrs, ws_ptr, rt, stream):
         random_val, topp, topk, temperature = rt
         greedy = check_runtime(self.op, random_val, topp, topk, temperature) or self.n == 1
         kp = max(1, min(int(topk), self.n))
+        last = self.B if self.multi else 0  # SampleParams.pad_: the number of partials
         blob = struct.pack(
-            "<4d4q", float(random_val), float(topp), float(temperature), float(2.0**self.sbits), kp, self.n, int(greedy), 0
+            "<4d4q", float(random_val), float(topp), float(temperature), float(2.0**self.sbits), kp, self.n, int(greedy), last
         )
         ctypes.memmove(self.params, blob, 64)
-        self.main(ptrs, ws_ptr, stream)
+        if not self.multi:
+            self.main(ptrs, ws_ptr, stream)
+            return
+        seq = [self.l_argmax, self.l_greedy] if greedy else [self.l_argmax, self.l_hist]
+        if not greedy:
+            seq += [self.l_c0, self.l_r0] if kp < self.n else []
+            seq += [self.l_c1, self.l_final]
+        for ln in seq:
+            ln(ptrs, ws_ptr, stream)
 
 
 def nvidia(info: Info, handle):
     return RandomSampleKernel(info, handle)
 
 
-nvidia.compile_units = lambda: [(_source(), [kernel_name(p, r) for p in sorted(F) for r in sorted(OUT_DTYPES)])]
+def _all_names() -> list[str]:
+    names = []
+    for p in sorted(F):
+        for r in sorted(OUT_DTYPES):
+            names += list(rm_names(p, r).values()) if multi_block(p) else [kernel_name(p, r)]
+    return list(dict.fromkeys(names))
+
+
+nvidia.compile_units = lambda: [(_source(), _all_names())]
 
 
 def reference(probs, random_val, topp, topk, temperature):

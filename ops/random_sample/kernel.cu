@@ -1,4 +1,5 @@
-// random_sample: the upstream library rule over one row of logits, by one block (no workspace).
+// random_sample: the upstream library rule over one row of logits. f64: one block, no workspace
+// (below); f32/f16/bf16: the multi-block path at the end of this file.
 //
 // Greedy: the smallest index among the maxima. Otherwise the entries are ranked by value
 // (descending, ties -> lower index) and weighted w = exp((v - v0) / T) in Acc<T>, stored as
@@ -290,4 +291,392 @@ __global__ void __launch_bounds__(RS_THREADS) random_sample(TO* result, const T*
   }
   __syncthreads();
   if (tid == 0) result[0] = Conv<TO>::from(sh.ans);
+}
+
+// ------------------------------------------------------------------------------------------
+// Multi-block path (f32, f16, bf16: Acc = float). The same rule and the same fixed-point
+// weights, spread over the GPU; every sum is an integer sum (shared/global integer atomics are
+// exact and order-independent), so the result is deterministic. Ranking key of entry i:
+// the 64-bit composite (value key << 32) | ~i: descending composite order is exactly the
+// upstream ranking (value descending, ties -> lower index), and every composite is unique.
+//   rm_argmax   blocks of RM_EPB entries: per-block argmax partials; block 0 zeroes the control
+//   rm_hist     global argmax v0 from the partials; 2048-bin histogram (count, weight) of the
+//               top 11 key bits (shared atomics, then one global atomic per non-empty bin)
+//   rm_compact  picks the top-level bucket (top-k' count, or the mass bucket when k' = n) from
+//               the histogram and compacts its entries' composites into a list (warp-aggregated
+//               atomics; the order of the list does not matter)
+//   rm_refine0  (k' < n) one block: radix select (8-bit digits) in list 0 -> the top-k' mass S,
+//               then the mass bucket; reuses list 0 when it is the same bucket
+//   rm_compact  (again, k' < n) list 1 for the mass bucket
+//   rm_final    one block: radix select in list 1 -> the entry; writes the result
+// Greedy: rm_argmax + rm_greedy. The workspace holds the control block, partials and 2 lists.
+
+#define RM_BINS 2048
+#define RM_TOPBITS 11
+#define RM_EPB 4096
+#define RM_THREADS 512
+#define RM_RTHREADS 1024
+
+struct RmCtrl {
+  unsigned long long hist_w[RM_BINS];
+  unsigned int hist_c[RM_BINS];
+  unsigned int cnt[2];  // entries in list 0 / 1
+  unsigned int vkey;    // key of the maximum v0
+  int bucket[2];        // top-level buckets of select 0 / 1
+  int use0;             // list 1 is list 0
+  unsigned long long above_c0, above_w0, above_w1, need1;
+};
+
+struct RmView {
+  RmCtrl* c;
+  unsigned int* pkey;
+  int* pidx;
+  unsigned long long* list[2];
+};
+
+__device__ __forceinline__ RmView rm_view(unsigned char* ws, long long n, long long B) {
+  RmView v;
+  v.c = reinterpret_cast<RmCtrl*>(ws);
+  size_t o = (sizeof(RmCtrl) + 255) & ~(size_t)255;
+  v.pkey = reinterpret_cast<unsigned int*>(ws + o);
+  o += ((size_t)B * 4 + 255) & ~(size_t)255;
+  v.pidx = reinterpret_cast<int*>(ws + o);
+  o += ((size_t)B * 4 + 255) & ~(size_t)255;
+  v.list[0] = reinterpret_cast<unsigned long long*>(ws + o);
+  o += ((size_t)n * 8 + 255) & ~(size_t)255;
+  v.list[1] = reinterpret_cast<unsigned long long*>(ws + o);
+  return v;
+}
+
+// (k2, i2) ranks before (k1, i1): larger key, ties -> lower index; index n marks "none".
+__device__ __forceinline__ bool rm_before(unsigned int k2, int i2, unsigned int k1, int i1, int n) {
+  return i2 < n && (i1 >= n || k2 > k1 || (k2 == k1 && i2 < i1));
+}
+
+// Block argmax of per-thread (k, i); the result in every thread. Fixed trees.
+__device__ void rm_block_argmax(unsigned int& k, int& i, int n, unsigned int* sk, int* si) {
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nw = blockDim.x >> 5;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const unsigned int k2 = __shfl_xor_sync(0xffffffffu, k, o);
+    const int i2 = __shfl_xor_sync(0xffffffffu, i, o);
+    if (rm_before(k2, i2, k, i, n)) { k = k2; i = i2; }
+  }
+  __syncthreads();
+  if (lane == 0) { sk[warp] = k; si[warp] = i; }
+  __syncthreads();
+  if (tid == 0) {
+    for (int q = 1; q < nw; ++q)
+      if (rm_before(sk[q], si[q], k, i, n)) { k = sk[q]; i = si[q]; }
+    sk[0] = k;
+    si[0] = i;
+  }
+  __syncthreads();
+  k = sk[0];
+  i = si[0];
+}
+
+__device__ __forceinline__ unsigned long long rm_weight_of_key(unsigned int k, float v0, float temp, double scale) {
+  return rs_weight<float>(RsKey<float>::val(k), v0, temp, scale);
+}
+
+template <class T>
+__global__ void __launch_bounds__(RM_THREADS) rm_argmax(const T* __restrict__ x, unsigned char* ws, SampleParams p) {
+  __shared__ unsigned int sk[32];
+  __shared__ int si[32];
+  const int n = (int)p.n;
+  RmView v = rm_view(ws, p.n, p.pad_);
+  const long long b0 = (long long)blockIdx.x * RM_EPB;
+  const long long b1 = min((long long)n, b0 + RM_EPB);
+  unsigned int bk = 0;
+  int bi = n;
+  for (long long i = b0 + threadIdx.x; i < b1; i += RM_THREADS) {
+    const unsigned int k = RsKey<float>::key(red_load(x[i]));
+    if (bi == n || k > bk) { bk = k; bi = (int)i; }
+  }
+  rm_block_argmax(bk, bi, n, sk, si);
+  if (threadIdx.x == 0) { v.pkey[blockIdx.x] = bk; v.pidx[blockIdx.x] = bi; }
+  if (blockIdx.x == 0) {
+    for (int b = threadIdx.x; b < RM_BINS; b += RM_THREADS) { v.c->hist_w[b] = 0; v.c->hist_c[b] = 0; }
+    if (threadIdx.x == 0) {
+      v.c->cnt[0] = v.c->cnt[1] = 0;
+      v.c->use0 = 0;
+    }
+  }
+}
+
+// The global argmax from the partials (every thread gets it).
+__device__ __forceinline__ void rm_global_max(const RmView& v, int n, int B, unsigned int& bk, int& bi, unsigned int* sk, int* si) {
+  bk = 0;
+  bi = n;
+  for (int q = threadIdx.x; q < B; q += blockDim.x)
+    if (rm_before(v.pkey[q], v.pidx[q], bk, bi, n)) { bk = v.pkey[q]; bi = v.pidx[q]; }
+  rm_block_argmax(bk, bi, n, sk, si);
+}
+
+template <class T, class TO>
+__global__ void __launch_bounds__(RM_THREADS) rm_greedy(TO* result, unsigned char* ws, SampleParams p) {
+  __shared__ unsigned int sk[32];
+  __shared__ int si[32];
+  RmView v = rm_view(ws, p.n, p.pad_);
+  unsigned int bk;
+  int bi;
+  rm_global_max(v, (int)p.n, (int)p.pad_, bk, bi, sk, si);
+  if (threadIdx.x == 0) result[0] = Conv<TO>::from((long long)(bi < p.n ? bi : 0));
+}
+
+template <class T>
+__global__ void __launch_bounds__(RM_THREADS) rm_hist(const T* __restrict__ x, unsigned char* ws, SampleParams p) {
+  __shared__ unsigned int sc[RM_BINS];
+  __shared__ unsigned long long sw[RM_BINS];
+  __shared__ unsigned int sk[32];
+  __shared__ int si[32];
+  const int n = (int)p.n;
+  RmView v = rm_view(ws, p.n, p.pad_);
+  for (int b = threadIdx.x; b < RM_BINS; b += RM_THREADS) { sc[b] = 0; sw[b] = 0; }
+  unsigned int vk;
+  int vi;
+  rm_global_max(v, n, (int)p.pad_, vk, vi, sk, si);  // syncs: the zeroed bins are visible after
+  if (blockIdx.x == 0 && threadIdx.x == 0) v.c->vkey = vk;
+  const float v0 = RsKey<float>::val(vk), temp = (float)p.temperature;
+  const long long b0 = (long long)blockIdx.x * RM_EPB;
+  const long long b1 = min((long long)n, b0 + RM_EPB);
+  for (long long i = b0 + threadIdx.x; i < b1; i += RM_THREADS) {
+    const float xv = red_load(x[i]);
+    const unsigned int k = RsKey<float>::key(xv);
+    const int d = (int)(k >> (32 - RM_TOPBITS));
+    atomicAdd(&sc[d], 1u);
+    atomicAdd(&sw[d], rs_weight<float>(xv, v0, temp, p.scale));
+  }
+  __syncthreads();
+  for (int b = threadIdx.x; b < RM_BINS; b += RM_THREADS)
+    if (sc[b]) {
+      atomicAdd(&v.c->hist_c[b], sc[b]);
+      atomicAdd(&v.c->hist_w[b], sw[b]);
+    }
+}
+
+// Pick among NB bins (descending bin order = descending rank) by warp 0: the first non-empty
+// bin where the running count (MODE 0) or weight (MODE 1) reaches `need`, starting from
+// (ac, aw) ranked above; if none reaches, the last non-empty bin. Results in *out (warp 0 lane 0
+// writes; the caller syncs): bin, count/weight ranked above it, its own count/weight.
+struct RmPick {
+  int bin;
+  unsigned long long ac, aw, bc, bw;
+};
+
+template <int MODE, int NB>
+__device__ void rm_pick(const unsigned int* c, const unsigned long long* w, unsigned long long need, unsigned long long ac0,
+                        unsigned long long aw0, RmPick* out) {
+  const int lane = threadIdx.x & 31;
+  if ((threadIdx.x >> 5) != 0) return;
+  const int per = NB / 32;
+  const int top = NB - 1 - lane * per;  // this lane's bins: top, top-1, ..., top-per+1
+  unsigned long long lc = 0, lw = 0;
+  for (int q = 0; q < per; ++q) { lc += c[top - q]; lw += w[top - q]; }
+  unsigned long long ic = lc, iw = lw;  // inclusive scans over lanes (rank order)
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const unsigned long long tc = __shfl_up_sync(0xffffffffu, ic, o);
+    const unsigned long long tw = __shfl_up_sync(0xffffffffu, iw, o);
+    if (lane >= o) { ic += tc; iw += tw; }
+  }
+  const bool reach = ic > 0 && (MODE == 0 ? ac0 + ic >= need : aw0 + iw >= need);
+  const unsigned int m = __ballot_sync(0xffffffffu, reach);
+  int L;
+  bool fallback = false;
+  if (m) {
+    L = __ffs(m) - 1;
+  } else {  // the last lane with entries
+    const unsigned int nz = __ballot_sync(0xffffffffu, lc > 0);
+    L = nz ? 31 - __clz(nz) : 31;
+    fallback = true;
+  }
+  if (lane == L) {
+    unsigned long long ac = ac0 + ic - lc, aw = aw0 + iw - lw;
+    int pick = -1, last = -1;
+    unsigned long long lac = ac, law = aw;
+    for (int q = 0; q < per; ++q) {
+      const int b = top - q;
+      if (c[b] == 0) continue;
+      if (!fallback && (MODE == 0 ? ac + c[b] >= need : aw + w[b] >= need)) { pick = b; break; }
+      lac = ac;
+      law = aw;
+      last = b;
+      ac += c[b];
+      aw += w[b];
+    }
+    if (pick < 0) {  // fallback: the last non-empty bin, above = everything before it
+      pick = last < 0 ? top : last;
+      ac = lac;
+      aw = law;
+    }
+    out->bin = pick;
+    out->ac = ac;
+    out->aw = aw;
+    out->bc = c[pick];
+    out->bw = w[pick];
+  }
+}
+
+// Sum of the histogram's weights (every thread gets it).
+__device__ unsigned long long rm_total(const RmCtrl* c, unsigned long long* red) {
+  unsigned long long s = 0;
+  for (int b = threadIdx.x; b < RM_BINS; b += blockDim.x) s += c->hist_w[b];
+  return block_reduce<SumOp, unsigned long long>(s, red, threadIdx.x, blockDim.x);
+}
+
+__device__ __forceinline__ unsigned long long rm_need(const SampleParams& p, unsigned long long S, unsigned long long W) {
+  const double lim = p.random_val * fmin((double)S, p.topp * (double)W);
+  unsigned long long need = lim > 0.0 ? (unsigned long long)ceil(lim) : 0ULL;
+  return need > S ? S : need;
+}
+
+// Compact the entries of a top-level bucket into list `which`. WHICH 0: the top-k' bucket;
+// WHICH 1: the mass bucket (picked here when k' = n, else by rm_refine0; skipped when list 1
+// is list 0).
+template <class T, int WHICH>
+__global__ void __launch_bounds__(RM_THREADS) rm_compact(const T* __restrict__ x, unsigned char* ws, SampleParams p) {
+  __shared__ RmPick pk;
+  __shared__ unsigned long long red[32];
+  const int n = (int)p.n;
+  RmView v = rm_view(ws, p.n, p.pad_);
+  RmCtrl* c = v.c;
+  int bucket;
+  if (WHICH == 0) {
+    rm_pick<0, RM_BINS>(c->hist_c, c->hist_w, (unsigned long long)p.kp, 0, 0, &pk);
+    __syncthreads();
+    bucket = pk.bin;
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+      c->bucket[0] = bucket;
+      c->above_c0 = pk.ac;
+      c->above_w0 = pk.aw;
+    }
+  } else if (p.kp >= p.n) {
+    const unsigned long long W = rm_total(c, red);
+    const unsigned long long need = rm_need(p, W, W);
+    rm_pick<1, RM_BINS>(c->hist_c, c->hist_w, need, 0, 0, &pk);
+    __syncthreads();
+    bucket = pk.bin;
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+      c->bucket[1] = bucket;
+      c->above_w1 = pk.aw;
+      c->need1 = need;
+    }
+  } else {
+    if (c->use0) return;  // uniform
+    bucket = c->bucket[1];
+  }
+  const int lane = threadIdx.x & 31;
+  unsigned long long* list = v.list[WHICH];
+  const long long b0 = (long long)blockIdx.x * RM_EPB;
+  const long long b1 = min((long long)n, b0 + RM_EPB);
+  for (long long i0 = b0; i0 < b1; i0 += RM_THREADS) {  // warp-uniform trip count
+    const long long i = i0 + threadIdx.x;
+    unsigned int k = 0;
+    bool hit = false;
+    if (i < b1) {
+      k = RsKey<float>::key(red_load(x[i]));
+      hit = (int)(k >> (32 - RM_TOPBITS)) == bucket;
+    }
+    const unsigned int m = __ballot_sync(0xffffffffu, hit);
+    if (m) {
+      const int leader = __ffs(m) - 1;
+      unsigned int base = 0;
+      if (lane == leader) base = atomicAdd(&c->cnt[WHICH], (unsigned int)__popc(m));
+      base = __shfl_sync(0xffffffffu, base, leader);
+      if (hit) list[base + __popc(m & ((1u << lane) - 1u))] = ((unsigned long long)k << 32) | (unsigned int)~(unsigned int)i;
+    }
+  }
+}
+
+// Radix select (8-bit digits below the top 11 bits) among the cnt composites of `list` in the
+// top-level bucket: MODE 0 stops where the ranked count reaches need, MODE 1 where the ranked
+// weight does (need relative to the bucket). Leaves the chosen composite in *ans, the weight
+// ranked above it within the bucket in *aw_out. One block of RM_RTHREADS threads.
+struct RmSel {
+  unsigned int c[256];
+  unsigned long long w[256];
+  RmPick pk;
+  unsigned long long prefix, ac, aw, bc, ans;
+  unsigned long long red[32];
+};
+
+template <int MODE>
+__device__ void rm_select(const unsigned long long* list, unsigned int cnt, unsigned long long need, float v0, float temp,
+                          double scale, int bucket, RmSel& s) {
+  const int tid = threadIdx.x;
+  if (tid == 0) {
+    s.prefix = (unsigned long long)bucket << (64 - RM_TOPBITS);
+    s.ac = 0;
+    s.aw = 0;
+    s.bc = cnt;
+    s.ans = 0;
+  }
+  __syncthreads();
+  int shift = 64 - RM_TOPBITS;  // bits above `shift` are fixed by the prefix
+  while (s.bc > 1 && shift > 0) {
+    const int d = shift < 8 ? shift : 8;
+    const int lo = shift - d;
+    for (int b = tid; b < 256; b += blockDim.x) { s.c[b] = 0; s.w[b] = 0; }
+    __syncthreads();
+    const unsigned long long pre = s.prefix >> shift;
+    for (unsigned int e = tid; e < cnt; e += blockDim.x) {
+      const unsigned long long k = list[e];
+      if ((k >> shift) != pre) continue;
+      const int dig = (int)((k >> lo) & ((1u << d) - 1u));
+      atomicAdd(&s.c[dig], 1u);
+      atomicAdd(&s.w[dig], rm_weight_of_key((unsigned int)(k >> 32), v0, temp, scale));
+    }
+    __syncthreads();
+    const unsigned long long rel_c = s.ac, rel_w = s.aw;
+    if (d == 8) rm_pick<MODE, 256>(s.c, s.w, need, rel_c, rel_w, &s.pk);
+    else rm_pick<MODE, 32>(s.c, s.w, need, rel_c, rel_w, &s.pk);  // d = 5 (53 = 6*8 + 5): bins 0..31
+    __syncthreads();
+    if (tid == 0) {
+      s.prefix |= (unsigned long long)s.pk.bin << lo;
+      s.ac = s.pk.ac;
+      s.aw = s.pk.aw;
+      s.bc = s.pk.bc;
+    }
+    shift = lo;
+    __syncthreads();
+  }
+  // the bucket holds one composite (or all bits are fixed): find it
+  const unsigned long long pre = s.prefix >> shift;
+  for (unsigned int e = tid; e < cnt; e += blockDim.x)
+    if ((list[e] >> shift) == pre) s.ans = list[e];  // one writer
+  __syncthreads();
+}
+
+template <class T>
+__global__ void __launch_bounds__(RM_RTHREADS) rm_refine0(unsigned char* ws, SampleParams p) {
+  __shared__ RmSel s;
+  __shared__ RmPick pk;
+  RmView v = rm_view(ws, p.n, p.pad_);
+  RmCtrl* c = v.c;
+  const float v0 = RsKey<float>::val(c->vkey), temp = (float)p.temperature;
+  const unsigned long long W = rm_total(c, s.red);
+  rm_select<0>(v.list[0], c->cnt[0], (unsigned long long)p.kp - c->above_c0, v0, temp, p.scale, c->bucket[0], s);
+  const unsigned long long S = c->above_w0 + s.aw + rm_weight_of_key((unsigned int)(s.ans >> 32), v0, temp, p.scale);
+  const unsigned long long need = rm_need(p, S, W);
+  rm_pick<1, RM_BINS>(c->hist_c, c->hist_w, need, 0, 0, &pk);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    c->bucket[1] = pk.bin;
+    c->above_w1 = pk.aw;
+    c->need1 = need;
+    c->use0 = pk.bin == c->bucket[0];
+  }
+}
+
+template <class T, class TO>
+__global__ void __launch_bounds__(RM_RTHREADS) rm_final(TO* result, unsigned char* ws, SampleParams p) {
+  __shared__ RmSel s;
+  RmView v = rm_view(ws, p.n, p.pad_);
+  RmCtrl* c = v.c;
+  const float v0 = RsKey<float>::val(c->vkey), temp = (float)p.temperature;
+  const int L = c->use0 ? 0 : 1;
+  rm_select<1>(v.list[L], c->cnt[L], c->need1 - c->above_w1, v0, temp, p.scale, c->bucket[1], s);
+  if (threadIdx.x == 0) result[0] = Conv<TO>::from((long long)(unsigned int)~(unsigned int)(s.ans & 0xffffffffu));
 }
