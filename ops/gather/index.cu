@@ -41,35 +41,56 @@ __global__ void gather_kernel(U* __restrict__ out, const I* __restrict__ idx, co
 }
 
 // gather along lines staged in shared memory: one block per line of the index (all coords but
-// dim; the meta shape has dim set to 1). The block first copies the input line (dim_size values,
-// stride dim_stride) into shared memory, coalesced where the input is, then every index position
-// of the line reads shared memory: each input value leaves DRAM/L2 once instead of once per
-// reference. len = index extent along dim; st0 / st1 = output / index strides along dim.
+// dim; the meta shape has dim set to 1). Each thread first issues the loads of its first
+// GL_PER index values (registers), then the block copies the input line (dim_size values,
+// stride dim_stride; 16-byte loads when contiguous and aligned) into shared memory, so the index
+// and line loads are in flight together (one memory round trip per line, not several). Then
+// every index position of the line reads shared memory: each input value leaves DRAM/L2 once.
+// len = index extent along dim; st0 / st1 = output / index strides along dim.
 // s0 = output, s1 = index, s2 = input over the line space.
 extern __shared__ __align__(16) unsigned char gather_line_smem[];
+#define GL_PER 16
 
 template <class U, class I>
-__global__ void __launch_bounds__(256) gather_line_kernel(U* __restrict__ out, const I* __restrict__ idx, const U* __restrict__ in, IdxMeta m) {
+__global__ void __launch_bounds__(256, 4) gather_line_kernel(U* __restrict__ out, const I* __restrict__ idx, const U* __restrict__ in, IdxMeta m) {
   U* line = reinterpret_cast<U*>(gather_line_smem);
   const long long B = blockDim.x;
   for (long long l = blockIdx.x; l < m.n; l += gridDim.x) {
     long long o0, o1, o2;
     idx_offsets<unsigned long long>(m, (unsigned long long)l, o0, o1, o2);
+    I k[GL_PER];
+#pragma unroll
+    for (int u = 0; u < GL_PER; ++u) {
+      long long j = threadIdx.x + u * B;
+      k[u] = j < m.len ? idx[o1 + j * m.st1] : I(-1);
+    }
     __syncthreads();  // the previous line is no longer read
+    const U* src = in + o2;
+    long long head = 0;
+    if (m.dim_stride == 1 && (reinterpret_cast<unsigned long long>(src) & 15) == 0) {
+      constexpr int E = 16 / sizeof(U);
+      const long long packs = m.dim_size / E;
+      const uint4* s4 = reinterpret_cast<const uint4*>(src);
+      uint4* d4 = reinterpret_cast<uint4*>(line);
 #pragma unroll 4
-    for (long long j = threadIdx.x; j < m.dim_size; j += B) line[j] = in[o2 + j * m.dim_stride];
+      for (long long p = threadIdx.x; p < packs; p += B) d4[p] = s4[p];
+      head = packs * E;
+    }
+    for (long long j = head + threadIdx.x; j < m.dim_size; j += B) line[j] = src[j * m.dim_stride];
     __syncthreads();
-    for (long long j0 = threadIdx.x; j0 < m.len; j0 += 4 * B) {
-      long long k[4];
+    for (long long j0 = 0;;) {
 #pragma unroll
-      for (int u = 0; u < 4; ++u) {  // four index loads in flight before any store
-        long long j = j0 + u * B;
-        k[u] = j < m.len ? (long long)idx[o1 + j * m.st1] : -1;
+      for (int u = 0; u < GL_PER; ++u) {
+        long long j = j0 + threadIdx.x + u * B;
+        long long kk = (long long)k[u];
+        if (j < m.len) out[o0 + j * m.st0] = (kk >= 0 && kk < m.dim_size) ? line[kk] : U(0);
       }
+      j0 += GL_PER * B;
+      if (j0 >= m.len) break;
 #pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        long long j = j0 + u * B;
-        if (j < m.len) out[o0 + j * m.st0] = (k[u] >= 0 && k[u] < m.dim_size) ? line[k[u]] : U(0);
+      for (int u = 0; u < GL_PER; ++u) {
+        long long j = j0 + threadIdx.x + u * B;
+        k[u] = j < m.len ? idx[o1 + j * m.st1] : I(-1);
       }
     }
   }
