@@ -11,6 +11,8 @@ any axes with arbitrary input and output strides:
   reductions): a warp per row for short rows, a block per row for long ones, 16-byte loads;
 - ``reduce_cols`` when a kept dim is the fastest (middle/outer and multi-axis reductions):
   threads read coalesced along the contiguous dim, each accumulating one output;
+  ``reduce_cols_vec`` when that dim is contiguous and pack-aligned: 16-byte packs, one thread
+  per 16 bytes of outputs (same per-output order, so bitwise identical to ``reduce_cols``);
 - with too few outputs to fill the GPU the reduced extent is split into S chunks whose partials
   go to the workspace; ``reduce_finish`` combines them in a fixed order. Deterministic, no atomics.
 
