@@ -197,20 +197,34 @@ class Descriptor:
 
 
 class _CpuKernel:
-    """Adapts a NumPy implementation ``fn(views, workspace, runtime)`` to the pointer interface."""
+    """Adapts a NumPy implementation ``fn(views, workspace, runtime)`` to the pointer interface.
+
+    The NumPy view of each tensor is rebuilt only when its address changes: at a given address
+    the caller's buffer was just checked to cover the descriptor's span, so a view made for
+    that address earlier describes the same memory.
+    """
 
     def __init__(self, info: Info, order: list[str], fn):
         self.info = info
         self.fn = fn
-        self.order = order
+        self.slots = [(name, info.tensors.get(name)) for name in order]
+        self.last = [None] * len(order)
         self.workspace_size = getattr(fn, "workspace_size", 0)
 
     def __call__(self, ptrs, ws_ptr, rt, stream):
-        info = self.info
         views = {}
-        for name, ptr in zip(self.order, ptrs):
-            desc = info.tensors.get(name)
-            views[name] = None if desc is None else host_view(ptr, desc)
+        last = self.last
+        for i, ((name, desc), ptr) in enumerate(zip(self.slots, ptrs, strict=True)):
+            if desc is None:
+                views[name] = None
+                continue
+            hit = last[i]
+            if hit is not None and hit[0] == ptr:
+                views[name] = hit[1]
+            else:
+                view = host_view(ptr, desc)
+                last[i] = (ptr, view)
+                views[name] = view
         ws = None
         if self.workspace_size:
             import numpy as np
@@ -218,17 +232,13 @@ class _CpuKernel:
             from .dtypes import DType
             from .tensor import TensorDescriptor
 
-            ws = (
-                host_view(ws_ptr, TensorDescriptor((self.workspace_size,), (1,), DType.U8))
-                if ws_ptr
-                else np.empty(self.workspace_size, np.uint8)
-            )
+            ws = host_view(ws_ptr, TensorDescriptor((self.workspace_size,), (1,), DType.U8)) if ws_ptr else np.empty(self.workspace_size, np.uint8)
         try:
             self.fn(views, ws, rt)
         except InfiniopError:
             raise
         except Exception as exc:  # never let a NumPy error escape the public API
-            raise error(Status.INTERNAL_ERROR, f"{info.op}: CPU backend failed: {type(exc).__name__}: {exc}") from exc
+            raise error(Status.INTERNAL_ERROR, f"{self.info.op}: CPU backend failed: {type(exc).__name__}: {exc}") from exc
 
 
 def create_descriptor(name: str, handle: Handle, *tensors, **kwargs) -> Descriptor:
