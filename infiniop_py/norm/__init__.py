@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import os
 import struct
 from pathlib import Path
 
@@ -216,19 +217,65 @@ def sm_count(handle) -> int:
     return int(properties(handle.device_id)["sm_count"])
 
 
-def persistent_grid(plan: RowPlan, tpr: int | None, sms: int) -> tuple[int, int]:
-    """(blocks, threads) of a backward stage 1: about 1024 resident threads per SM, so the
-    partial rows stay small; tpr None is the block-per-row kernel."""
+def bwd_per_sm(mod, expr: str, tpr: int | None) -> int | None:
+    """Resident blocks per SM of a backward stage-1 kernel (None: the default guess)."""
+    if tpr is None:
+        return None
+    fn = getattr(mod, "kernels", {}).get(expr)
+    return resident_blocks(fn, RowPlan.block(tpr)) if fn is not None else None
+
+
+def persistent_grid(plan: RowPlan, tpr: int | None, sms: int, per_sm: int | None = None) -> tuple[int, int]:
+    """(blocks, threads) of a backward stage 1: one wave of resident blocks (``per_sm`` per SM,
+    from ``resident_blocks``; default about 1024 threads per SM), so the partial rows stay few;
+    tpr None is the block-per-row kernel."""
     if tpr is None:
         return max(1, min(plan.rows, sms)), 1024
     block = RowPlan.block(tpr)
-    return max(1, min(RowPlan.groups(plan.rows, tpr), sms * max(1, 1024 // block))), block
+    if per_sm is None:
+        per_sm = max(1, 1024 // block)
+    return max(1, min(RowPlan.groups(plan.rows, tpr), sms * per_sm)), block
 
 
-def forward_grid(plan: RowPlan, tpr: int | None, sms: int) -> tuple[int, int]:
+def forward_grid(plan: RowPlan, tpr: int | None, sms: int, r: int = 1) -> tuple[int, int]:
+    """(blocks, threads) of a forward kernel; r rows per row group and step (fwd_rows)."""
     if tpr is None:
         return max(1, min(plan.rows, sms * 64)), 1024
-    return max(1, min(RowPlan.groups(plan.rows, tpr), 1 << 30)), RowPlan.block(tpr)
+    return max(1, min(-(-plan.rows // (rows_per_block(tpr) * r)), 1 << 30)), RowPlan.block(tpr)
+
+
+FWD_RS = (1, 2)  # rows per group and step instantiated for the forward kernels (TPR <= 256)
+
+
+def fwd_rows(tpr: int | None) -> int:
+    """Rows each row group of a forward kernel loads at once (the template parameter R).
+
+    Short rows (TPR <= 64: f16 D <= 2048, f32 D <= 1024) load two rows per step so that a
+    thread has twice the bytes in flight; longer rows already have enough. The environment
+    variable INFINIOP_NORM_R (1 or 2) overrides the choice, for tuning runs only.
+    """
+    if tpr is None or tpr > 256:
+        return 1
+    env = os.environ.get("INFINIOP_NORM_R")
+    if env in ("1", "2"):
+        return int(env)
+    return 2 if tpr <= 64 else 1
+
+
+def resident_blocks(fn, block: int) -> int:
+    """Blocks of ``block`` threads of CuPy function ``fn`` that fit on one SM at once (from its
+    register and static shared-memory use; H100/H200 limits). 1 when the figures are missing."""
+    try:
+        regs = int(fn.num_regs)
+        smem = int(fn.shared_size_bytes)
+    except Exception:
+        return 1
+    warps = -(-block // 32)
+    warp_regs = -(-max(regs, 1) * 32 // 256) * 256
+    by_regs = (65536 // warp_regs) // warps
+    by_threads = 2048 // (warps * 32)
+    by_smem = (228 * 1024) // (smem + 1024)
+    return max(1, min(by_regs, by_threads, by_smem, 32))
 
 
 def acc_ctype(dtype: DType) -> str:

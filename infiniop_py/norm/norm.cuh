@@ -85,6 +85,113 @@ __device__ __forceinline__ void norm_load(const T* p, long long e, long long str
   }
 }
 
+// Raw (unconverted) packs. NormPack<T, VEC> holds VEC elements as loaded: 16-bit types with an
+// even VEC as 32-bit words (two elements per register, converted with a shift or one cvt each),
+// other types as Pack<T, VEC>. Values are converted to the compute type where they are used.
+template <class T, int VEC, bool W = (sizeof(T) == 2 && VEC % 2 == 0)>
+struct alignas(sizeof(T) * VEC) NormPack {
+  Pack<T, VEC> k;
+  template <class A>
+  __device__ __forceinline__ A get(int j) const { return (A)iop_load(k.v[j]); }
+  __device__ __forceinline__ void zero() { k = Pack<T, VEC>{}; }
+};
+
+template <class T>
+__device__ __forceinline__ float norm_lo(unsigned u);
+template <class T>
+__device__ __forceinline__ float norm_hi(unsigned u);
+template <>
+__device__ __forceinline__ float norm_lo<iop_bf16>(unsigned u) { return __uint_as_float(u << 16); }
+template <>
+__device__ __forceinline__ float norm_hi<iop_bf16>(unsigned u) { return __uint_as_float(u & 0xffff0000u); }
+template <>
+__device__ __forceinline__ float norm_lo<iop_half>(unsigned u) {
+  float f;
+  asm("{.reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, l;}" : "=f"(f) : "r"(u));
+  return f;
+}
+template <>
+__device__ __forceinline__ float norm_hi<iop_half>(unsigned u) {
+  float f;
+  asm("{.reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, h;}" : "=f"(f) : "r"(u));
+  return f;
+}
+
+// Two f32 values packed into one word of 16-bit type T (lo in the low half), rounded once each.
+template <class T>
+__device__ __forceinline__ unsigned norm_pack2(float lo, float hi);
+template <>
+__device__ __forceinline__ unsigned norm_pack2<iop_half>(float lo, float hi) {
+  unsigned u;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(u) : "f"(hi), "f"(lo));
+  return u;
+}
+template <>
+__device__ __forceinline__ unsigned norm_pack2<iop_bf16>(float lo, float hi) {
+  unsigned u;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(u) : "f"(hi), "f"(lo));
+  return u;
+}
+
+template <class T, int VEC>
+struct alignas(sizeof(T) * VEC) NormPack<T, VEC, true> {
+  unsigned u[VEC / 2];
+  template <class A>
+  __device__ __forceinline__ A get(int j) const { return (A)((j & 1) ? norm_hi<T>(u[j >> 1]) : norm_lo<T>(u[j >> 1])); }
+  __device__ __forceinline__ void zero() {
+#pragma unroll
+    for (int i = 0; i < VEC / 2; ++i) u[i] = 0u;
+  }
+};
+
+// Loads of a row: pack q of thread `lane` covers columns (q * TPR + lane) * VEC ... + VEC - 1.
+// All NP loads are issued before any value is used, so a thread keeps NP memory requests in
+// flight; absent packs (past D, or a dead row) are zero.
+template <class T, int VEC, int TPR, int NP>
+__device__ __forceinline__ void norm_load_row(const T* p, long long stride, long long D, bool live, NormPack<T, VEC> (&k)[NP]) {
+  const int lane = threadIdx.x % TPR;
+#pragma unroll
+  for (int q = 0; q < NP; ++q) {
+    const long long e = ((long long)q * TPR + lane) * VEC;
+    if (live && e < D) {
+      if constexpr (VEC == 1) {
+        k[q].k.v[0] = p[e * stride];
+      } else {
+        k[q] = *reinterpret_cast<const NormPack<T, VEC>*>(p + e);
+      }
+    } else {
+      k[q].zero();
+    }
+  }
+}
+
+// Loads of a [D] parameter vector (weight, bias) laid out like a row; a strided vector
+// (stride != 1) is gathered element by element even on the vectorised path.
+template <class T, int VEC, int TPR, int NP>
+__device__ __forceinline__ void norm_load_param_row(const T* __restrict__ p, long long stride, long long D, NormPack<T, VEC> (&k)[NP]) {
+  const int lane = threadIdx.x % TPR;
+#pragma unroll
+  for (int q = 0; q < NP; ++q) {
+    const long long e = ((long long)q * TPR + lane) * VEC;
+    if (e < D && (VEC == 1 || stride == 1)) {
+      k[q] = *reinterpret_cast<const NormPack<T, VEC>*>(p + e * (VEC == 1 ? stride : 1));
+    } else if (e < D) {
+      Pack<T, VEC> t;
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) t.v[j] = p[(e + j) * stride];
+      k[q] = *reinterpret_cast<const NormPack<T, VEC>*>(&t);
+    } else {
+      k[q].zero();
+    }
+  }
+}
+
+// Element j of a pack in the compute type A.
+template <class A, class T, int VEC>
+__device__ __forceinline__ A norm_cv(const NormPack<T, VEC>& k, int j) {
+  return k.template get<A>(j);
+}
+
 // Like norm_load for a parameter vector (weight, bias) that may be strided even on the
 // vectorised path: unit stride uses the vector load, any other stride scalar loads.
 template <class T, int VEC, class A>
@@ -106,6 +213,20 @@ __device__ __forceinline__ void norm_store(T* p, long long e, long long stride, 
 #pragma unroll
     for (int j = 0; j < VEC; ++j) k.v[j] = Conv<T>::from(in[j]);
     *reinterpret_cast<Pack<T, VEC>*>(p + e) = k;
+  }
+}
+
+// Store of VEC compute values as one pack (VEC > 1: aligned vector store; 16-bit types are
+// converted two at a time) or the element p[e * stride] (VEC == 1).
+template <class T, int VEC, class A>
+__device__ __forceinline__ void norm_store_pk(T* p, long long e, long long stride, const A* in) {
+  if constexpr (sizeof(T) == 2 && VEC % 2 == 0) {
+    NormPack<T, VEC> k;
+#pragma unroll
+    for (int i = 0; i < VEC / 2; ++i) k.u[i] = norm_pack2<T>((float)in[2 * i], (float)in[2 * i + 1]);
+    *reinterpret_cast<NormPack<T, VEC>*>(p + e) = k;
+  } else {
+    norm_store<T, VEC, A>(p, e, stride, in);
   }
 }
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from infiniop_py.cuda.compiler import Launch, Slot, get_module
 from infiniop_py.cuda.kernel import CudaKernel, ctype
 from infiniop_py.dtypes import DType, F
-from infiniop_py.norm import TPRS, Pick, RowPlan, forward_grid, noop, sm_count, source
+from infiniop_py.norm import FWD_RS, TPRS, Pick, RowPlan, forward_grid, fwd_rows, noop, sm_count, source
 from infiniop_py.spec import Info
 
 SOURCE = source(Path(__file__).parent / "kernel.cu")
@@ -17,10 +17,10 @@ ORDER = ("output", "input_standardization", "input_std_deviation", "input", "wei
 VEC = {DType.F16: 8, DType.BF16: 8, DType.F32: 4, DType.F64: 2}
 
 
-def name(t: DType, vec: int, tpr: int | None) -> str:
+def name(t: DType, vec: int, tpr: int | None, r: int = 1) -> str:
     if tpr is None:
         return f"layer_norm_fwd_big<{ctype(t)}>"
-    return f"layer_norm_fwd<{ctype(t)}, {vec}, {tpr}>"
+    return f"layer_norm_fwd<{ctype(t)}, {vec}, {tpr}, {r}>"
 
 
 class LayerNormKernel(CudaKernel):
@@ -36,12 +36,12 @@ class LayerNormKernel(CudaKernel):
         )
         sms = sm_count(handle)
         variants = ([(plan.vec, plan.vec_tpr)] if plan.vec > 1 else []) + [(1, plan.tpr)]
-        exprs = [name(t, v, p) for v, p in variants]
+        exprs = [name(t, v, p, fwd_rows(p)) for v, p in variants]
         mod = get_module(SOURCE, exprs, handle.device_id)
         eps = ctypes.c_double(info.attrs["eps"])
         launches = []
         for (_v, p), e in zip(variants, exprs):
-            grid, block = forward_grid(plan, p, sms)
+            grid, block = forward_grid(plan, p, sms, fwd_rows(p))
             args = [Slot(i) for i in range(6)] + [plan.meta, eps]
             launches.append(Launch(mod.ptr[e], (grid,), (block,), args))
         self.pick = Pick(launches[0] if len(launches) == 2 else None, launches[-1], plan.aligned)
@@ -62,7 +62,7 @@ def compile_units():
     exprs = []
     for t in sorted(F):
         for p in TPRS:
-            exprs += [name(t, VEC[t], p), name(t, 1, p)]
+            exprs += [name(t, v, p, r) for v in (VEC[t], 1) for r in (FWD_RS if p <= 256 else (1,))]
         exprs.append(name(t, 1, None))
     return [(SOURCE, exprs)]
 

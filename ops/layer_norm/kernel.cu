@@ -2,71 +2,89 @@
 // 4 weight, 5 bias (null when absent). Per row: mean, biased variance (two passes over the
 // registers), std = sqrt(var + eps), xh = (x - mean) / std, output = xh * weight + bias.
 
-template <class T, int VEC, int TPR>
-__global__ void __launch_bounds__(TPR >= 256 ? TPR : 256)
+// A block of ROWS row groups handles R * ROWS consecutive rows per step; each thread issues the
+// loads of its R rows together (raw packs, converted where used), reduces the R sums, then the
+// R centred sums of squares; weight and bias packs are loaded (all at once) before the second
+// reduction, whose latency hides theirs.
+template <class T, int VEC, int TPR, int R>
+__global__ void __launch_bounds__(TPR >= 256 ? TPR : 256, TPR >= 512 ? 1 : (R == 1 ? 3 : 2))
 layer_norm_fwd(T* out, T* xhat, T* stdv, const T* x, const T* __restrict__ w, const T* __restrict__ b,
                const NormRows m, double eps) {
   typedef typename Compute<T>::type A;
   constexpr int ROWS = TPR >= 256 ? 1 : 256 / TPR;
-  __shared__ A sm[ROWS * (TPR / 32)];
+  constexpr int NP = NORM_NP;
+  __shared__ A sm[ROWS * (TPR / 32) * R];
   const int lane = threadIdx.x % TPR;
+  const int slot = threadIdx.x / TPR;
   const long long D = m.D;
-  const long long ngroups = (m.rows + ROWS - 1) / ROWS;
+  const long long ngroups = (m.rows + ROWS * R - 1) / (ROWS * R);
   for (long long g = blockIdx.x; g < ngroups; g += gridDim.x) {
-    const long long r = g * ROWS + threadIdx.x / TPR;
-    const bool live = r < m.rows;
-    const T* xr = x + (live ? norm_row_off<3>(m, r) : 0);
-    A v[NORM_NP][VEC];
-    A s[1] = {A(0)};
+    NormPack<T, VEC> xk[R][NP];
+    long long r[R];
 #pragma unroll
-    for (int p = 0; p < NORM_NP; ++p) {
-      const long long e = ((long long)p * TPR + lane) * VEC;
-      if (live && e < D) {
-        norm_load<T, VEC, A>(xr, e, m.dstride[3], v[p]);
+    for (int i = 0; i < R; ++i) {
+      r[i] = (g * R + i) * ROWS + slot;
+      const bool live = r[i] < m.rows;
+      norm_load_row<T, VEC, TPR, NP>(x + (live ? norm_row_off<3>(m, r[i]) : 0), m.dstride[3], D, live, xk[i]);
+    }
+    A s[R];
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) s[0] += v[p][j];
+    for (int i = 0; i < R; ++i) {
+      s[i] = A(0);
+#pragma unroll
+      for (int p = 0; p < NP; ++p) {
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) s[i] += norm_cv<A>(xk[i][p], j);  // absent packs are zero
       }
     }
-    norm_group_sum<TPR, ROWS, 1>(s, sm);
-    const A mean = s[0] / A(D);
-    A q[1] = {A(0)};
+    norm_group_sum<TPR, ROWS, R>(s, sm);
+    A mean[R], q[R];
 #pragma unroll
-    for (int p = 0; p < NORM_NP; ++p) {
-      const long long e = ((long long)p * TPR + lane) * VEC;
-      if (live && e < D) {
+    for (int i = 0; i < R; ++i) {
+      mean[i] = s[i] / A(D);
+      q[i] = A(0);
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) {
-          v[p][j] -= mean;
-          q[0] += v[p][j] * v[p][j];
+      for (int p = 0; p < NP; ++p) {
+        const long long e = ((long long)p * TPR + lane) * VEC;
+        if (e < D) {
+#pragma unroll
+          for (int j = 0; j < VEC; ++j) {
+            const A d = norm_cv<A>(xk[i][p], j) - mean[i];
+            q[i] += d * d;
+          }
         }
       }
     }
-    norm_group_sum<TPR, ROWS, 1>(q, sm);
-    if (live) {
-      const A sd = sqrt(q[0] / A(D) + A(eps));
-      const A rs = A(1) / sd;
-      T* orow = out + norm_row_off<0>(m, r);
-      T* hrow = xhat + norm_row_off<1>(m, r);
-      if (lane == 0) stdv[norm_row_off<2>(m, r)] = Conv<T>::from(sd);
+    NormPack<T, VEC> wk[NP], bk[NP];
+    norm_load_param_row<T, VEC, TPR, NP>(w, m.dstride[4], D, wk);
+    if (b != nullptr) {
+      norm_load_param_row<T, VEC, TPR, NP>(b, m.dstride[5], D, bk);
+    } else {
 #pragma unroll
-      for (int p = 0; p < NORM_NP; ++p) {
-        const long long e = ((long long)p * TPR + lane) * VEC;
-        if (e < D) {
-          A wv[VEC], bv[VEC], h[VEC], o[VEC];
-          norm_load_param<T, VEC, A>(w, e, m.dstride[4], wv);
-          if (b != nullptr) {
-            norm_load_param<T, VEC, A>(b, e, m.dstride[5], bv);
-          } else {
+      for (int p = 0; p < NP; ++p) bk[p].zero();
+    }
+    norm_group_sum<TPR, ROWS, R>(q, sm);
 #pragma unroll
-            for (int j = 0; j < VEC; ++j) bv[j] = A(0);
+    for (int i = 0; i < R; ++i) {
+      if (r[i] < m.rows) {
+        const A sd = sqrt(q[i] / A(D) + A(eps));
+        const A rs = A(1) / sd;
+        T* orow = out + norm_row_off<0>(m, r[i]);
+        T* hrow = xhat + norm_row_off<1>(m, r[i]);
+        if (lane == 0) stdv[norm_row_off<2>(m, r[i])] = Conv<T>::from(sd);
+#pragma unroll
+        for (int p = 0; p < NP; ++p) {
+          const long long e = ((long long)p * TPR + lane) * VEC;
+          if (e < D) {
+            A h[VEC], o[VEC];
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) {
+              h[j] = (norm_cv<A>(xk[i][p], j) - mean[i]) * rs;
+              o[j] = h[j] * norm_cv<A>(wk[p], j) + norm_cv<A>(bk[p], j);
+            }
+            norm_store_pk<T, VEC, A>(hrow, e, m.dstride[1], h);
+            norm_store_pk<T, VEC, A>(orow, e, m.dstride[0], o);
           }
-#pragma unroll
-          for (int j = 0; j < VEC; ++j) {
-            h[j] = v[p][j] * rs;
-            o[j] = h[j] * wv[j] + bv[j];
-          }
-          norm_store<T, VEC, A>(hrow, e, m.dstride[1], h);
-          norm_store<T, VEC, A>(orow, e, m.dstride[0], o);
         }
       }
     }

@@ -18,6 +18,7 @@ from infiniop_py.norm import (
     acc_ctype,
     acc_size,
     align_up,
+    bwd_per_sm,
     col_sum_launch,
     persistent_grid,
     sm_count,
@@ -60,7 +61,7 @@ class LayerNormBackwardKernel(CudaKernel):
         exprs = [name(t, v, p) for v, p in variants] + [col_name(t)]
         mod = get_module(SOURCE, exprs, handle.device_id)
         col = mod.ptr[exprs[-1]]
-        grids = [persistent_grid(plan, p, sms) for _v, p in variants]
+        grids = [persistent_grid(plan, p, sms, bwd_per_sm(mod, e, p)) for (_v, p), e in zip(variants, exprs)]
         part = align_up(max(g for g, _b in grids) * D * acc_size(t)) if plan.rows else 0
         gw_s = ti["grad_weight"].strides[0]
         gb_s = ti["grad_bias"].strides[0] if has_bias else 0

@@ -4,6 +4,8 @@
 // grad_weight = sum_rows dy * xh, grad_bias = sum_rows dy: per-block partial rows in the
 // workspace (pw, pb), summed in fixed order by norm_col_sum afterwards.
 
+// Persistent blocks as in rms_norm_backward: the next row's loads (dy, xh, std) are issued
+// before the current row's reductions; raw packs are converted where used.
 template <class T, int VEC, int TPR>
 __global__ void __launch_bounds__(TPR >= 256 ? TPR : 256)
 layer_norm_bwd(T* gi, typename Compute<T>::type* pw, typename Compute<T>::type* pb, const T* dy,
@@ -16,40 +18,49 @@ layer_norm_bwd(T* gi, typename Compute<T>::type* pw, typename Compute<T>::type* 
   const int lane = threadIdx.x % TPR;
   const long long D = m.D;
   const long long ngroups = (m.rows + ROWS - 1) / ROWS;
-  A wv[NP][VEC], accw[NP][VEC], accb[NP][VEC];
+  NormPack<T, VEC> wk[NP];
+  norm_load_param_row<T, VEC, TPR, NP>(w, m.dstride[4], D, wk);
+  A accw[NP][VEC], accb[NP][VEC];
 #pragma unroll
   for (int p = 0; p < NP; ++p) {
-    const long long e = ((long long)p * TPR + lane) * VEC;
 #pragma unroll
     for (int j = 0; j < VEC; ++j) accw[p][j] = accb[p][j] = A(0);
-    if (e < D) norm_load_param<T, VEC, A>(w, e, m.dstride[4], wv[p]);
+  }
+  NormPack<T, VEC> dk[NP], hk[NP];
+  T sdk = T{};
+  {
+    const long long r = (long long)blockIdx.x * ROWS + threadIdx.x / TPR;
+    const bool live = blockIdx.x < ngroups && r < m.rows;
+    norm_load_row<T, VEC, TPR, NP>(dy + (live ? norm_row_off<3>(m, r) : 0), m.dstride[3], D, live, dk);
+    norm_load_row<T, VEC, TPR, NP>(xh + (live ? norm_row_off<5>(m, r) : 0), m.dstride[5], D, live, hk);
+    if (live) sdk = stdv[norm_row_off<6>(m, r)];
   }
   for (long long g = blockIdx.x; g < ngroups; g += gridDim.x) {
     const long long r = g * ROWS + threadIdx.x / TPR;
     const bool live = r < m.rows;
-    const T* dr = dy + (live ? norm_row_off<3>(m, r) : 0);
-    const T* hr = xh + (live ? norm_row_off<5>(m, r) : 0);
-    A dv[NP][VEC], hv[NP][VEC];
     A s[2] = {A(0), A(0)};
-    A sd = A(1);
-    if (live) sd = (A)iop_load(stdv[norm_row_off<6>(m, r)]);
 #pragma unroll
     for (int p = 0; p < NP; ++p) {
-      const long long e = ((long long)p * TPR + lane) * VEC;
-      if (live && e < D) {
-        norm_load<T, VEC, A>(dr, e, m.dstride[3], dv[p]);
-        norm_load<T, VEC, A>(hr, e, m.dstride[5], hv[p]);
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) {
-          const A gg = dv[p][j] * wv[p][j];
-          s[0] += gg;
-          s[1] += gg * hv[p][j];
-        }
+      for (int j = 0; j < VEC; ++j) {
+        const A gg = norm_cv<A>(dk[p], j) * norm_cv<A>(wk[p], j);
+        s[0] += gg;
+        s[1] += gg * norm_cv<A>(hk[p], j);
       }
+    }
+    NormPack<T, VEC> dn[NP], hn[NP];
+    T sdn = T{};
+    {
+      const long long rn = (g + gridDim.x) * ROWS + threadIdx.x / TPR;
+      const bool ln = g + gridDim.x < ngroups && rn < m.rows;
+      norm_load_row<T, VEC, TPR, NP>(dy + (ln ? norm_row_off<3>(m, rn) : 0), m.dstride[3], D, ln, dn);
+      norm_load_row<T, VEC, TPR, NP>(xh + (ln ? norm_row_off<5>(m, rn) : 0), m.dstride[5], D, ln, hn);
+      if (ln) sdn = stdv[norm_row_off<6>(m, rn)];
     }
     norm_group_sum<TPR, ROWS, 2>(s, sm);
     if (live) {
       const A mg = s[0] / A(D), mgh = s[1] / A(D);
+      const A rs = A(1) / (A)iop_load(sdk);
       T* gr = gi + norm_row_off<0>(m, r);
 #pragma unroll
       for (int p = 0; p < NP; ++p) {
@@ -58,14 +69,21 @@ layer_norm_bwd(T* gi, typename Compute<T>::type* pw, typename Compute<T>::type* 
           A o[VEC];
 #pragma unroll
           for (int j = 0; j < VEC; ++j) {
-            o[j] = (dv[p][j] * wv[p][j] - mg - hv[p][j] * mgh) / sd;
-            accw[p][j] += dv[p][j] * hv[p][j];
-            accb[p][j] += dv[p][j];
+            const A dv = norm_cv<A>(dk[p], j), hv = norm_cv<A>(hk[p], j);
+            o[j] = (dv * norm_cv<A>(wk[p], j) - mg - hv * mgh) * rs;
+            accw[p][j] += dv * hv;
+            accb[p][j] += dv;
           }
-          norm_store<T, VEC, A>(gr, e, m.dstride[0], o);
+          norm_store_pk<T, VEC, A>(gr, e, m.dstride[0], o);
         }
       }
     }
+#pragma unroll
+    for (int p = 0; p < NP; ++p) {
+      dk[p] = dn[p];
+      hk[p] = hn[p];
+    }
+    sdk = sdn;
   }
   norm_store_partial<TPR, ROWS, VEC, NP>(accw, pw, D, smp);
   if (has_bias) norm_store_partial<TPR, ROWS, VEC, NP>(accb, pb, D, smp);

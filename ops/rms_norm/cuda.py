@@ -8,7 +8,7 @@ from pathlib import Path
 from infiniop_py.cuda.compiler import Launch, Slot, get_module
 from infiniop_py.cuda.kernel import CudaKernel, ctype
 from infiniop_py.dtypes import DType
-from infiniop_py.norm import TPRS, Pick, RowPlan, source
+from infiniop_py.norm import FWD_RS, TPRS, Pick, RowPlan, forward_grid, fwd_rows, source
 from infiniop_py.spec import Info
 
 SOURCE = source(Path(__file__).parent / "kernel.cu")
@@ -20,10 +20,10 @@ COMBOS = [
 ]  # fmt: skip
 
 
-def names(t: DType, tw: DType, vec: int, tpr: int | None) -> str:
+def names(t: DType, tw: DType, vec: int, tpr: int | None, r: int = 1) -> str:
     if tpr is None:
         return f"rms_norm_fwd_big<{ctype(t)}, {ctype(tw)}>"
-    return f"rms_norm_fwd<{ctype(t)}, {ctype(tw)}, {vec}, {tpr}>"
+    return f"rms_norm_fwd<{ctype(t)}, {ctype(tw)}, {vec}, {tpr}, {r}>"
 
 
 class RMSNormKernel(CudaKernel):
@@ -42,14 +42,11 @@ class RMSNormKernel(CudaKernel):
         if plan.vec > 1:
             want.append((plan.vec, plan.vec_tpr))
         want.append((1, plan.tpr))
-        exprs = [names(t, tw, v, p) for v, p in want]
+        exprs = [names(t, tw, v, p, fwd_rows(p)) for v, p in want]
         mod = get_module(SOURCE, exprs, handle.device_id)
         launches = []
         for (_v, p), e in zip(want, exprs):
-            if p is None:
-                grid, block = min(plan.rows, sms * 64), 1024
-            else:
-                grid, block = min(RowPlan.groups(plan.rows, p), 1 << 30), RowPlan.block(p)
+            grid, block = forward_grid(plan, p, sms, fwd_rows(p))
             launches.append(Launch(mod.ptr[e], (grid,), (block,), [Slot(0), Slot(1), Slot(2), plan.meta, eps]))
         vec = launches[0] if len(launches) == 2 else None
         self.pick = Pick(vec, launches[-1], plan.aligned)
@@ -67,7 +64,7 @@ def compile_units():
     for t, tw in COMBOS:
         vec = 16 // {DType.F16: 2, DType.BF16: 2, DType.F32: 4, DType.F64: 8}[t]
         for p in TPRS:
-            exprs += [names(t, tw, vec, p), names(t, tw, 1, p)]
+            exprs += [names(t, tw, v, p, r) for v in (vec, 1) for r in (FWD_RS if p <= 256 else (1,))]
         exprs.append(names(t, tw, 1, None))
     return [(SOURCE, exprs)]
 

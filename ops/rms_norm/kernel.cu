@@ -1,43 +1,59 @@
 // rms_norm: y = x * w / sqrt(mean(x^2, last) + eps). Tensor slots: 0 y, 1 x, 2 w.
 
-// A row group of TPR threads keeps its row in registers (see norm.cuh).
-template <class T, class TW, int VEC, int TPR>
+// A row group of TPR threads keeps its row in registers (see norm.cuh). A block of ROWS groups
+// handles R * ROWS consecutive rows per step: each thread loads R rows (NORM_NP packs each) and
+// its weight packs before using any of them, so R * NORM_NP (+ NORM_NP) requests are in flight
+// per thread; the R row sums are reduced together.
+template <class T, class TW, int VEC, int TPR, int R>
 __global__ void __launch_bounds__(TPR >= 256 ? TPR : 256)
 rms_norm_fwd(T* y, const T* x, const TW* __restrict__ w, const NormRows m, double eps) {
   typedef typename Compute<T>::type A;
   constexpr int ROWS = TPR >= 256 ? 1 : 256 / TPR;
-  __shared__ A sm[ROWS * (TPR / 32)];
+  constexpr int NP = NORM_NP;
+  __shared__ A sm[ROWS * (TPR / 32) * R];
   const int lane = threadIdx.x % TPR;
+  const int slot = threadIdx.x / TPR;
   const long long D = m.D;
-  const long long ngroups = (m.rows + ROWS - 1) / ROWS;
+  const long long ngroups = (m.rows + ROWS * R - 1) / (ROWS * R);
   for (long long g = blockIdx.x; g < ngroups; g += gridDim.x) {
-    const long long r = g * ROWS + threadIdx.x / TPR;
-    const bool live = r < m.rows;
-    const T* xr = x + (live ? norm_row_off<1>(m, r) : 0);
-    A v[NORM_NP][VEC];
-    A ss[1] = {A(0)};
+    NormPack<T, VEC> xk[R][NP];
+    long long r[R];
 #pragma unroll
-    for (int p = 0; p < NORM_NP; ++p) {
-      const long long e = ((long long)p * TPR + lane) * VEC;
-      if (live && e < D) {
-        norm_load<T, VEC, A>(xr, e, m.dstride[1], v[p]);
+    for (int i = 0; i < R; ++i) {
+      r[i] = (g * R + i) * ROWS + slot;
+      const bool live = r[i] < m.rows;
+      norm_load_row<T, VEC, TPR, NP>(x + (live ? norm_row_off<1>(m, r[i]) : 0), m.dstride[1], D, live, xk[i]);
+    }
+    NormPack<TW, VEC> wk[NP];
+    norm_load_param_row<TW, VEC, TPR, NP>(w, m.dstride[2], D, wk);
+    A ss[R];
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) ss[0] += v[p][j] * v[p][j];
+    for (int i = 0; i < R; ++i) {
+      ss[i] = A(0);
+#pragma unroll
+      for (int p = 0; p < NP; ++p) {
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+          const A v = norm_cv<A>(xk[i][p], j);
+          ss[i] += v * v;
+        }
       }
     }
-    norm_group_sum<TPR, ROWS, 1>(ss, sm);
-    if (live) {
-      const A rinv = A(1) / sqrt(ss[0] / A(D) + A(eps));
-      T* yr = y + norm_row_off<0>(m, r);
+    norm_group_sum<TPR, ROWS, R>(ss, sm);
 #pragma unroll
-      for (int p = 0; p < NORM_NP; ++p) {
-        const long long e = ((long long)p * TPR + lane) * VEC;
-        if (e < D) {
-          A wv[VEC], o[VEC];
-          norm_load_param<TW, VEC, A>(w, e, m.dstride[2], wv);
+    for (int i = 0; i < R; ++i) {
+      if (r[i] < m.rows) {
+        const A rinv = A(1) / sqrt(ss[i] / A(D) + A(eps));
+        T* yr = y + norm_row_off<0>(m, r[i]);
 #pragma unroll
-          for (int j = 0; j < VEC; ++j) o[j] = v[p][j] * rinv * wv[j];
-          norm_store<T, VEC, A>(yr, e, m.dstride[0], o);
+        for (int p = 0; p < NP; ++p) {
+          const long long e = ((long long)p * TPR + lane) * VEC;
+          if (e < D) {
+            A o[VEC];
+#pragma unroll
+            for (int j = 0; j < VEC; ++j) o[j] = norm_cv<A>(xk[i][p], j) * rinv * norm_cv<A>(wk[p], j);
+            norm_store_pk<T, VEC, A>(yr, e, m.dstride[0], o);
+          }
         }
       }
     }

@@ -18,6 +18,7 @@ from infiniop_py.norm import (
     acc_ctype,
     acc_size,
     align_up,
+    bwd_per_sm,
     col_sum_launch,
     noop,
     persistent_grid,
@@ -61,7 +62,7 @@ class RMSNormBackwardKernel(CudaKernel):
             if plan.rows == 0:
                 seqs.append(col_sum_launch(mod.ptr[exprs[-1]], 1, 0, D, 0, gw_stride))
                 continue
-            grid, block = persistent_grid(plan, p, sms)
+            grid, block = persistent_grid(plan, p, sms, bwd_per_sm(mod, e, p))
             need = max(need, grid * D * acc_size(t))
             stage1 = Launch(mod.ptr[e], (grid,), (block,), [Slot(0), Slot("ws"), Slot(2), Slot(3), Slot(4), plan.meta, eps])
             seqs.append(Seq(stage1, col_sum_launch(mod.ptr[exprs[-1]], 1, 0, D, grid, gw_stride)))

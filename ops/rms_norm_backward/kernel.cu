@@ -4,7 +4,9 @@
 // deterministic stages (per-block partial rows here, norm_col_sum after).
 
 // Persistent blocks; a row group of TPR threads keeps its row in registers and accumulates
-// its columns' dy * xh over the rows it visits.
+// its columns' dy * xh over the rows it visits. The loads of the group's next row are issued
+// before the reductions of the current one (software pipelining), and all loads of a row are
+// issued together (raw packs, converted where used).
 template <class T, class TW, int VEC, int TPR>
 __global__ void __launch_bounds__(TPR >= 256 ? TPR : 256)
 rms_norm_bwd(T* gx, typename Compute<T>::type* part, const T* gy, const T* x, const TW* __restrict__ w,
@@ -17,33 +19,41 @@ rms_norm_bwd(T* gx, typename Compute<T>::type* part, const T* gy, const T* x, co
   const int lane = threadIdx.x % TPR;
   const long long D = m.D;
   const long long ngroups = (m.rows + ROWS - 1) / ROWS;
-  A wv[NP][VEC], acc[NP][VEC];
+  NormPack<TW, VEC> wk[NP];
+  norm_load_param_row<TW, VEC, TPR, NP>(w, m.dstride[4], D, wk);
+  A acc[NP][VEC];
 #pragma unroll
   for (int p = 0; p < NP; ++p) {
-    const long long e = ((long long)p * TPR + lane) * VEC;
 #pragma unroll
     for (int j = 0; j < VEC; ++j) acc[p][j] = A(0);
-    if (e < D) norm_load_param<TW, VEC, A>(w, e, m.dstride[4], wv[p]);
+  }
+  NormPack<T, VEC> xk[NP], dk[NP];
+  {
+    const long long r = (long long)blockIdx.x * ROWS + threadIdx.x / TPR;
+    const bool live = blockIdx.x < ngroups && r < m.rows;
+    norm_load_row<T, VEC, TPR, NP>(x + (live ? norm_row_off<3>(m, r) : 0), m.dstride[3], D, live, xk);
+    norm_load_row<T, VEC, TPR, NP>(gy + (live ? norm_row_off<2>(m, r) : 0), m.dstride[2], D, live, dk);
   }
   for (long long g = blockIdx.x; g < ngroups; g += gridDim.x) {
     const long long r = g * ROWS + threadIdx.x / TPR;
     const bool live = r < m.rows;
-    const T* xr = x + (live ? norm_row_off<3>(m, r) : 0);
-    const T* dr = gy + (live ? norm_row_off<2>(m, r) : 0);
-    A xv[NP][VEC], dv[NP][VEC];
     A s[2] = {A(0), A(0)};
 #pragma unroll
     for (int p = 0; p < NP; ++p) {
-      const long long e = ((long long)p * TPR + lane) * VEC;
-      if (live && e < D) {
-        norm_load<T, VEC, A>(xr, e, m.dstride[3], xv[p]);
-        norm_load<T, VEC, A>(dr, e, m.dstride[2], dv[p]);
 #pragma unroll
-        for (int j = 0; j < VEC; ++j) {
-          s[0] += xv[p][j] * xv[p][j];
-          s[1] += wv[p][j] * dv[p][j] * xv[p][j];
-        }
+      for (int j = 0; j < VEC; ++j) {
+        const A xv = norm_cv<A>(xk[p], j);
+        s[0] += xv * xv;
+        s[1] += norm_cv<A>(wk[p], j) * norm_cv<A>(dk[p], j) * xv;
       }
+    }
+    // next row of this group, in flight during the reductions and the stores
+    NormPack<T, VEC> xn[NP], dn[NP];
+    {
+      const long long rn = (g + gridDim.x) * ROWS + threadIdx.x / TPR;
+      const bool ln = g + gridDim.x < ngroups && rn < m.rows;
+      norm_load_row<T, VEC, TPR, NP>(x + (ln ? norm_row_off<3>(m, rn) : 0), m.dstride[3], D, ln, xn);
+      norm_load_row<T, VEC, TPR, NP>(gy + (ln ? norm_row_off<2>(m, rn) : 0), m.dstride[2], D, ln, dn);
     }
     norm_group_sum<TPR, ROWS, 2>(s, sm);
     if (live) {
@@ -57,13 +67,19 @@ rms_norm_bwd(T* gx, typename Compute<T>::type* part, const T* gy, const T* x, co
           A o[VEC];
 #pragma unroll
           for (int j = 0; j < VEC; ++j) {
-            const A xh = xv[p][j] * rinv;
-            o[j] = (wv[p][j] * dv[p][j] - xh * c) * rinv;
-            acc[p][j] += dv[p][j] * xh;
+            const A dv = norm_cv<A>(dk[p], j);
+            const A xh = norm_cv<A>(xk[p], j) * rinv;
+            o[j] = (norm_cv<A>(wk[p], j) * dv - xh * c) * rinv;
+            acc[p][j] += dv * xh;
           }
-          norm_store<T, VEC, A>(gr, e, m.dstride[0], o);
+          norm_store_pk<T, VEC, A>(gr, e, m.dstride[0], o);
         }
       }
+    }
+#pragma unroll
+    for (int p = 0; p < NP; ++p) {
+      xk[p] = xn[p];
+      dk[p] = dn[p];
     }
   }
   norm_store_partial<TPR, ROWS, VEC, NP>(acc, part, D, smp);
