@@ -5,7 +5,7 @@
                           [--json OUT.json] [--csv] [--out-dir DIR] [--list]
 
 GPU by default (torch CUDA + our NVIDIA backend through CuPy); ``--cpu`` compares our NumPy
-backend with torch on the CPU. ``--out-dir DIR`` writes DIR/bench-<device>.{json,csv,txt,log};
+backend with torch on the CPU. ``--out-dir DIR`` writes DIR/bench-<device>.{json,csv,txt,md,log};
 the JSON is rewritten after every case, so an interrupted run keeps what it measured.
 Exit status: 0, or 1 if any case failed its check or raised.
 """
@@ -54,7 +54,7 @@ def parse(argv):
     ap.add_argument("--quick", action="store_true", help="representative cases only, 50 repetitions")
     ap.add_argument("--cpu", action="store_true", help="NumPy backend vs torch CPU instead of the GPU")
     ap.add_argument("--compile", action="store_true", help="add torch.compile as a peer (compiles per case)")
-    ap.add_argument("--reps", type=int, default=None, help="timed calls per implementation (default 100; quick 50)")
+    ap.add_argument("--reps", type=int, default=None, help="timed calls per implementation (default 100; quick and CPU 50)")
     ap.add_argument("--warmup", type=int, default=None, help="warm-up calls per implementation (default 10; quick 5)")
     ap.add_argument("--host-calls", type=int, default=2000, help="calls per round for the host wall time")
     ap.add_argument("--device-id", type=int, default=0)
@@ -94,7 +94,7 @@ def main(argv=None) -> int:
     if args.out_dir:
         out = Path(args.out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        paths = {k: out / f"bench-{device}.{k}" for k in ("json", "csv", "txt", "log")}
+        paths = {k: out / f"bench-{device}.{k}" for k in ("json", "csv", "txt", "log", "md")}
         sys.stdout = _Tee(sys.stdout, paths["log"])
     if args.json:
         paths["json"] = Path(args.json)
@@ -112,9 +112,9 @@ def main(argv=None) -> int:
             print(f"{c.suite:<12} {c.op:<10} {c.dtype:<5} {c.case}{'  [host wall]' if c.host_wall else ''}")
         return 0
 
-    quick_reps = 50 if args.quick else 100
+    default_reps = 50 if args.quick or args.cpu else 100  # CPU calls are long; 50 is the method's floor
     opts = Options(
-        reps=max(args.reps if args.reps is not None else quick_reps, 1),
+        reps=max(args.reps if args.reps is not None else default_reps, 1),
         warmup=args.warmup if args.warmup is not None else (5 if args.quick else 10),
         compile=args.compile,
         host_calls=args.host_calls,
@@ -157,6 +157,8 @@ def main(argv=None) -> int:
     print(text)
     if "txt" in paths:
         paths["txt"].write_text(text + "\n")
+    if "md" in paths:
+        paths["md"].write_text(report.markdown(rows, copy_bw, f"{m['name']} ({device})"))
     if args.csv or "csv" in paths:
         if "csv" in paths:
             report.write_csv(paths["csv"], rows)

@@ -108,6 +108,7 @@ class Workload:
     runtime: tuple = ()
     keep: list = field(default_factory=list)  # anything that must outlive the case (base tensors)
     workspace: Any = None  # allocated by ours_call when the descriptor asks for one
+    nbytes: int | None = None  # minimal bytes when more than the inputs + the checked output move
 
     @property
     def nsets(self) -> int:
@@ -256,8 +257,10 @@ def run_case(env: Env, case: BenchCase, opts: Options, copy_gbps: float) -> dict
     try:
         if work.atol == 0.0 and work.rtol == 0.0 and not work.exact:
             work.atol, work.rtol = _tolerance(case.dtype)
-        reads = [t for t in work.buffers[0][1:] if t is not None]
+        reads = [t for i, t in enumerate(work.buffers[0]) if t is not None and i != work.out_index]
         nbytes, _ = traffic(reads=reads, writes=[work.buffers[0][work.out_index]])
+        if work.nbytes is not None:
+            nbytes = int(work.nbytes)
         flops = int(case.flops)
         row.update(bytes=nbytes, flops=flops, nsets=work.nsets)
         ours = ours_call(env, work)

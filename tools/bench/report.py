@@ -251,3 +251,42 @@ def write_csv(path: Path, rows: list) -> None:
                     "error": r.get("error") or r.get("skipped"),
                 }
             )
+
+
+def markdown(rows: list, copy_bw: dict, device: str) -> str:
+    """The device-time and host-wall results as Markdown tables (for docs/perf/*.md)."""
+    lines = [
+        f"Device time per call on {device}; copy bandwidth {copy_bw.get('GBps', 0):.0f} GB/s. "
+        "x torch = torch median / ours (> 1: ours faster).",
+        "",
+        "| op | case | dtype | ours µs (p10–p90) | torch µs | x torch | GB/s | % copy | check |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        if r.get("skipped") or r.get("error"):
+            lines.append(f"| {r['op']} | {r['case']} | {r['dtype']} | {r.get('skipped') or r.get('error')} | | | | | |")
+            continue
+        ok = r.get("check", {}).get("ok")
+        t = r["times_us"]
+        ours = f"{t['ours']['median']:.1f} ({t['ours']['p10']:.1f}–{t['ours']['p90']:.1f})" if ok else "—"
+        lines.append(
+            f"| {r['op']} | {r['case']} | {r['dtype']} | {ours} | {t['torch']['median']:.1f} | "
+            f"{_f(r.get('x_torch'), '.2f')} | {_rate(r)} | {_f(r.get('pct_copy', {}).get('ours'), '.0f')} | "
+            f"{'PASS' if ok else 'FAIL'} |"
+        )
+    host = [r for r in rows if r.get("host_wall_us")]
+    if host:
+        lines += [
+            "",
+            "Host wall per call, µs (N back-to-back calls, one sync at the end):",
+            "",
+            "| op | case | dtype | ours | ours (int pointers) | torch | ours / torch |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for r in host:
+            w = r["host_wall_us"]
+            lines.append(
+                f"| {r['op']} | {r['case']} | {r['dtype']} | {w['ours']:.2f} | {_f(w.get('ours_ptr'), '.2f')} | "
+                f"{w['torch']:.2f} | {w['ours'] / w['torch']:.2f} |"
+            )
+    return "\n".join(lines) + "\n"
