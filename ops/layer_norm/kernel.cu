@@ -7,12 +7,13 @@
 // R centred sums of squares; weight and bias packs are loaded (all at once) before the second
 // reduction, whose latency hides theirs.
 template <class T, int VEC, int TPR, int R>
-__global__ void __launch_bounds__(TPR >= 256 ? TPR : 256, TPR >= 512 ? 1 : (R == 1 ? 3 : 2))
+__global__ void __launch_bounds__(TPR >= 256 ? TPR : 256, TPR >= 1024 ? 1 : TPR == 512 ? 2 : (R == 1 ? 3 : 2))
 layer_norm_fwd(T* out, T* xhat, T* stdv, const T* x, const T* __restrict__ w, const T* __restrict__ b,
                const NormRows m, double eps) {
   typedef typename Compute<T>::type A;
   constexpr int ROWS = TPR >= 256 ? 1 : 256 / TPR;
   constexpr int NP = NORM_NP;
+  constexpr bool PW = TPR < 512;  // preload weight and bias (512+ thread groups: registers too tight)
   __shared__ A sm[ROWS * (TPR / 32) * R];
   const int lane = threadIdx.x % TPR;
   const int slot = threadIdx.x / TPR;
@@ -56,12 +57,11 @@ layer_norm_fwd(T* out, T* xhat, T* stdv, const T* x, const T* __restrict__ w, co
       }
     }
     NormPack<T, VEC> wk[NP], bk[NP];
-    norm_load_param_row<T, VEC, TPR, NP>(w, m.dstride[4], D, wk);
-    if (b != nullptr) {
-      norm_load_param_row<T, VEC, TPR, NP>(b, m.dstride[5], D, bk);
-    } else {
 #pragma unroll
-      for (int p = 0; p < NP; ++p) bk[p].zero();
+    for (int p = 0; p < NP; ++p) bk[p].zero();
+    if constexpr (PW) {
+      norm_load_param_row<T, VEC, TPR, NP>(w, m.dstride[4], D, wk);
+      if (b != nullptr) norm_load_param_row<T, VEC, TPR, NP>(b, m.dstride[5], D, bk);
     }
     norm_group_sum<TPR, ROWS, R>(q, sm);
 #pragma unroll
@@ -76,6 +76,16 @@ layer_norm_fwd(T* out, T* xhat, T* stdv, const T* x, const T* __restrict__ w, co
         for (int p = 0; p < NP; ++p) {
           const long long e = ((long long)p * TPR + lane) * VEC;
           if (e < D) {
+            if constexpr (!PW) {  // one pack of weight and bias, loaded where used
+              const long long off = (long long)p * TPR * VEC;
+              NormPack<T, VEC> one[1];
+              norm_load_param_row<T, VEC, TPR, 1>(w + off * m.dstride[4], m.dstride[4], D - off, one);
+              wk[p] = one[0];
+              if (b != nullptr) {
+                norm_load_param_row<T, VEC, TPR, 1>(b + off * m.dstride[5], m.dstride[5], D - off, one);
+                bk[p] = one[0];
+              }
+            }
             A h[VEC], o[VEC];
 #pragma unroll
             for (int j = 0; j < VEC; ++j) {

@@ -12,6 +12,7 @@ layer_norm_bwd(T* gi, typename Compute<T>::type* pw, typename Compute<T>::type* 
                const T* __restrict__ w, const T* xh, const T* stdv, const NormRows m, int has_bias) {
   typedef typename Compute<T>::type A;
   constexpr int NP = NORM_NP_BWD;
+  constexpr bool PF = TPR < 1024;  // prefetch the next row (1024-thread groups: registers too tight)
   constexpr int ROWS = TPR >= 256 ? 1 : 256 / TPR;
   __shared__ A sm[ROWS * (TPR / 32) * 2];
   __shared__ A smp[ROWS > 1 ? ROWS * TPR * NP * VEC : 1];
@@ -50,7 +51,7 @@ layer_norm_bwd(T* gi, typename Compute<T>::type* pw, typename Compute<T>::type* 
     }
     NormPack<T, VEC> dn[NP], hn[NP];
     T sdn = T{};
-    {
+    if constexpr (PF) {
       const long long rn = (g + gridDim.x) * ROWS + threadIdx.x / TPR;
       const bool ln = g + gridDim.x < ngroups && rn < m.rows;
       norm_load_row<T, VEC, TPR, NP>(dy + (ln ? norm_row_off<3>(m, rn) : 0), m.dstride[3], D, ln, dn);
@@ -78,12 +79,20 @@ layer_norm_bwd(T* gi, typename Compute<T>::type* pw, typename Compute<T>::type* 
         }
       }
     }
+    if constexpr (PF) {
 #pragma unroll
-    for (int p = 0; p < NP; ++p) {
-      dk[p] = dn[p];
-      hk[p] = hn[p];
+      for (int p = 0; p < NP; ++p) {
+        dk[p] = dn[p];
+        hk[p] = hn[p];
+      }
+      sdk = sdn;
+    } else {
+      const long long rn = (g + gridDim.x) * ROWS + threadIdx.x / TPR;
+      const bool ln = g + gridDim.x < ngroups && rn < m.rows;
+      norm_load_row<T, VEC, TPR, NP>(dy + (ln ? norm_row_off<3>(m, rn) : 0), m.dstride[3], D, ln, dk);
+      norm_load_row<T, VEC, TPR, NP>(xh + (ln ? norm_row_off<5>(m, rn) : 0), m.dstride[5], D, ln, hk);
+      if (ln) sdk = stdv[norm_row_off<6>(m, rn)];
     }
-    sdk = sdn;
   }
   norm_store_partial<TPR, ROWS, VEC, NP>(accw, pw, D, smp);
   if (has_bias) norm_store_partial<TPR, ROWS, VEC, NP>(accb, pb, D, smp);

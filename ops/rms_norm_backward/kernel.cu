@@ -13,6 +13,7 @@ rms_norm_bwd(T* gx, typename Compute<T>::type* part, const T* gy, const T* x, co
              const NormRows m, double eps) {
   typedef typename Compute<T>::type A;
   constexpr int NP = NORM_NP_BWD;
+  constexpr bool PF = TPR < 1024;  // prefetch the next row (1024-thread groups: registers too tight)
   constexpr int ROWS = TPR >= 256 ? 1 : 256 / TPR;
   __shared__ A sm[ROWS * (TPR / 32) * 2];
   __shared__ A smp[ROWS > 1 ? ROWS * TPR * NP * VEC : 1];
@@ -49,7 +50,7 @@ rms_norm_bwd(T* gx, typename Compute<T>::type* part, const T* gy, const T* x, co
     }
     // next row of this group, in flight during the reductions and the stores
     NormPack<T, VEC> xn[NP], dn[NP];
-    {
+    if constexpr (PF) {
       const long long rn = (g + gridDim.x) * ROWS + threadIdx.x / TPR;
       const bool ln = g + gridDim.x < ngroups && rn < m.rows;
       norm_load_row<T, VEC, TPR, NP>(x + (ln ? norm_row_off<3>(m, rn) : 0), m.dstride[3], D, ln, xn);
@@ -76,10 +77,17 @@ rms_norm_bwd(T* gx, typename Compute<T>::type* part, const T* gy, const T* x, co
         }
       }
     }
+    if constexpr (PF) {
 #pragma unroll
-    for (int p = 0; p < NP; ++p) {
-      xk[p] = xn[p];
-      dk[p] = dn[p];
+      for (int p = 0; p < NP; ++p) {
+        xk[p] = xn[p];
+        dk[p] = dn[p];
+      }
+    } else {
+      const long long rn = (g + gridDim.x) * ROWS + threadIdx.x / TPR;
+      const bool ln = g + gridDim.x < ngroups && rn < m.rows;
+      norm_load_row<T, VEC, TPR, NP>(x + (ln ? norm_row_off<3>(m, rn) : 0), m.dstride[3], D, ln, xk);
+      norm_load_row<T, VEC, TPR, NP>(gy + (ln ? norm_row_off<2>(m, rn) : 0), m.dstride[2], D, ln, dk);
     }
   }
   norm_store_partial<TPR, ROWS, VEC, NP>(acc, part, D, smp);
