@@ -83,7 +83,7 @@ def make_cpu(numpy_fn, attr_names, compute_dtype=None):
                 if direct:
                     numpy_fn(*args, out=dst)
                     return
-                args = [a.astype(F32) if a.dtype.itemsize == 2 and a.dtype.kind not in "iub" else a for a in args]
+                args = [_upcast(a) if a.dtype.itemsize == 2 and a.dtype.kind not in "iub" else a for a in args]
                 if cdt is not None:
                     args = [a.astype(cdt) for a in args]
                 np.copyto(dst, numpy_fn(*args, *attrs), casting="unsafe")
@@ -96,6 +96,14 @@ def make_cpu(numpy_fn, attr_names, compute_dtype=None):
         return run
 
     return factory
+
+
+def _upcast(a: np.ndarray) -> np.ndarray:
+    """f16/bf16 -> f32, converting a broadcast (zero-stride) operand once, not once per use."""
+    if a.size > 1 and 0 in a.strides:
+        idx = tuple(slice(0, 1) if st == 0 and d > 1 else slice(None) for d, st in zip(a.shape, a.strides, strict=True))
+        return np.broadcast_to(a[idx].astype(F32), a.shape)
+    return a.astype(F32)
 
 
 CHUNK = 1 << 17  # elements per task on the CPU thread pool
