@@ -232,7 +232,11 @@ class _CpuKernel:
             from .dtypes import DType
             from .tensor import TensorDescriptor
 
-            ws = host_view(ws_ptr, TensorDescriptor((self.workspace_size,), (1,), DType.U8)) if ws_ptr else np.empty(self.workspace_size, np.uint8)
+            ws = (
+                host_view(ws_ptr, TensorDescriptor((self.workspace_size,), (1,), DType.U8))
+                if ws_ptr
+                else np.empty(self.workspace_size, np.uint8)
+            )
         try:
             self.fn(views, ws, rt)
         except InfiniopError:

@@ -76,7 +76,13 @@ def call(name: str, *inputs, out=None, **attrs):
     else:
         outs = out if isinstance(out, dict) else {spec.outputs[0].name: out}
         out_descs = {n: _layout(v)[1] for n, v in outs.items()}
-    key = (spec.name, dev, tuple(sorted(in_descs.items(), key=lambda kv: kv[0])), tuple(sorted(out_descs.items())), tuple(sorted(attrs.items())))
+    key = (
+        spec.name,
+        dev,
+        tuple(sorted(in_descs.items(), key=lambda kv: kv[0])),
+        tuple(sorted(out_descs.items())),
+        tuple(sorted(attrs.items())),
+    )
     desc = _cache.get(key)
     if desc is None:
         desc = _cache[key] = create_descriptor(spec.name, _handle(dev), **out_descs, **in_descs, **attrs)

@@ -238,7 +238,9 @@ class OpSpec:
     inplace: tuple[tuple[str, str], ...] = ()  # (output, input) pairs that may alias
     kernel_sources: tuple[str, ...] = ()  # CUDA files (relative to the op folder) for the compile check
     c_attrs: tuple[str, ...] = ()  # C-style create: attribute names in upstream's positional order (default: attrs order)
-    c_create_args: tuple[str, ...] = ()  # C-style create: every positional argument after the handle (tensor and attribute names) when upstream interleaves them
+    c_create_args: tuple[
+        str, ...
+    ] = ()  # C-style create: every positional argument after the handle (tensor and attribute names) when upstream interleaves them
     gguf: Any = None  # GGUF file quirks: an infiniop_py.gguf.GGUFDialect (see docs/gguf.md); None: the generic rules
     stem_aliases: tuple[str, ...] = ()  # extra C-style stems (e.g. logical_and's "And")
     # C-style create in upstream's short form (e.g. topksoftmax: create(x) only): the tensors it

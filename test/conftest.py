@@ -38,4 +38,6 @@ def cpu_handle():
 
 
 def pytest_report_header(config):
-    return f"infiniop_py devices: cpu{' nvidia' if gpu_available() else ''} (INFINIOP_FULL={os.environ.get('INFINIOP_FULL', '0')})"
+    return (
+        f"infiniop_py devices: cpu{' nvidia' if gpu_available() else ''} (INFINIOP_FULL={os.environ.get('INFINIOP_FULL', '0')})"
+    )

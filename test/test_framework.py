@@ -310,7 +310,9 @@ def _ws_spec() -> OpSpec:
         run.workspace_size = 64
         return run
 
-    return OpSpec(name="wsop", stem="WsOp", tensors=(out("y"), inp("x")), validate=validate, dtypes=frozenset({DType.F32}), cpu=cpu)
+    return OpSpec(
+        name="wsop", stem="WsOp", tensors=(out("y"), inp("x")), validate=validate, dtypes=frozenset({DType.F32}), cpu=cpu
+    )
 
 
 def test_workspace_checks(cpu_handle):
@@ -351,7 +353,11 @@ def test_cpu_chunked_paths_match_reference(cpu_handle):
     b = rng.standard_normal((1000, 700)).astype(np.float16)
     c = np.full((700, 1000), np.nan, np.float16)
     d = iop.create_descriptor(
-        "add", cpu_handle, td((700, 1000), None, iop.float16), td((700, 1000), None, iop.float16), td((700, 1000), (1, 700), iop.float16)
+        "add",
+        cpu_handle,
+        td((700, 1000), None, iop.float16),
+        td((700, 1000), None, iop.float16),
+        td((700, 1000), (1, 700), iop.float16),
     )
     d.calculate(None, c, a.astype(np.float16), b)
     want = (a.astype(np.float16).astype(np.float32) + b.T.astype(np.float32)).astype(np.float16)

@@ -39,7 +39,17 @@ def test_gemm_bad_input():
 def test_linear_bad_input():
     expect(Status.BAD_TENSOR_SHAPE, "linear", td((4, 5)), td((4, 3)), td((5, 4)), None, word="inner")
     expect(Status.BAD_TENSOR_SHAPE, "linear", td((4, 5)), td((4, 3)), td((5, 3)), td((4,)), word="'b'")
-    expect(Status.BAD_TENSOR_SHAPE, "linear_backward", td((4, 3)), td((5, 3)), None, td((4, 6)), td((4, 3)), td((5, 3)), word="grad_y")
+    expect(
+        Status.BAD_TENSOR_SHAPE,
+        "linear_backward",
+        td((4, 3)),
+        td((5, 3)),
+        None,
+        td((4, 6)),
+        td((4, 3)),
+        td((5, 3)),
+        word="grad_y",
+    )
 
 
 def test_index_bad_input():
@@ -47,9 +57,20 @@ def test_index_bad_input():
     expect(Status.BAD_TENSOR_SHAPE, "gather", td((2, 3)), td((4, 3)), td((2, 3, 1), I64), dim=0, word="'index'")
     expect(Status.BAD_PARAM, "gather", td((2, 3)), td((4, 3)), td((2, 3), I64), dim=2, word="'dim'")
     expect(Status.BAD_TENSOR_SHAPE, "gather", td((2, 3)), td((4, 3)), td((2, 4), I64), dim=0, word="'index'")
-    expect(Status.BAD_PARAM, "scatter", td((4, 3)), td((4, 3)), td((2, 3), I64), td((2, 3)), axis=0, reduction=3, word="reduction")
-    expect(Status.BAD_TENSOR_DTYPE, "scatter", td((4, 3), iop.DType.BOOL), td((4, 3), iop.DType.BOOL), td((2, 3), I64),
-           td((2, 3), iop.DType.BOOL), axis=0, reduction=1, word="bool")
+    expect(
+        Status.BAD_PARAM, "scatter", td((4, 3)), td((4, 3)), td((2, 3), I64), td((2, 3)), axis=0, reduction=3, word="reduction"
+    )
+    expect(
+        Status.BAD_TENSOR_DTYPE,
+        "scatter",
+        td((4, 3), iop.DType.BOOL),
+        td((4, 3), iop.DType.BOOL),
+        td((2, 3), I64),
+        td((2, 3), iop.DType.BOOL),
+        axis=0,
+        reduction=1,
+        word="bool",
+    )
     expect(Status.BAD_TENSOR_SHAPE, "scatter", td((4, 3)), td((4, 3)), td((2, 3), I64), td((2, 2)), axis=0, word="'updates'")
     expect(Status.BAD_TENSOR_SHAPE, "index_copy", td((4, 3)), td((4, 3)), td((3,), I64), td((2, 3)), dim=0, word="len(index)")
     expect(Status.BAD_TENSOR_SHAPE, "index_copy", td((4, 3)), td((4, 3)), td((2, 1), I64), td((2, 3)), dim=0, word="'index'")
@@ -199,7 +220,7 @@ def _c_layout(source: str, struct_name: str):
             continue
         ctype = next(t for t in sizes if decl.startswith(t + " "))
         size = sizes[ctype]
-        for var in decl[len(ctype):].split(","):
+        for var in decl[len(ctype) :].split(","):
             m = re.search(r"\[(\d+)\]", var)
             count = int(m.group(1)) if m else 1
             off = -(-off // size) * size
@@ -306,7 +327,7 @@ def fake_gpu(monkeypatch):
 
     monkeypatch.setattr(common, "module", module)
     staging = __import__("infiniop_ops.gemm.staging", fromlist=["x"])
-    monkeypatch.setattr(staging, "Copy", lambda *a: (lambda *b: None))  # elementwise copies need CuPy; emulated by hand
+    monkeypatch.setattr(staging, "Copy", lambda *a: lambda *b: None)  # elementwise copies need CuPy; emulated by hand
     monkeypatch.setattr(runtime, "properties", lambda dev: {"sm_count": 4, "cc": 90, "name": "fake"})
     monkeypatch.setattr(runtime, "device_count", lambda: 1)
     monkeypatch.setattr(compiler, "_launch_fn", lambda: None)
@@ -347,12 +368,12 @@ def _emulate_index_copy(common, launch, ptrs, name, bufs):
             ca = int(co[axis])
             if mode == 0:
                 k, w = k0 + ca, win[ca]
-                val = src[o2 + w * st2: o2 + w * st2 + vec].copy() if w >= 0 else x[o1 + k * sti: o1 + k * sti + vec].copy()
-                out[o0 + k * st0: o0 + k * st0 + vec] = val
+                val = src[o2 + w * st2 : o2 + w * st2 + vec].copy() if w >= 0 else x[o1 + k * sti : o1 + k * sti + vec].copy()
+                out[o0 + k * st0 : o0 + k * st0 + vec] = val
             else:
                 k = int(idx[ca * st1]) - k0
                 if 0 <= k < kn and win[k] == ca:
-                    out[o0 + (k0 + k) * st0: o0 + (k0 + k) * st0 + vec] = src[o2 + ca * st2: o2 + ca * st2 + vec]
+                    out[o0 + (k0 + k) * st0 : o0 + (k0 + k) * st0 + vec] = src[o2 + ca * st2 : o2 + ca * st2 + vec]
 
 
 def _emulate_scatter_table(common, launch, ptrs, bufs):
@@ -473,12 +494,14 @@ def test_scatter_table_plan_emulated(fake_gpu, case):
     obuf, ost = _strided(rng, shape, order)
     xbuf, xst = _strided(rng, shape, order)
     ubuf, ust = _strided(rng, ishape, order)
-    ibuf, ist = _strided(rng, ishape, order, dtype=np.int64,
-                         data=lambda n: rng.integers(-1, shape[axis] + 1, size=n).astype(np.int64))
+    ibuf, ist = _strided(
+        rng, ishape, order, dtype=np.int64, data=lambda n: rng.integers(-1, shape[axis] + 1, size=n).astype(np.int64)
+    )
     h = iop.create_handle("cpu")
     handle = type("H", (), {"device_id": 0})()
-    desc = iop.create_descriptor("scatter", h, td(shape, strides=ost), td(shape, strides=xst), td(ishape, I64, ist),
-                                 td(ishape, strides=ust), axis=axis)
+    desc = iop.create_descriptor(
+        "scatter", h, td(shape, strides=ost), td(shape, strides=xst), td(ishape, I64, ist), td(ishape, strides=ust), axis=axis
+    )
     kernel = desc.spec.nvidia(desc.info, handle)
     table = [s for s in kernel.steps if isinstance(s, __import__("infiniop_py.cuda.compiler", fromlist=["x"]).Launch)]
     assert len(table) == 1 and names[table[0].fn_ptr].startswith("scatter_table_kernel")

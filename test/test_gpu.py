@@ -110,7 +110,9 @@ def test_device_placement_and_extent(h):
 def test_unaligned_contiguous_falls_back(h):
     import cupy as cp
 
-    d = iop.create_descriptor("add", h, td((1001,), dtype=iop.float16), td((1001,), dtype=iop.float16), td((1001,), dtype=iop.float16))
+    d = iop.create_descriptor(
+        "add", h, td((1001,), dtype=iop.float16), td((1001,), dtype=iop.float16), td((1001,), dtype=iop.float16)
+    )
     base = cp.asarray(np.random.default_rng(2).standard_normal(1003).astype(np.float16))
     out = cp.full(1003, cp.nan, cp.float16)
     d.calculate(None, out[1:1002], base[1:1002], base[2:1003])  # 2-byte offsets: no 16-byte alignment

@@ -26,7 +26,9 @@ def test_checklist(op):
     cases = get_cases(op)
     assert any("quick" in c.suites for c in cases), "no quick cases"
     covered = {dt for c in cases for dt in c.dtypes}
-    assert covered == set(spec.dtypes), f"cases cover {sorted(d.name for d in covered)}, spec lists {sorted(d.name for d in spec.dtypes)}"
+    assert covered == set(spec.dtypes), (
+        f"cases cover {sorted(d.name for d in covered)}, spec lists {sorted(d.name for d in spec.dtypes)}"
+    )
     assert spec.cpu is not None, "no CPU backend"
     assert spec.nvidia is not None, "no NVIDIA backend"
     assert callable(getattr(spec.nvidia, "compile_units", None)), "NVIDIA backend has no compile_units() for the compile check"

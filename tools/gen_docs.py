@@ -33,14 +33,19 @@ def render() -> str:
         info = iop.op_info(name)
         outs = ", ".join(t["name"] + ("?" if t["optional"] else "") for t in info["tensors"] if t["role"] != "in")
         ins = ", ".join(t["name"] + ("?" if t["optional"] else "") for t in info["tensors"] if t["role"] == "in")
-        attrs = ", ".join(f"{a['name']}: {a['kind']}" + ("" if a["required"] else f" = {a['default']!r}") for a in info["attrs"]) or "—"
+        attrs = (
+            ", ".join(f"{a['name']}: {a['kind']}" + ("" if a["required"] else f" = {a['default']!r}") for a in info["attrs"])
+            or "—"
+        )
         rt = ", ".join(f"{a['name']}: {a['kind']}" for a in info["runtime"]) or "—"
         dts = _dtypes(info["dtypes"]["cpu"])
         if info["dtypes"]["nvidia"] != info["dtypes"]["cpu"]:
             dts += f" (NVIDIA: {_dtypes(info['dtypes']['nvidia'])})"
         aliases = [g for g in info["gguf_names"] if g != name]
         label = f"`{name}`" + (f" (GGUF also {', '.join(aliases)})" if aliases else "")
-        lines.append(f"| {label} | {info['stem']} | {outs} \\| {ins} | {attrs} | {rt} | {dts} | `{info['torch']}` | {info['summary']} |")
+        lines.append(
+            f"| {label} | {info['stem']} | {outs} \\| {ins} | {attrs} | {rt} | {dts} | `{info['torch']}` | {info['summary']} |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -27,7 +27,9 @@ def validate(check: Checker) -> Info:
     dim = check.axis("dim", check.attrs["dim"], x.ndim)
     for d in range(x.ndim):
         if d != dim and i.shape[d] > x.shape[d]:
-            check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'index' shape {list(i.shape)} exceeds 'input' {list(x.shape)} at dim {d}")
+            check.fail(
+                Status.BAD_TENSOR_SHAPE, f"tensor 'index' shape {list(i.shape)} exceeds 'input' {list(x.shape)} at dim {d}"
+            )
     if o.shape != i.shape:
         check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'output' shape {list(o.shape)} does not match 'index' shape {list(i.shape)}")
     check.writable("output")
@@ -81,8 +83,9 @@ class GatherKernel(common.IndexKernel):
             line_shape[dim] = 1
             lines = n // i.shape[dim]
             st = (o.strides[dim], i.strides[dim], 0)
-            meta = common.pack_meta(line_shape, o.strides, i.strides, x.strides, lines, x.shape[dim], x.strides[dim],
-                                    i.shape[dim], st)
+            meta = common.pack_meta(
+                line_shape, o.strides, i.strides, x.strides, lines, x.shape[dim], x.strides[dim], i.shape[dim], st
+            )
             name = f"gather_line_kernel<{UTYPE[o.itemsize]}, {itype}>"
             mod = common.module([name], handle.device_id)
             grid = (max(1, min(lines, 1 << 20)),)

@@ -35,12 +35,24 @@ CASES = [
     Case(g(T((13, 9)), T((13, 17), (1, 13)), T((17, 9))), DT, "a column-major", runtime={"alpha": 1.0, "beta": 1.0}),
     Case(g(T((13, 9)), T((13, 17)), T((17, 9), (1, 17))), DT, "b column-major", runtime={"alpha": 1.0, "beta": 0.5}),
     Case(g(T((13, 9), (1, 13)), T((13, 17)), T((17, 9))), DT, "c column-major", runtime={"alpha": 1.0, "beta": 1.0}),
-    Case(g(T((13, 9), (1, 16)), T((13, 17), (1, 20)), T((17, 9), (1, 24))), DT, "all column-major padded", runtime={"alpha": 1.0, "beta": 1.0}),
-    Case(g(T((13, 9), (12, 1)), T((13, 17), (20, 1)), T((17, 9), (11, 1))), DT, "padded rows", runtime={"alpha": -1.0, "beta": 1.0}),
+    Case(
+        g(T((13, 9), (1, 16)), T((13, 17), (1, 20)), T((17, 9), (1, 24))),
+        DT,
+        "all column-major padded",
+        runtime={"alpha": 1.0, "beta": 1.0},
+    ),
+    Case(
+        g(T((13, 9), (12, 1)), T((13, 17), (20, 1)), T((17, 9), (11, 1))), DT, "padded rows", runtime={"alpha": -1.0, "beta": 1.0}
+    ),
     Case(g(T((3, 5, 7)), T((3, 5, 11)), T((3, 11, 7))), DT, "batched 3x5x11x7", runtime={"alpha": 1.0, "beta": 0.0}),
     Case(g(T((3, 5, 7)), T((1, 5, 11)), T((3, 11, 7))), DT, "batch-1 a broadcasts", runtime={"alpha": 1.0, "beta": 1.0}),
     Case(g(T((3, 5, 7)), T((3, 5, 11)), T((11, 7))), DT, "2-d b broadcasts", runtime={"alpha": 1.0, "beta": 0.0}),
-    Case(g(T((3, 5, 7), (7, 21, 1)), T((3, 5, 11), (55, 1, 5)), T((3, 11, 7), (11, 1, 33))), DT, "batched, permuted layouts", runtime={"alpha": 0.75, "beta": 0.25}),
+    Case(
+        g(T((3, 5, 7), (7, 21, 1)), T((3, 5, 11), (55, 1, 5)), T((3, 11, 7), (11, 1, 33))),
+        DT,
+        "batched, permuted layouts",
+        runtime={"alpha": 0.75, "beta": 0.25},
+    ),
     Case(g(T((1, 1)), T((1, 3)), T((3, 1))), DT, "1x3x1 dot", runtime={"alpha": 1.0, "beta": 1.0}),
     Case(g(T((4, 1)), T((4, 5)), T((5, 1))), DT, "matrix-vector", runtime={"alpha": 1.0, "beta": 0.0}),
     Case(g(T((4, 6)), T((4, 0)), T((0, 6))), DT, "K = 0 (c = beta·c)", runtime={"alpha": 1.0, "beta": 0.5}),

@@ -40,7 +40,10 @@ def validate(check: Checker, dest: str, base: str | None) -> Info:
         check.fail(Status.BAD_TENSOR_SHAPE, f"tensor '{refname}' must have at least 1 dim")
     dim = check.axis("dim", check.attrs["dim"], ref.ndim)
     if s.ndim != ref.ndim or any(a != b for d, (a, b) in enumerate(zip(s.shape, ref.shape)) if d != dim):
-        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'source' shape {list(s.shape)} must equal '{refname}' {list(ref.shape)} except at dim {dim}")
+        check.fail(
+            Status.BAD_TENSOR_SHAPE,
+            f"tensor 'source' shape {list(s.shape)} must equal '{refname}' {list(ref.shape)} except at dim {dim}",
+        )
     if s.shape[dim] != i.shape[0]:
         check.fail(Status.BAD_TENSOR_SHAPE, f"len(index) = {i.shape[0]} does not match source.shape[{dim}] = {s.shape[dim]}")
     if o.shape != ref.shape:
@@ -160,7 +163,7 @@ class IndexCopyKernel(common.IndexKernel):
             vec > 1 and pos < len(cshape) and cso[-1] == csi[-1] == css[-1] == 1 and cshape[-1] % vec == 0
             and all(v % vec == 0 for v in (*cso[:-1], *csi[:-1], *css[:-1], *st[:1], *st[2:]))
         )  # fmt: skip
-        for v in ([vec, 1] if can_vec else [1]):
+        for v in [vec, 1] if can_vec else [1]:
             sh, so, si, ss = list(cshape), list(cso), list(csi), list(css)
             if v > 1:
                 sh[-1] //= v
@@ -182,7 +185,13 @@ class IndexCopyKernel(common.IndexKernel):
             sl = self.slots
             xs = sl[base] if (base is not None and mode == 0) else sl[dest]
             args = [Slot(sl[dest]), Slot(xs), Slot(sl["index"]), Slot(sl["source"]), meta]
-            plans.append((v * size, (sl[dest], xs, sl["source"]), Launch(mod.ptr[name], (bpc, gy), (common.TBLOCK,), args, shmem=4 * chunk)))
+            plans.append(
+                (
+                    v * size,
+                    (sl[dest], xs, sl["source"]),
+                    Launch(mod.ptr[name], (bpc, gy), (common.TBLOCK,), args, shmem=4 * chunk),
+                )
+            )
         return plans
 
     # ---------------------------------------------------------------- scan path

@@ -31,7 +31,9 @@ def validate(check: Checker) -> Info:
     if i.ndim not in (3, 4, 5):
         check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'input' must be (N, C, *S) with 1-3 spatial dims, got shape {list(i.shape)}")
     if o.ndim != i.ndim or o.shape[:2] != i.shape[:2]:
-        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'output' shape {list(o.shape)} must keep N, C and rank of 'input' {list(i.shape)}")
+        check.fail(
+            Status.BAD_TENSOR_SHAPE, f"tensor 'output' shape {list(o.shape)} must keep N, C and rank of 'input' {list(i.shape)}"
+        )
     for d in range(2, i.ndim):
         if o.shape[d] > 0 and i.shape[d] == 0:
             check.fail(Status.BAD_TENSOR_SHAPE, f"input spatial dim {d} is empty but output size is {o.shape[d]}")
@@ -71,10 +73,15 @@ class InterpKernel(CudaKernel):
         # 16-byte stores when every row starts 16-byte aligned (pointer checked per call) and is
         # a whole number of vectors; otherwise one element per thread.
         vec = 16 // o.itemsize
-        self.vec_ok = vec > 1 and o.strides[-1] == 1 and w % vec == 0 and all(
-            o.strides[d] % vec == 0 for d in range(nd - 1) if o.shape[d] > 1
+        self.vec_ok = (
+            vec > 1
+            and o.strides[-1] == 1
+            and w % vec == 0
+            and all(o.strides[d] % vec == 0 for d in range(nd - 1) if o.shape[d] > 1)
         )
-        mod_names = [f"interp_nearest<{UTYPE[o.itemsize]}, 1>"] + ([f"interp_nearest<{UTYPE[o.itemsize]}, {vec}>"] if self.vec_ok else [])
+        mod_names = [f"interp_nearest<{UTYPE[o.itemsize]}, 1>"] + (
+            [f"interp_nearest<{UTYPE[o.itemsize]}, {vec}>"] if self.vec_ok else []
+        )
         mod = get_module(SOURCE, mod_names, handle.device_id)
         grid = (max(1, min(-(-rows // RB), 1 << 20)),)
 
@@ -104,9 +111,7 @@ def nvidia(info, handle):
     return InterpKernel(info, handle)
 
 
-nvidia.compile_units = lambda: [
-    (SOURCE, [f"interp_nearest<{u}, {v}>" for s, u in UTYPE.items() for v in (1, VEC[s])])
-]
+nvidia.compile_units = lambda: [(SOURCE, [f"interp_nearest<{u}, {v}>" for s, u in UTYPE.items() for v in (1, VEC[s])])]
 
 
 def reference(input, out_shapes):

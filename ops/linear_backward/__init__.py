@@ -131,10 +131,26 @@ class LinearBackwardKernel(CudaKernel):
             import ctypes as ct
 
             self.gb_src_slot = 3
-            self.k1 = Launch(mod.ptr[names[0]], (cols, splits), (32, 8), [Slot("ws", self.part_off), Slot(3),
-                             ct.c_longlong(m), ct.c_longlong(n), ct.c_longlong(gym[2]), ct.c_longlong(gym[3]), ct.c_longlong(per)])
-            self.k2 = Launch(mod.ptr[names[1]], (-(-n // 256),), (256,), [Slot(2), Slot("ws", self.part_off),
-                             ct.c_longlong(n), ct.c_longlong(gb.strides[0]), ct.c_int(splits)])
+            self.k1 = Launch(
+                mod.ptr[names[0]],
+                (cols, splits),
+                (32, 8),
+                [
+                    Slot("ws", self.part_off),
+                    Slot(3),
+                    ct.c_longlong(m),
+                    ct.c_longlong(n),
+                    ct.c_longlong(gym[2]),
+                    ct.c_longlong(gym[3]),
+                    ct.c_longlong(per),
+                ],
+            )
+            self.k2 = Launch(
+                mod.ptr[names[1]],
+                (-(-n // 256),),
+                (256,),
+                [Slot(2), Slot("ws", self.part_off), ct.c_longlong(n), ct.c_longlong(gb.strides[0]), ct.c_int(splits)],
+            )
             self.gb = True
         self.workspace_size = arena.size
         self.dims = (m, n, k)

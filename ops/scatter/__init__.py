@@ -54,7 +54,9 @@ def validate(check: Checker) -> Info:
     check.same_shape("indices", "updates")
     for d in range(x.ndim):
         if d != axis and i.shape[d] > x.shape[d]:
-            check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'indices' shape {list(i.shape)} exceeds 'input' {list(x.shape)} at dim {d}")
+            check.fail(
+                Status.BAD_TENSOR_SHAPE, f"tensor 'indices' shape {list(i.shape)} exceeds 'input' {list(x.shape)} at dim {d}"
+            )
     check.writable("output")
     return Info(check.op, check.tensors, check.attrs, axis=axis, reduction=red)
 

@@ -1,4 +1,3 @@
-
 from infiniop_py.dtypes import DType
 from infiniop_py.testing.cases import Case, T
 

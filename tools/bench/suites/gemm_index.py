@@ -40,8 +40,18 @@ def gemm_case(dtype, m, n, k, batch=None, *, host_wall=False, quick=False):
         return w
 
     label = f"{'bmm ' + str(batch) + 'x' if batch else ''}{m}x{n}x{k}"
-    return BenchCase(NAME, "gemm", label, dtype, shape, build, host_wall=host_wall, quick=quick, compile=False,
-                     notes=f"flops={2 * (batch or 1) * m * n * k}")
+    return BenchCase(
+        NAME,
+        "gemm",
+        label,
+        dtype,
+        shape,
+        build,
+        host_wall=host_wall,
+        quick=quick,
+        compile=False,
+        notes=f"flops={2 * (batch or 1) * m * n * k}",
+    )
 
 
 def linear_case(dtype, m, n, k, bias):
@@ -65,8 +75,16 @@ def linear_case(dtype, m, n, k, bias):
         wl.atol, wl.rtol = (2e-2, 1e-2) if dtype != "f32" else (1e-3, 1e-4)
         return wl
 
-    return BenchCase(NAME, "linear", f"{m}x{n}x{k} {'bias (vs addmm)' if bias else 'no bias (vs matmul)'}", dtype,
-                     (m, n, k), build, compile=False, notes=f"flops={2 * m * n * k}")
+    return BenchCase(
+        NAME,
+        "linear",
+        f"{m}x{n}x{k} {'bias (vs addmm)' if bias else 'no bias (vs matmul)'}",
+        dtype,
+        (m, n, k),
+        build,
+        compile=False,
+        notes=f"flops={2 * m * n * k}",
+    )
 
 
 def linear_backward_case(dtype, m, n, k):
@@ -94,8 +112,16 @@ def linear_backward_case(dtype, m, n, k):
         wl.atol, wl.rtol = (5e-2, 1e-2) if dtype != "f32" else (1e-3, 1e-4)
         return wl
 
-    return BenchCase(NAME, "linear_backward", f"({m},{k})x({k},{n}) grads", dtype, (m, n, k), build, compile=False,
-                     notes=f"flops={4 * m * n * k}")
+    return BenchCase(
+        NAME,
+        "linear_backward",
+        f"({m},{k})x({k},{n}) grads",
+        dtype,
+        (m, n, k),
+        build,
+        compile=False,
+        notes=f"flops={4 * m * n * k}",
+    )
 
 
 def gather_case(dtype, rows, cols):
@@ -109,8 +135,15 @@ def gather_case(dtype, rows, cols):
             out = env.poisoned((rows, cols), tdt)
             return [out, x, idx], (x, idx)
 
-        return standard_workload(env, "gather", make_set, lambda out, x, idx: torch.gather(x, 1, idx, out=out),
-                                 lambda x, idx: torch.gather(x, 1, idx), attrs={"dim": 1}, exact=True)
+        return standard_workload(
+            env,
+            "gather",
+            make_set,
+            lambda out, x, idx: torch.gather(x, 1, idx, out=out),
+            lambda x, idx: torch.gather(x, 1, idx),
+            attrs={"dim": 1},
+            exact=True,
+        )
 
     return BenchCase(NAME, "gather", f"{rows}x{cols} dim 1 (i64)", dtype, (rows, cols), build, compile=False)
 
@@ -133,7 +166,9 @@ def scatter_case(dtype, rows, cols):
 
         return standard_workload(env, "scatter", make_set, eager, attrs={"axis": 1}, exact=True)
 
-    return BenchCase(NAME, "scatter", f"{rows}x{cols} axis 1 replace (permutation rows)", dtype, (rows, cols), build, compile=False)
+    return BenchCase(
+        NAME, "scatter", f"{rows}x{cols} axis 1 replace (permutation rows)", dtype, (rows, cols), build, compile=False
+    )
 
 
 def index_copy_case(dtype, rows, cols, inplace=False):
@@ -153,9 +188,11 @@ def index_copy_case(dtype, rows, cols, inplace=False):
             return [out, x, idx, src], (x, idx, src)
 
         if inplace:
+
             def eager(out, src, idx):
                 out.index_copy_(0, idx, src)
         else:
+
             def eager(out, x, idx, src):
                 out.copy_(x)
                 out.index_copy_(0, idx, src)

@@ -215,7 +215,9 @@ def topk_softmax_case(dtype, shape, k, quick=False):
         work.runtime = (k, True)
         return work
 
-    return BenchCase(NAME, "topksoftmax", "x".join(map(str, shape)) + f" top-{k} norm", dtype, shape, build, quick=quick, compile=False)
+    return BenchCase(
+        NAME, "topksoftmax", "x".join(map(str, shape)) + f" top-{k} norm", dtype, shape, build, quick=quick, compile=False
+    )
 
 
 def topk_router_case(dtype, ntoken, k, quick=False):
