@@ -101,6 +101,7 @@ class Descriptor:
         self._present = [info.tensors.get(n) is not None for n in order]
         self._facts = list(zip(order, self._nbytes, self._write, self._present, strict=True))
         self._last = [None] * len(order)  # (weakref, address) of the last buffer per tensor
+        self._ws_last = None  # (weakref, address) of the last checked workspace
         self._nrt = len(spec.runtime)
         # runtime scalars that all default to None (e.g. sum's C-style repeat) may be omitted
         self._rt_optional = bool(spec.runtime) and all(a.default is None for a in spec.runtime)
@@ -164,18 +165,30 @@ class Descriptor:
                 raise error(Status.INSUFFICIENT_WORKSPACE, f"{op}: workspace of {workspace_size} bytes, {need} required")
             if workspace is None:
                 raise error(Status.INSUFFICIENT_WORKSPACE, f"{op}: no workspace given, {need} bytes required")
-            ws_ptr = address(workspace, op, "workspace", 0, gpu, dev, True)
-            if not isinstance(workspace, int):
-                from .buffers import describe
-
-                ext = describe(workspace)[3]
-                if ext is not None and ext < need:
-                    raise error(Status.INSUFFICIENT_WORKSPACE, f"{op}: workspace of {ext} bytes, {need} required")
+            hit = self._ws_last
+            if hit is not None and hit[0]() is workspace:
+                ws_ptr = hit[1]  # same immutable array as last call: extent already checked
+            else:
+                ws_ptr = self._check_workspace(workspace, need)
         else:
             ws_ptr = 0
         if rt:
             rt = tuple(a.coerce(v, op) for a, v in zip(self.spec.runtime, rt))
         kernel(ptrs, ws_ptr, rt, stream)
+
+    def _check_workspace(self, workspace, need: int) -> int:
+        """Address of a workspace buffer that holds at least ``need`` bytes."""
+        op = self.spec.name
+        ws_ptr = address(workspace, op, "workspace", 0, self._gpu, self._dev, True)
+        if not isinstance(workspace, int):
+            from .buffers import describe
+
+            ext = describe(workspace)[3]
+            if ext is not None and ext < need:
+                raise error(Status.INSUFFICIENT_WORKSPACE, f"{op}: workspace of {ext} bytes, {need} required")
+            if type(workspace) in IMMUTABLE_VIEWS:
+                self._ws_last = (weakref.ref(workspace), ws_ptr)
+        return ws_ptr
 
     def _bind_call(self, args, kwargs):
         spec = self.spec

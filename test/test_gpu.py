@@ -151,3 +151,21 @@ def test_keyword_tensor_order_on_gpu(h):
     cp.cuda.get_current_stream().synchronize()
     np.testing.assert_array_equal(cp.asnumpy(c), [4.0, 4.0, 4.0])
     np.testing.assert_array_equal(cp.asnumpy(a), [5.0, 5.0, 5.0])  # inputs untouched
+
+
+def test_workspace_reuse_and_too_small(h):
+    """A CuPy workspace is checked once per object; a smaller one is still refused."""
+    import cupy as cp
+
+    d = iop.create_descriptor("sum", h, td(()), td((64, 1000)), dims=[])
+    assert d.workspace_size > 0
+    x = cp.asarray(np.random.default_rng(0).standard_normal((64, 1000)).astype(np.float32))
+    y = cp.empty((), cp.float32)
+    ws = cp.empty(d.workspace_size, cp.uint8)
+    for _ in range(3):
+        d.calculate(ws, y, x)
+    cp.cuda.get_current_stream().synchronize()
+    np.testing.assert_allclose(float(y), float(cp.asnumpy(x).astype(np.float64).sum()), rtol=1e-5, atol=1e-3)
+    with pytest.raises(iop.InfiniopError) as ei:
+        d.calculate(cp.empty(d.workspace_size - 1, cp.uint8), y, x)
+    assert ei.value.status is Status.INSUFFICIENT_WORKSPACE
