@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,6 +88,15 @@ class ReducePlan:
     M: int
     L: int
     workspace: int
+    U: int = 1  # rows: 16-byte packs loaded per thread before combining (reduce_rows' U)
+    fin: int = 0  # threads of the one-block-per-output finish (0: reduce_finish, a warp per output)
+
+
+def _tuning() -> str:
+    """``IOP_REDUCE_PLAN=v1`` (a tuning switch for A/B benchmarks) restores the first row plan:
+    one pack per loop step, 128/256-thread groups by L, grids sized for 2048 threads per SM and
+    a warp per output in the finish."""
+    return os.environ.get("IOP_REDUCE_PLAN", "")
 
 
 def plan_reduce(shape, x_strides, y_strides, axes, dtype: DType, sm_count: int, col_vec: bool = True) -> ReducePlan:
@@ -121,7 +131,17 @@ def plan_reduce(shape, x_strides, y_strides, axes, dtype: DType, sm_count: int, 
         if L == 0:
             Ri, Ro = 0, 1
         vec = 16 // itemsize(dtype) if si == 1 and Ri >= 2 * (16 // itemsize(dtype)) else 1
-        if L <= 512:
+        v1 = _tuning() == "v1"
+        U = 1 if v1 or vec == 1 else 8
+        if not v1 and vec > 1 and Ro == 1 and L > 512:
+            # contiguous rows: threads per row so that each thread owns about U packs (one
+            # batch of U loads in flight), 64..256; blocks of 64-256 threads keep 1024+ per SM
+            # 16 packs per thread (two batches) measured best on the H200: 8192^2 f32 dim 1
+            # 65 us (97% of copy BW) against 75 us with 8 and 88 us for the v1 plan
+            ppt = int(os.environ.get("IOP_REDUCE_PPT", 2 * U))  # tuning switch: packs per thread
+            G = min(256, max(64, _pow2ceil(-(-Ri // (vec * ppt)))))
+            rpb = 1
+        elif L <= 512:
             G, rpb = 32, 8
         elif L <= 4096:
             G, rpb = 128, 1
@@ -130,8 +150,12 @@ def plan_reduce(shape, x_strides, y_strides, axes, dtype: DType, sm_count: int, 
         nblocks = -(-M // rpb)
         threads = nblocks * G * rpb
         S, chunk, split_outer = 1, 0, 0
-        if threads < target and L >= G * vec * 8:
-            want = min(-(-target // threads), max(1, L // (G * vec * 4)), 65535)
+        # a split fills the GPU once: v1 aimed at 2048 threads per SM; with U packs per thread
+        # (more registers) about 1024 are resident, and a grid of one wave has no tail
+        tgt = target if v1 or U == 1 else sm_count * int(os.environ.get("IOP_REDUCE_TPS", 1024))
+        per = G * vec * (4 if v1 or U == 1 else U)
+        if threads < tgt and L >= G * vec * 8:
+            want = min(-(-tgt // threads), max(1, L // per), 65535)
             if want > 1:
                 if Ri >= want * G * vec or Ro == 1:
                     chunk = -(-Ri // want)
@@ -144,7 +168,8 @@ def plan_reduce(shape, x_strides, y_strides, axes, dtype: DType, sm_count: int, 
         red_meta = pack_dim_meta(oshape, [ostr])
         meta = kept_meta + red_meta + struct.pack("<6qii", M, L, Ri, si, Ro, chunk, S, split_outer)
         ws = S * M * acc_size(dtype) if S > 1 else 0
-        return ReducePlan("rows", meta, (nblocks, S), (G, rpb), vec, S, M, L, ws)
+        fin = min(1024, max(32, _pow2ceil(S))) if S > 1 and M <= 32 and not v1 else 0
+        return ReducePlan("rows", meta, (nblocks, S), (G, rpb), vec, S, M, L, ws, U, fin)
     # columns
     rshape, (rstr,) = fit_dims(rshape, [rstr])
     BY = 8
@@ -178,11 +203,13 @@ def kernel_names(dtype: DType, op: str) -> list[str]:
     o, mean = OPS[op]
     vec = 16 // itemsize(dtype)
     return [
-        f"reduce_rows<{t}, {o}, {mean}, {vec}>",
-        f"reduce_rows<{t}, {o}, {mean}, 1>",
+        f"reduce_rows<{t}, {o}, {mean}, {vec}, 8>",
+        f"reduce_rows<{t}, {o}, {mean}, {vec}, 1>",
+        f"reduce_rows<{t}, {o}, {mean}, 1, 1>",
         f"reduce_cols<{t}, {o}, {mean}>",
         f"reduce_cols_vec<{t}, {o}, {mean}, {vec}>",
         f"reduce_finish<{t}, {o}, {mean}>",
+        f"reduce_finish_block<{t}, {o}, {mean}>",
     ]
 
 
@@ -220,20 +247,22 @@ class ReduceKernel(CudaKernel):
         t = ctype(dtype)
         o, mean = OPS[op]
         if p.kind == "rows":
-            main = f"reduce_rows<{t}, {o}, {mean}, {p.vec}>"
+            main = f"reduce_rows<{t}, {o}, {mean}, {p.vec}, {p.U}>"
         elif p.vec > 1:
             main = f"reduce_cols_vec<{t}, {o}, {mean}, {p.vec}>"
         else:
             main = f"reduce_cols<{t}, {o}, {mean}>"
         names = [main]
-        fin = f"reduce_finish<{t}, {o}, {mean}>"
+        fin = f"reduce_finish_block<{t}, {o}, {mean}>" if p.fin else f"reduce_finish<{t}, {o}, {mean}>"
         if p.S > 1:
             names.append(fin)
         mod = get_module(REDUCE_SOURCE, names, handle.device_id)
         ys, xs = slots
         ws = Slot("ws") if p.S > 1 else ctypes.c_void_p(0)
         out = [Launch(mod.ptr[main], p.grid, p.block, [Slot(ys), Slot(xs), ws, p.meta])]
-        if p.S > 1:
+        if p.S > 1 and p.fin:
+            out.append(Launch(mod.ptr[fin], (p.M,), (p.fin,), [Slot(ys), Slot("ws"), p.meta]))
+        elif p.S > 1:
             out.append(Launch(mod.ptr[fin], (-(-p.M // 8),), (256,), [Slot(ys), Slot("ws"), p.meta]))
         return out
 

@@ -40,6 +40,8 @@ def reduce_cases(dtypes, attr_of, *, allow_all=True, allow_empty_extent=True, si
         case((3, 17), (1,), False, desc="rows shorter than a warp (17)"),
         case((2, 9000), (1,), False, desc="long rows (split over chunks)"),
         case((9000, 3), (0,), False, desc="long columns (split over chunks)"),
+        case((3, 20011), (-1,), False, desc="rows of 20011 (batched loads + remainder, split, block finish)"),
+        case((7, 4099), (1,), False, (4103, 1), desc="rows of 4099, odd row stride (head, batches, tail)"),
         case((33, 70), (0,), False, desc="33x70 columns"),
         case((6, 5), (1,), False, (0, 1), desc="zero-stride (broadcast) input rows"),
         case((4, 6, 10), (2,), False, (120, 20, 2), desc="gapped innermost stride 2"),
@@ -58,6 +60,7 @@ def reduce_cases(dtypes, attr_of, *, allow_all=True, allow_empty_extent=True, si
             case((13, 4), (), True, (10, 1), desc="all dims keepdim, padded"),
             case((), (), False, desc="0-d input"),
             case((70001,), (), False, desc="full reduction 70001 (split + finish)"),
+            case((5, 6007), (), False, (6016, 1), desc="full reduction of padded rows (outer split)"),
             case((40, 300), (), False, (1, 40), desc="full reduction, transposed"),
         ]
     if allow_empty_extent:

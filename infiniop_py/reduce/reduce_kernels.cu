@@ -31,7 +31,10 @@ __device__ __forceinline__ void red_store(T* y, long long off, typename Acc<T>::
   y[off] = Conv<T>::from(acc);
 }
 
-template <class T, class Op, int MEAN, int VEC>
+// U > 1: the contiguous path loads U 16-byte packs per thread before combining them (U loads
+// in flight per thread: what reaches the read bandwidth when a thread owns only a few packs);
+// U == 1 is the plain strided loop of the first version.
+template <class T, class Op, int MEAN, int VEC, int U>
 __global__ void __launch_bounds__(1024) reduce_rows(T* __restrict__ y, const T* __restrict__ x,
                                                     typename Acc<T>::type* __restrict__ ws, RedMeta p) {
   typedef typename Acc<T>::type A;
@@ -66,8 +69,20 @@ __global__ void __launch_bounds__(1024) reduce_rows(T* __restrict__ y, const T* 
         if (tid < head) acc = Op::template combine<A>(acc, red_load(p0[tid]));
         const Pack<T, VEC>* pv = reinterpret_cast<const Pack<T, VEC>*>(p0 + head);
         const long long nv = (n - head) / VEC;
+        long long v = tid;
+        if (U > 1) {
+          for (; v + (long long)(U - 1) * G < nv; v += (long long)U * G) {
+            Pack<T, VEC> pk[U];
+#pragma unroll
+            for (int u = 0; u < U; ++u) pk[u] = pv[v + (long long)u * G];
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+#pragma unroll
+              for (int k = 0; k < VEC; ++k) acc = Op::template combine<A>(acc, red_load(pk[u].v[k]));
+          }
+        }
 #pragma unroll 4
-        for (long long v = tid; v < nv; v += G) {
+        for (; v < nv; v += G) {
           const Pack<T, VEC> pk = pv[v];
 #pragma unroll
           for (int k = 0; k < VEC; ++k) acc = Op::template combine<A>(acc, red_load(pk.v[k]));
@@ -198,6 +213,26 @@ __global__ void __launch_bounds__(256) reduce_finish(T* __restrict__ y, const ty
   for (int s = lane; s < p.S; s += 32) acc = Op::template combine<A>(acc, ws[(long long)s * p.M + row]);
   acc = warp_reduce<Op, A>(acc);
   if (lane == 0) {
+    long long off[2];
+    dim_offsets<2>(p.kept, row, off);
+    red_store<T, Op, MEAN>(y, off[1], acc, p.L);
+  }
+}
+
+// Second pass for few outputs (full reductions): one block per output, its threads read the S
+// partials in parallel (one round trip instead of S / 32), then a fixed-order block reduce.
+template <class T, class Op, int MEAN>
+__global__ void __launch_bounds__(1024) reduce_finish_block(T* __restrict__ y, const typename Acc<T>::type* __restrict__ ws,
+                                                           RedMeta p) {
+  typedef typename Acc<T>::type A;
+  __shared__ A smem[32];
+  const long long row = blockIdx.x;
+  const int tid = threadIdx.x, nt = blockDim.x;
+  A acc = Op::template identity<A>();
+#pragma unroll 4
+  for (int s = tid; s < p.S; s += nt) acc = Op::template combine<A>(acc, ws[(long long)s * p.M + row]);
+  acc = block_reduce<Op, A>(acc, smem, tid, nt);
+  if (tid == 0) {
     long long off[2];
     dim_offsets<2>(p.kept, row, off);
     red_store<T, Op, MEAN>(y, off[1], acc, p.L);

@@ -53,7 +53,22 @@ __device__ __forceinline__ void rw_ce_store(T* y, const T* px, const TI* tgt, ty
   }
 }
 
-template <class T, int MODE, int VEC, int MAXE, class TI>
+// Raw 16-bit values in 32-bit words (the RAW cache of row_softmax): k-th value of a word pair.
+template <class T> struct RawBits { static const unsigned int ninf = 0u; };
+template <> struct RawBits<iop_half> { static const unsigned int ninf = 0xFC00u; };
+template <> struct RawBits<iop_bf16> { static const unsigned int ninf = 0xFF80u; };
+template <class T> __device__ __forceinline__ float rw_get(unsigned int w, int hi) { return 0.f; }
+template <> __device__ __forceinline__ float rw_get<iop_half>(unsigned int w, int hi) {
+  return iop_h2f(iop_half{(unsigned short)(hi ? (w >> 16) : (w & 0xffffu))});
+}
+template <> __device__ __forceinline__ float rw_get<iop_bf16>(unsigned int w, int hi) {
+  return __uint_as_float(hi ? (w & 0xffff0000u) : (w << 16));
+}
+
+// RAW (16-bit types with 16-byte vectors): the cache holds the raw packs (VEC / 2 registers
+// per pack) and converts at each use, so twice as
+// many packs per thread fit the same registers as an f32 cache (more loads in flight per thread).
+template <class T, int MODE, int VEC, int MAXE, class TI, int RAW>
 __global__ void __launch_bounds__(1024) row_softmax(T* y, const T* x, const TI* __restrict__ tgt,
                                                     typename Acc<T>::type* __restrict__ ws, RowMeta p) {
   typedef typename Acc<T>::type A;
@@ -71,7 +86,19 @@ __global__ void __launch_bounds__(1024) row_softmax(T* y, const T* x, const TI* 
   const A NINF = red_neg_inf(A(0));
   A m, s;
   if (p.ne > 0) {
-    A c[MAXE][VEC];
+    A c[RAW ? 1 : MAXE][VEC];
+    // RAW: raw words; an empty asm "+r" on every word after each pass keeps the compiler from
+    // holding the converted values across passes (that would need the f32 cache's registers)
+    const int RW = RAW ? VEC / 2 : 1;
+    unsigned int rw[RAW ? MAXE : 1][RAW ? VEC / 2 : 1];
+    const unsigned int WNINF = RawBits<T>::ninf | (RawBits<T>::ninf << 16);
+#define RW_C(e, k) (RAW ? (A)rw_get<T>(rw[RAW ? (e) : 0][RAW ? (k) / 2 : 0], (k) & 1) : c[RAW ? 0 : (e)][k])
+#define RW_FENCE()                                     \
+  if (RAW) {                                           \
+    _Pragma("unroll") for (int e = 0; e < MAXE; ++e)   \
+      _Pragma("unroll") for (int i = 0; i < RW; ++i)   \
+        asm volatile("" : "+r"(rw[RAW ? e : 0][i]));   \
+  }
     A hv = NINF, tv = NINF;
     long long head = 0, nv = N;
     if (VEC > 1) {
@@ -86,16 +113,25 @@ __global__ void __launch_bounds__(1024) row_softmax(T* y, const T* x, const TI* 
       for (int e = 0; e < MAXE; ++e) {
         const long long v = tid + (long long)e * G;
         if (e < p.ne && v < nv) {
-          if (VEC > 1) {
+          if (RAW) {
+            const Pack<unsigned int, 4> q = reinterpret_cast<const Pack<unsigned int, 4>*>(px + head)[v];
+#pragma unroll
+            for (int i = 0; i < RW; ++i) rw[RAW ? e : 0][i] = q.v[i];
+          } else if (VEC > 1) {
             const Pack<T, VEC> pk = reinterpret_cast<const Pack<T, VEC>*>(px + head)[v];
 #pragma unroll
-            for (int k = 0; k < VEC; ++k) c[e][k] = red_load(pk.v[k]);
+            for (int k = 0; k < VEC; ++k) c[RAW ? 0 : e][k] = red_load(pk.v[k]);
           } else {
-            c[e][0] = red_load(px[v * p.sx]);
+            c[RAW ? 0 : e][0] = red_load(px[v * p.sx]);
           }
         } else {
+          if (RAW) {
 #pragma unroll
-          for (int k = 0; k < VEC; ++k) c[e][k] = NINF;
+            for (int i = 0; i < RW; ++i) rw[RAW ? e : 0][i] = WNINF;
+          } else {
+#pragma unroll
+            for (int k = 0; k < VEC; ++k) c[RAW ? 0 : e][k] = NINF;
+          }
         }
       }
       if (VEC > 1 && tid < N - tail0) tv = red_load(px[tail0 + tid]);
@@ -106,26 +142,36 @@ __global__ void __launch_bounds__(1024) row_softmax(T* y, const T* x, const TI* 
         for (int e = 0; e < MAXE; ++e)
 #pragma unroll
           for (int k = 0; k < VEC; ++k)
-            if (head + (tid + (long long)e * G) * VEC + k >= nvalid) c[e][k] = NINF;
+            if (head + (tid + (long long)e * G) * VEC + k >= nvalid) {
+              if (RAW) {
+                unsigned int& w = rw[RAW ? e : 0][RAW ? k / 2 : 0];
+                w = (k & 1) ? ((w & 0xffffu) | (RawBits<T>::ninf << 16)) : ((w & 0xffff0000u) | RawBits<T>::ninf);
+              } else {
+                c[RAW ? 0 : e][k] = NINF;
+              }
+            }
       }
     }
     m = MaxOp::combine<A>(hv, tv);
 #pragma unroll
     for (int e = 0; e < MAXE; ++e)
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) m = MaxOp::combine<A>(m, c[e][k]);
+      for (int k = 0; k < VEC; ++k) m = MaxOp::combine<A>(m, RW_C(e, k));
+    RW_FENCE();
     m = G == 32 ? warp_reduce<MaxOp, A>(m) : block_reduce<MaxOp, A>(m, sm, tid, G);
     s = A(0);
     if (VEC > 1) s = RowMath<T>::exp_(hv - m) + RowMath<T>::exp_(tv - m);
 #pragma unroll
     for (int e = 0; e < MAXE; ++e)
 #pragma unroll
-      for (int k = 0; k < VEC; ++k) s += RowMath<T>::exp_(c[e][k] - m);
+      for (int k = 0; k < VEC; ++k) s += RowMath<T>::exp_(RW_C(e, k) - m);
+    RW_FENCE();
     s = G == 32 ? warp_reduce<SumOp, A>(s) : block_reduce<SumOp, A>(s, ss, tid, G);
     if (!active) return;
     if (MODE <= RW_CAUSAL) {
       const A inv = A(1) / s;
       const A lg = RowMath<T>::log_(s);
+      RW_FENCE();
       if (VEC > 1 && tid < head) py[tid] = Conv<T>::from(MODE == RW_CAUSAL && tid >= nvalid ? A(0) : rw_value<T, MODE>(hv, m, inv, lg));
 #pragma unroll
       for (int e = 0; e < MAXE; ++e) {
@@ -135,13 +181,13 @@ __global__ void __launch_bounds__(1024) row_softmax(T* y, const T* x, const TI* 
             Pack<T, VEC> pk;
 #pragma unroll
             for (int k = 0; k < VEC; ++k) {
-              A o = rw_value<T, MODE>(c[e][k], m, inv, lg);
+              A o = rw_value<T, MODE>(RW_C(e, k), m, inv, lg);
               if (MODE == RW_CAUSAL && head + v * VEC + k >= nvalid) o = A(0);
               pk.v[k] = Conv<T>::from(o);
             }
             reinterpret_cast<Pack<T, VEC>*>(py + head)[v] = pk;
           } else {
-            A o = rw_value<T, MODE>(c[e][0], m, inv, lg);
+            A o = rw_value<T, MODE>(RW_C(e, 0), m, inv, lg);
             if (MODE == RW_CAUSAL && v >= nvalid) o = A(0);
             py[v * p.sy] = Conv<T>::from(o);
           }
@@ -153,6 +199,8 @@ __global__ void __launch_bounds__(1024) row_softmax(T* y, const T* x, const TI* 
       rw_ce_store<T, MODE, TI>(y, px, tgt, ws, p, r, off, m, s);
     }
     return;
+#undef RW_C
+#undef RW_FENCE
   }
   // Loop mode: rows longer than the register cache.
   MaxSum<A> st;

@@ -29,13 +29,36 @@ def vec_of(dtype: DType) -> int:
     return 16 // itemsize(dtype)
 
 
-def maxe(dtype: DType, vec: int) -> int:
-    """Cached vectors per thread: 32 f32 values in registers (4 vectors for f64, whose exp is a call)."""
-    return 4 if dtype is DType.F64 else max(1, 32 // vec)
+RAW_MIN_NVEC = 4 * 512  # rows of more 16-byte vectors than a 512-thread f32 cache holds
 
 
-def row_kernel_name(dtype: DType, mode: str, vec: int, ti: str = "int") -> str:
-    return f"row_softmax<{ctype(dtype)}, {MODES[mode]}, {vec}, {maxe(dtype, vec)}, {ti}>"
+def raw_cache(dtype: DType, vec: int, mode: str, nvec: int | None = None) -> int:
+    """1 when row_softmax caches raw 16-bit packs: half types with 16-byte vectors, rows longer
+    than ``RAW_MIN_NVEC`` vectors (``nvec`` None: whether the variant exists at all), not
+    log_softmax (its raw variant spills at 64 registers). Measured on the H200: raw 8 packs per
+    thread beats the f32 cache (4 packs) at N = 32000 (f16 145 vs 210 us) but loses on short
+    rows, where it converts and exponentiates 8 mostly empty slots (causal 512: 42 vs 27 us).
+
+    ``IOP_ROWWISE_RAW=0`` (a tuning switch for A/B benchmarks) disables it."""
+    if os.environ.get("IOP_ROWWISE_RAW") == "0" or mode == "log_softmax":
+        return 0
+    if nvec is not None and nvec <= RAW_MIN_NVEC:
+        return 0
+    return int(itemsize(dtype) == 2 and vec > 1)
+
+
+def maxe(dtype: DType, vec: int, raw: int = 0) -> int:
+    """Cached vectors per thread: 32 registers of values (32 f32 values, or 8 raw 16-bit packs;
+    4 vectors for f64, whose exp is a call)."""
+    if dtype is DType.F64:
+        return 4
+    if raw:
+        return 8
+    return max(1, 32 // vec)
+
+
+def row_kernel_name(dtype: DType, mode: str, vec: int, ti: str = "int", raw: int = 0) -> str:
+    return f"row_softmax<{ctype(dtype)}, {MODES[mode]}, {vec}, {maxe(dtype, vec, raw)}, {ti}, {raw}>"
 
 
 def col_kernel_name(dtype: DType, mode: str, ti: str = "int") -> str:
@@ -48,6 +71,8 @@ def all_names(dtype: DType, mode: str, ti: str = "int") -> list[str]:
         row_kernel_name(dtype, mode, 1, ti),
         col_kernel_name(dtype, mode, ti),
     ]
+    if raw_cache(dtype, vec_of(dtype), mode):  # the raw-cache variant for long rows
+        names.insert(1, row_kernel_name(dtype, mode, vec_of(dtype), ti, 1))
     if mode == "ce_loss":
         names.append(f"ce_loss_finish<{ctype(dtype)}>")
     return names
@@ -132,7 +157,8 @@ class RowwiseKernel(CudaKernel):
         if row_path:
             for v in [vec, 1] if can_vec else [1]:
                 nvec = -(-max(N, 1) // v)
-                me = maxe(dtype, v)
+                raw = raw_cache(dtype, v, mode, nvec)
+                me = maxe(dtype, v, raw)
                 # as few threads per row as keep every thread's cache full (MAXE vectors): many
                 # independent 16-byte loads in flight per thread is what reaches the bandwidth;
                 # groups are any multiple of 32 (block_reduce allows it), so no power-of-two
@@ -142,7 +168,7 @@ class RowwiseKernel(CudaKernel):
                 G = min(G, 1024)
                 rpb = 4 if G == 32 else 1
                 meta = meta_rows + struct.pack("<7q", N, lay.sx, lay.sy, R, lay.seq, lay.shift, ne)
-                name = row_kernel_name(dtype, mode, v, ti)
+                name = row_kernel_name(dtype, mode, v, ti, raw)
                 names.append(name)
                 configs.append((name, (-(-R // rpb),), (G, rpb), meta))
         else:

@@ -26,6 +26,7 @@ CASES = [
     case((2, 3, 2100), desc="rows longer than a block"),
     case((1, 3, 17), desc="rows shorter than a warp"),
     case((4, 2049), desc="rows of 2049"),
+    case((2, 5, 20000), desc="rows of 20000 (16-bit raw cache with the causal mask)"),
     case((3, 4, 33000), desc="rows longer than the register cache", suites=("full",)),
     case((2, 6, 37), desc="-inf entries", data=with_neg_inf),
     case((2, 4, 300), desc="large magnitudes", data=large_magnitude),

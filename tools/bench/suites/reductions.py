@@ -55,15 +55,27 @@ def _workload(env, op, make_set, eager, attrs=None, assign=False, descs=None):
             eager(outs[s], *ins[s])
 
     if d.workspace_size:  # the shared harness passes workspace=None: give ours a real one
-        d = _WithWorkspace(d, env.torch.empty(d.workspace_size, dtype=env.torch.uint8, device=env.device))
+        ws = env.torch.empty(d.workspace_size, dtype=env.torch.uint8, device=env.device)
+        d = _WithWorkspace(d, ws, env)
     return Workload(descriptor=d, buffers=[s[0] for s in sets], torch_eager=run, out_torch=outs, inputs=ins)
 
 
 class _WithWorkspace:
-    """A descriptor whose calculate always uses a preallocated workspace."""
+    """A descriptor whose calculate always uses a preallocated workspace.
 
-    def __init__(self, d, ws):
-        self.d, self.ws = d, ws
+    The workspace goes in as a CuPy view (checked once per object by calculate; a torch tensor
+    is re-described on every call): what a caller keeping one workspace does.
+    ``IOP_BENCH_WS=torch`` passes the torch tensor instead (an A/B switch)."""
+
+    def __init__(self, d, ws, env=None):
+        import os
+
+        self.d, self.keep, self.ws = d, ws, ws
+        if env is not None and env.gpu and os.environ.get("IOP_BENCH_WS") != "torch":
+            try:
+                self.ws = env.ours(ws, "cupy")
+            except Exception:  # no CuPy view: the torch tensor it is
+                self.ws = ws
         self.workspace_size = d.workspace_size
 
     def calculate(self, _ws, *args, **kw):
@@ -286,3 +298,125 @@ def cases(env, quick: bool = False) -> list[BenchCase]:
         out.append(causal_case(dt, (32, 512, 512), quick=True))
         out.append(ce_case(dt, (8192, 32000), quick=True))
     return out + sampling_cases(env)
+
+
+# --------------------------------------------------------------------------------------------
+# A/B: plan variants of our kernels (tuning env switches read at create) against each other
+# and torch, interleaved in one process:  python3 -m tools.bench.suites.reductions --reps 50
+# --------------------------------------------------------------------------------------------
+AB_RED = {"new": {}, "v1": {"IOP_REDUCE_PLAN": "v1"}, "ppt16": {"IOP_REDUCE_PPT": "16"}}
+AB_FULL = {"new": {}, "v1": {"IOP_REDUCE_PLAN": "v1"}, "tps2048": {"IOP_REDUCE_TPS": "2048"}}
+AB_ROW = {"raw": {}, "f32cache": {"IOP_ROWWISE_RAW": "0"}}
+
+
+def ab_cases():
+    out = []
+    for dt in DTYPES:
+        for op in ("sum", "reduce_max", "reduce_mean"):
+            out.append((reduce_case(op, dt, (8192, 8192), (1,)), AB_RED))
+        out.append((reduce_case("sum", dt, (8192, 8192), None), AB_FULL))
+        small = {"new": {}, "v1": {"IOP_REDUCE_PLAN": "v1"}, "new_torchws": {"IOP_BENCH_WS": "torch"}}
+        out.append((reduce_case("sum", dt, (4, 512, 896), None), small))
+        out.append((reduce_case("reduce_mean", dt, (4, 512, 896), (-1,)), {"new": {}, "v1": {"IOP_REDUCE_PLAN": "v1"}}))
+    for dt in ("f16", "bf16"):
+        for n in (1000, 2048, 2049, 4096, 4097, 32000):
+            out.append((softmax_case("softmax", dt, (4096, n)), AB_ROW))
+        out.append((causal_case(dt, (32, 512, 512)), AB_ROW))
+        out.append((ce_case(dt, (8192, 32000)), AB_ROW))
+    return out
+
+
+def ab_main(argv=None) -> int:
+    import argparse
+    import json
+    import os
+
+    import numpy as np
+
+    from ..core import _tolerance, check, ours_call, stats
+    from ..env import make_env
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=50)
+    ap.add_argument("--match", default="")
+    ap.add_argument("--out", default="")
+    args = ap.parse_args(argv)
+    env = make_env(False)
+    copy = env.copy_bandwidth()
+    bw = copy["GBps"]
+    print(f"# A/B, copy bandwidth {bw:.0f} GB/s, {args.reps} reps interleaved", flush=True)
+    rows = []
+    for case, variants in ab_cases():
+        label = f"{case.op} {case.case} {case.dtype}"
+        if args.match and args.match not in label:
+            continue
+        works, calls = {}, {}
+        for name, envs in variants.items():
+            saved = {k: os.environ.get(k) for k in envs}
+            os.environ.update(envs)
+            try:
+                works[name] = case.build(env)
+            finally:
+                for k, v in saved.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
+            w = works[name]
+            if w.atol == 0.0 and w.rtol == 0.0 and not w.exact:
+                w.atol, w.rtol = _tolerance(case.dtype)
+            calls[name] = ours_call(env, w)
+        w0 = next(iter(works.values()))
+        calls["torch"] = w0.torch_eager
+        names = list(calls)
+        nsets = {n: (works[n].nsets if n in works else w0.nsets) for n in names}
+        for n in names:  # warm-up
+            for i in range(max(5, nsets[n])):
+                calls[n](i % nsets[n])
+        env.sync()
+        cnt = dict.fromkeys(names, 0)
+        seq, labels = [], []
+        for r in range(args.reps):
+            for n in names if r % 2 == 0 else names[::-1]:
+                s = cnt[n] % nsets[n]
+                cnt[n] += 1
+                seq.append((n, lambda f=calls[n], s=s: f(s)))
+                labels.append(n)
+        times = env.time_calls(seq)
+        per = {n: [] for n in names}
+        for n, t in zip(labels, times):
+            per[n].append(t)
+        med = {n: float(np.median(v)) for n, v in per.items()}
+        nbytes = None
+        res = {}
+        for n, w in works.items():
+            s = (cnt[n] - 1) % w.nsets
+            w.torch_eager(s)
+            env.sync()
+            ok, detail = check(env, w, w.buffers[s][w.out_index], w.out_torch[s])
+            if nbytes is None:
+                from ..core import traffic
+
+                reads = [t for i, t in enumerate(w.buffers[0]) if t is not None and i != w.out_index]
+                nbytes = traffic(reads=reads, writes=[w.buffers[0][w.out_index]])[0]
+            res[n] = {"ok": ok, "detail": detail, **stats(per[n])}
+        res["torch"] = stats(per["torch"])
+        parts = []
+        for n in names:
+            pct = 100.0 * nbytes / (med[n] * 1e-6) / 1e9 / bw
+            flag = "" if n == "torch" or res[n]["ok"] else " CHECK-FAILED"
+            parts.append(f"{n} {med[n]:.1f}us {pct:.0f}% x{med['torch'] / med[n]:.2f}{flag}")
+        print(f"{label:<48} " + " | ".join(parts), flush=True)
+        rows.append({"case": label, "bytes": nbytes, "results": res})
+        for w in works.values():
+            w.release()
+        del works, calls
+        env.torch.cuda.empty_cache()
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"copy": copy, "rows": rows}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(ab_main())
