@@ -8,13 +8,16 @@ any axes with arbitrary input and output strides:
 - the kept dims and the reduced dims are collapsed separately (no copies, no permutation of
   data: only the index arithmetic is permuted);
 - ``reduce_rows`` when the innermost reduced dim is the input's fastest (last-dim and full
-  reductions): a warp per row for short rows, a block per row for long ones, 16-byte loads;
+  reductions): a warp per row for short rows, a block per row for long ones, 16-byte loads
+  issued in batches of U = 8 per thread, groups sized so a thread owns about 16 packs;
 - ``reduce_cols`` when a kept dim is the fastest (middle/outer and multi-axis reductions):
   threads read coalesced along the contiguous dim, each accumulating one output;
   ``reduce_cols_vec`` when that dim is contiguous and pack-aligned: 16-byte packs, one thread
   per 16 bytes of outputs (same per-output order, so bitwise identical to ``reduce_cols``);
 - with too few outputs to fill the GPU the reduced extent is split into S chunks whose partials
-  go to the workspace; ``reduce_finish`` combines them in a fixed order. Deterministic, no atomics.
+  go to the workspace (the split grid is one wave at ~1024 resident threads per SM);
+  ``reduce_finish`` (a warp per output) or ``reduce_finish_block`` (a block per output, for
+  at most 32 outputs) combines them in a fixed order. Deterministic, no atomics.
 
 Accumulation is in f32 for half types and f32, f64 for f64, int64 for integers (max only).
 """
