@@ -101,7 +101,7 @@ class Descriptor:
         self._present = [info.tensors.get(n) is not None for n in order]
         self._facts = list(zip(order, self._nbytes, self._write, self._present, strict=True))
         self._last = [None] * len(order)  # (weakref, address) of the last buffer per tensor
-        self._ws_last = None  # (weakref, address) of the last checked workspace
+        self._ws_last = None  # (weakref, address, revalidator) of the last checked workspace
         self._nrt = len(spec.runtime)
         # runtime scalars that all default to None (e.g. sum's C-style repeat) may be omitted
         self._rt_optional = bool(spec.runtime) and all(a.default is None for a in spec.runtime)
@@ -166,8 +166,8 @@ class Descriptor:
             if workspace is None:
                 raise error(Status.INSUFFICIENT_WORKSPACE, f"{op}: no workspace given, {need} bytes required")
             hit = self._ws_last
-            if hit is not None and hit[0]() is workspace:
-                ws_ptr = hit[1]  # same immutable array as last call: extent already checked
+            if hit is not None and hit[0]() is workspace and (hit[2] is None or hit[2]() == hit[1]):
+                ws_ptr = hit[1]  # same object, same address as last call: extent already checked
             else:
                 ws_ptr = self._check_workspace(workspace, need)
         else:
@@ -186,8 +186,11 @@ class Descriptor:
             ext = describe(workspace)[3]
             if ext is not None and ext < need:
                 raise error(Status.INSUFFICIENT_WORKSPACE, f"{op}: workspace of {ext} bytes, {need} required")
-            if type(workspace) in IMMUTABLE_VIEWS:
-                self._ws_last = (weakref.ref(workspace), ws_ptr)
+            kind = type(workspace)
+            if kind in IMMUTABLE_VIEWS:
+                self._ws_last = (weakref.ref(workspace), ws_ptr, None)
+            elif kind in REVALIDATED_VIEWS:  # torch: reused while data_ptr() is unchanged
+                self._ws_last = (weakref.ref(workspace), ws_ptr, workspace.data_ptr)
         return ws_ptr
 
     def _bind_call(self, args, kwargs):

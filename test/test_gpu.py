@@ -169,3 +169,28 @@ def test_workspace_reuse_and_too_small(h):
     with pytest.raises(iop.InfiniopError) as ei:
         d.calculate(cp.empty(d.workspace_size - 1, cp.uint8), y, x)
     assert ei.value.status is Status.INSUFFICIENT_WORKSPACE
+
+
+def test_torch_workspace_reuse_and_repoint(h):
+    """A torch workspace is reused while data_ptr() is unchanged, re-checked once it moves."""
+    import torch
+
+    d = iop.create_descriptor("sum", h, td(()), td((64, 1000)), dims=[])
+    need = d.workspace_size
+    assert need > 0
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    x = torch.randn((64, 1000), device="cuda", dtype=torch.float32, generator=gen)
+    y = torch.empty((), device="cuda", dtype=torch.float32)
+    ws = torch.empty(need, device="cuda", dtype=torch.uint8)
+    for _ in range(3):
+        y.fill_(float("nan"))
+        d.calculate(ws, y, x)
+        torch.testing.assert_close(y.double(), x.double().sum(), rtol=1e-5, atol=1e-3)
+    ws.set_(torch.empty(need - 1, device="cuda", dtype=torch.uint8))  # same object, new, too-short storage
+    with pytest.raises(iop.InfiniopError) as ei:
+        d.calculate(ws, y, x)
+    assert ei.value.status is Status.INSUFFICIENT_WORKSPACE
+    ws.set_(torch.empty(need, device="cuda", dtype=torch.uint8))
+    y.fill_(float("nan"))
+    d.calculate(ws, y, x)
+    torch.testing.assert_close(y.double(), x.double().sum(), rtol=1e-5, atol=1e-3)
