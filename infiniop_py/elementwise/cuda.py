@@ -7,6 +7,7 @@ checks pointer alignment for the vectorised paths and launches a pre-packed call
 from __future__ import annotations
 
 import ctypes
+import os
 import struct
 from pathlib import Path
 
@@ -19,6 +20,16 @@ from ..spec import Info
 
 TEMPLATE = (Path(__file__).parent / "elementwise.cuh").read_text()
 UNROLL = 1  # 16-byte packs per thread per step on the dense path (1, 2, 4, 8 measured within 1%; 1 best)
+# Dense-path kernel shape: "vec1" (ew_vec, one pack per thread), "vec2" (two packs in flight),
+# "vec1m8" (ew_vec asking ptxas for 8 resident blocks, i.e. <= 32 registers: full occupancy; a
+# kernel that would spill under that cap falls back to "vec1"), "pipe" (ew_pipe: one wave, next
+# pack loaded ahead). Measured on the H200 at 8192^2 (docs/perf/pointwise.md): vec1m8 is the best
+# or within 1% on cheap ops (exp, relu, add, tanh: vec1 used 36-40 registers, 75% occupancy);
+# "pipe" is best for the long gelu bodies and vec2 for sigmoid/silu. DENSE_BY_OP maps an
+# operator to its shape; IOP_EW_DENSE overrides both per descriptor (read at create, for A/B).
+DENSE = "vec1m8"
+DENSE_SHAPES = ("vec1", "vec2", "vec1m8", "pipe")
+DENSE_BY_OP: dict[str, str] = {"gelu": "pipe", "gelu_backward": "pipe", "sigmoid": "vec2", "silu": "vec2"}
 ROWS = 8  # tile rows per block on the tiled path
 MAX_BATCH = 6
 
@@ -44,9 +55,44 @@ def _targs(name, tout, tins):
     return ", ".join([f"Op_{name}", tout, *tins])
 
 
-def vec_names(name, tout, tins, nin, vec):
+def dense_shape(op: str | None = None) -> str:
+    shape = os.environ.get("IOP_EW_DENSE") or DENSE_BY_OP.get(op, DENSE)
+    return shape if shape in DENSE_SHAPES else DENSE
+
+
+def _spills(mod, name: str) -> bool:
+    try:
+        return int(mod.kernels[name].local_size_bytes) > 0
+    except Exception:  # noqa: BLE001 - attribute unavailable: trust the cap
+        return False
+
+
+def dense_name(name, tout, tins, nin, vec, shape):
     t = _targs(name, tout, tins)
-    return [f"ew_vec<{t}, {nin}, {vec}, {UNROLL}>", f"ew_vec<{t}, {nin}, 1, 1>"]
+    if shape == "pipe":
+        return f"ew_pipe<{t}, {nin}, {vec}>"
+    if shape == "vec1m8":
+        return f"ew_vec<{t}, {nin}, {vec}, 1, 8>"
+    return f"ew_vec<{t}, {nin}, {vec}, {2 if shape == 'vec2' else UNROLL}>"
+
+
+def vec_names(name, tout, tins, nin, vec, shape=None):
+    t = _targs(name, tout, tins)
+    return [dense_name(name, tout, tins, nin, vec, shape or dense_shape()), f"ew_vec<{t}, {nin}, 1, 1>"]
+
+
+def resident_blocks(func_ptr: int, device_id: int) -> int:
+    """Blocks of BLOCK threads resident on the whole GPU for a kernel (one wave)."""
+    from ..cuda import runtime
+
+    sm = runtime.properties(device_id)["sm_count"]
+    try:
+        from cupy_backends.cuda.api import driver
+
+        per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(func_ptr, BLOCK, 0))
+    except Exception:  # noqa: BLE001 - older CuPy: assume full occupancy
+        per_sm = 2048 // BLOCK
+    return sm * max(1, per_sm)
 
 
 def strided_name(name, tout, tins, nin, index):
@@ -157,14 +203,22 @@ class ElementwiseKernel(CudaKernel):
         self.align = []
         if len(shape) <= 1 and all(all(s == 1 for s in st) for st in strides):
             vec = max(1, 16 // max(sizes))
-            names = vec_names(name, tout, tins, nin, vec)
+            shape_ = dense_shape(info.op)
+            names = vec_names(name, tout, tins, nin, vec, shape_)
             mod = get_module(src, names, dev)
+            if shape_ == "vec1m8" and _spills(mod, names[0]):
+                shape_ = "vec1"
+                names = vec_names(name, tout, tins, nin, vec, shape_)
+                mod = get_module(src, names, dev)
             n_arg = ctypes.c_longlong(n)
-            blocks = max(1, min(-(-(n // vec) // (BLOCK * UNROLL)), 1 << 20))
+            per = BLOCK * (2 if shape_ == "vec2" else UNROLL)
+            blocks = max(1, min(-(-(n // vec) // per), 1 << 20))
+            if shape_ == "pipe":
+                blocks = max(1, min(blocks, resident_blocks(mod.ptr[names[0]], dev)))
             self.fast = Launch(mod.ptr[names[0]], (blocks,), (BLOCK,), [*args, n_arg, scal])
             self.slow = Launch(mod.ptr[names[1]], (grid_for(n, BLOCK, dev),), (BLOCK,), [*args, n_arg, scal])
             self.align = [(i, vec * sz) for i, sz in zip(idx, sizes, strict=True)]
-            self.path = f"vec{vec}"
+            self.path = f"vec{vec}" if shape_ == "vec1" else f"vec{vec}-{shape_}"
             self._set_align(len(order))
             self.launch = self._launch_aligned
             return
@@ -253,7 +307,8 @@ def make_nvidia(name: str, expr: str, reads, attr_names, combos):
             tins = [ctype(d) for d in in_dts] + ["char"] * (3 - nin)
             sizes = [itemsize(d) for d in (out_dt, *in_dts)]
             vec = max(1, 16 // max(sizes))
-            names += vec_names(name, tout, tins, nin, vec)
+            names += vec_names(name, tout, tins, nin, vec, DENSE)
+            names += [dense_name(name, tout, tins, nin, vec, sh) for sh in DENSE_SHAPES if sh != DENSE]
             names += [strided_name(name, tout, tins, nin, ix) for ix in ("unsigned int", "long long")]
             if vec > 1:
                 names += [rowvec_name(name, tout, tins, nin, vec, m) for m in ((0, 2) if nin else (0,))]

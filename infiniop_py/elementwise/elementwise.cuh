@@ -6,8 +6,10 @@
 // output storage type. Inputs not read by the op are passed as null `const char*`.
 //
 // The host collapses dims (innermost last, ordered by the output's strides) and picks one of:
-//  ew_vec<.., V, U>      every operand dense in the same order: V elements per 16-byte pack,
-//                        U packs in flight per thread (loads issued before any store).
+//  ew_vec<.., V, U, MINB> every operand dense in the same order: V elements per 16-byte pack,
+//                        U packs in flight per thread (loads issued before any store),
+//                        MINB resident blocks asked of ptxas (8: at most 32 registers).
+//  ew_pipe<.., V>        the same over a grid of about one wave, next pack loaded ahead.
 //  ew_rowvec<.., V, BM>  innermost dim contiguous (stride 1) or broadcast (stride 0, bit k of
 //                        BM) for every operand, sizes/strides multiples of V: 16-byte packs
 //                        along rows, broadcast operands loaded once and splatted.
@@ -29,8 +31,8 @@ __device__ __forceinline__ TO ew_apply(const Scalars& s, T0 x0, T1 x1, T2 x2) {
   }
 }
 
-template <class Op, class TO, class T0, class T1, class T2, int NIN, int V, int U>
-__global__ void __launch_bounds__(256) ew_vec(TO* out, const T0* __restrict__ in0, const T1* __restrict__ in1,
+template <class Op, class TO, class T0, class T1, class T2, int NIN, int V, int U, int MINB = 1>
+__global__ void __launch_bounds__(256, MINB) ew_vec(TO* out, const T0* __restrict__ in0, const T1* __restrict__ in1,
                                               const T2* __restrict__ in2, long long n, Scalars s) {
   const long long nvec = n / V;
   const long long chunk = (long long)blockDim.x * U;
@@ -64,6 +66,48 @@ __global__ void __launch_bounds__(256) ew_vec(TO* out, const T0* __restrict__ in
       if constexpr (NIN >= 2) a1 = in1[i];
       if constexpr (NIN >= 3) a2 = in2[i];
       out[i] = ew_apply<Op, TO, T0, T1, T2, NIN>(s, a0, a1, a2);
+    }
+  }
+}
+
+// Same contract as ew_vec, for a grid of about one resident wave: each thread walks its packs
+// with a stride of the whole grid and issues the loads of its next pack before computing and
+// storing the current one, so a load stays in flight while the op's arithmetic runs.
+template <class Op, class TO, class T0, class T1, class T2, int NIN, int V>
+__global__ void __launch_bounds__(256) ew_pipe(TO* out, const T0* __restrict__ in0, const T1* __restrict__ in1,
+                                               const T2* __restrict__ in2, long long n, Scalars s) {
+  const long long nvec = n / V;
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  Pack<T0, V> a0; Pack<T1, V> a1; Pack<T2, V> a2;
+  if (v < nvec) {
+    if constexpr (NIN >= 1) a0 = reinterpret_cast<const Pack<T0, V>*>(in0)[v];
+    if constexpr (NIN >= 2) a1 = reinterpret_cast<const Pack<T1, V>*>(in1)[v];
+    if constexpr (NIN >= 3) a2 = reinterpret_cast<const Pack<T2, V>*>(in2)[v];
+  }
+  while (v < nvec) {
+    const long long w = v + stride;
+    Pack<T0, V> b0; Pack<T1, V> b1; Pack<T2, V> b2;
+    if (w < nvec) {
+      if constexpr (NIN >= 1) b0 = reinterpret_cast<const Pack<T0, V>*>(in0)[w];
+      if constexpr (NIN >= 2) b1 = reinterpret_cast<const Pack<T1, V>*>(in1)[w];
+      if constexpr (NIN >= 3) b2 = reinterpret_cast<const Pack<T2, V>*>(in2)[w];
+    }
+    Pack<TO, V> r;
+#pragma unroll
+    for (int j = 0; j < V; ++j) r.v[j] = ew_apply<Op, TO, T0, T1, T2, NIN>(s, a0.v[j], a1.v[j], a2.v[j]);
+    reinterpret_cast<Pack<TO, V>*>(out)[v] = r;
+    a0 = b0; a1 = b1; a2 = b2;
+    v = w;
+  }
+  if constexpr (V > 1) {
+    const long long i = nvec * V + (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+      T0 c0{}; T1 c1{}; T2 c2{};
+      if constexpr (NIN >= 1) c0 = in0[i];
+      if constexpr (NIN >= 2) c1 = in1[i];
+      if constexpr (NIN >= 3) c2 = in2[i];
+      out[i] = ew_apply<Op, TO, T0, T1, T2, NIN>(s, c0, c1, c2);
     }
   }
 }

@@ -2,11 +2,12 @@
 
 import numpy as np
 
-from infiniop_py.dtypes import F
+from infiniop_py.dtypes import F, H
 from infiniop_py.elementwise import elementwise_op, float_expr
 from infiniop_py.spec import Attr
 
 from ..gelu.npmath import INV_SQRT2, INV_SQRT_2PI, SQRT_2_OVER_PI, erf
+from ..gelu.phi import gelu_backward_half_body, use_old
 
 # none: g (Phi(x) + x phi(x)); tanh: t = tanh(k (x + 0.044715 x^3)),
 # g (0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 0.134145 x^2)), k = sqrt(2/pi)
@@ -35,7 +36,10 @@ _ERF_BODY = (
 
 def _variant(dtype, choices) -> str:
     """One form per descriptor, chosen at create (no run-time branch, fewer registers)."""
-    return float_expr(_TANH_BODY if choices["approximate"] == "tanh" else _ERF_BODY)
+    if choices["approximate"] == "tanh":
+        return float_expr(_TANH_BODY)
+    # f16/bf16 outputs: Phi(x) + x phi(x) with one exp shared by both (ops/gelu/phi.py)
+    return gelu_backward_half_body() if dtype in H and not use_old("gelu_backward") else float_expr(_ERF_BODY)
 
 
 def _numpy(x, g, approximate="none"):
@@ -78,3 +82,41 @@ SPEC = elementwise_op(
     torch="torch.ops.aten.gelu_backward(grad_output, input, approximate=approximate)",
     summary='grad_input = grad_output * GELU\'(input), approximate "none" or "tanh"',
 )
+
+
+def _cpu(info):
+    """f32/f16/bf16, erf form: g (Phi + x phi) with Phi and exp(-x^2/2) from ops/gelu/phi.py,
+    in f32 with in-place ufuncs on chunks; f64 and the tanh form: the framework."""
+    from infiniop_py.dtypes import DType
+    from infiniop_py.elementwise import make_cpu, parallel_chunks
+
+    from ..gelu.phi import phi_parts
+
+    generic = make_cpu(_numpy, ("approximate",))(info)
+    if info.attrs["approximate"] != "none" or info.tensors["grad_input"].dtype not in H | {DType.F32}:
+        return generic
+    f32 = np.float32
+
+    def compute(dst, x, g):
+        xf = np.asarray(x, dtype=f32)
+        cdf, e, tmp = (np.empty(x.shape, f32) for _ in range(3))
+        with np.errstate(all="ignore"):
+            phi_parts(xf, cdf, e, tmp)
+            np.multiply(e, f32(INV_SQRT_2PI), out=e)
+            np.multiply(e, xf, out=e)
+            np.add(cdf, e, out=cdf)
+            if dst.dtype == f32:
+                np.multiply(cdf, g, out=dst)
+            else:
+                np.multiply(cdf, np.asarray(g, dtype=f32), out=cdf)
+                np.copyto(dst, cdf, casting="unsafe")
+
+    def run(views, ws, rt):
+        dst = views["grad_input"]
+        if dst.size:
+            parallel_chunks(compute, dst, [views["input"], views["grad_output"]])
+
+    return run
+
+
+SPEC.cpu = _cpu
