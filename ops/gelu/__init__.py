@@ -9,7 +9,7 @@ from infiniop_py.elementwise import elementwise_op, float_expr
 from infiniop_py.spec import Attr
 
 from .npmath import INV_SQRT2, SQRT_2_OVER_PI, erf
-from .phi import gelu_half_body, phi_parts, use_old
+from .phi import gelu_half_body, phi_parts, to_f32, use_old
 
 # GELU(x) = 0.5 x (1 + erf(x / sqrt 2)); tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 ERF_FORM = "T(0.5) * input * (T(1) + {erf}(input * T(0.70710678118654752440)))"
@@ -77,7 +77,7 @@ def _cpu(info):
     f32 = np.float32
 
     def compute(dst, x):
-        xf = np.asarray(x, dtype=f32)
+        xf = to_f32(x)
         cdf, e, tmp = (np.empty(x.shape, f32) for _ in range(3))
         with np.errstate(all="ignore"):
             phi_parts(xf, cdf, e, tmp)

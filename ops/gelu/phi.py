@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 
+import ml_dtypes
 import numpy as np
 
 P = 0.4
@@ -122,8 +123,32 @@ def phi_parts(x: np.ndarray, cdf: np.ndarray, e: np.ndarray, tmp: np.ndarray) ->
     np.multiply(e, f(-0.5), out=e)
     np.exp(e, out=e)
     np.multiply(cdf, e, out=cdf)  # h = Phi(-|x|)
-    np.subtract(f(1), cdf, out=tmp)
-    np.copyto(cdf, tmp, where=x >= 0)
+    # Phi = step - copysign(h, x), step = 0.5 + copysign(0.5, x): h for x < 0 (and -0), 1 - h for
+    # x >= 0, NaN stays NaN; arithmetic instead of a masked copy (7x slower in NumPy)
+    np.copysign(cdf, x, out=cdf)
+    np.copysign(f(0.5), x, out=tmp)
+    np.add(tmp, f(0.5), out=tmp)
+    np.subtract(tmp, cdf, out=cdf)
+
+
+_F16_TABLE = None
+
+
+def to_f32(x: np.ndarray) -> np.ndarray:
+    """f32 values of an f32/f16/bf16 array: f16 through a 65536-entry table (NumPy's own f16
+    conversion is scalar, ~1.6x slower), bf16 by shifting its bits into the high half."""
+    global _F16_TABLE
+    if x.dtype == np.float32:
+        return x
+    if x.dtype == np.float16:
+        if _F16_TABLE is None:
+            _F16_TABLE = np.arange(65536, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float32)
+        return np.take(_F16_TABLE, x.view(np.uint16))
+    if x.dtype == ml_dtypes.bfloat16:
+        bits = x.view(np.uint16).astype(np.uint32)
+        np.left_shift(bits, 16, out=bits)
+        return bits.view(np.float32)
+    return x.astype(np.float32)
 
 
 def use_old(op: str) -> bool:

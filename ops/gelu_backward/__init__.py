@@ -90,7 +90,7 @@ def _cpu(info):
     from infiniop_py.dtypes import DType
     from infiniop_py.elementwise import make_cpu, parallel_chunks
 
-    from ..gelu.phi import phi_parts
+    from ..gelu.phi import phi_parts, to_f32
 
     generic = make_cpu(_numpy, ("approximate",))(info)
     if info.attrs["approximate"] != "none" or info.tensors["grad_input"].dtype not in H | {DType.F32}:
@@ -98,7 +98,7 @@ def _cpu(info):
     f32 = np.float32
 
     def compute(dst, x, g):
-        xf = np.asarray(x, dtype=f32)
+        xf = to_f32(x)
         cdf, e, tmp = (np.empty(x.shape, f32) for _ in range(3))
         with np.errstate(all="ignore"):
             phi_parts(xf, cdf, e, tmp)
@@ -108,7 +108,7 @@ def _cpu(info):
             if dst.dtype == f32:
                 np.multiply(cdf, g, out=dst)
             else:
-                np.multiply(cdf, np.asarray(g, dtype=f32), out=cdf)
+                np.multiply(cdf, to_f32(g), out=cdf)
                 np.copyto(dst, cdf, casting="unsafe")
 
     def run(views, ws, rt):
