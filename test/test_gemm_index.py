@@ -160,10 +160,10 @@ def test_gemm_f32_is_true_fp32_even_with_tf32_math_mode():
 
 @requires_gpu
 @pytest.mark.gpu
-def test_gemm_lean_cublas_path_true_fp32():
-    """The GEMMs call libcublas through ctypes on a handle of their own: f32 stays true fp32
-    (K = 4096: TF32's 10-bit mantissa would give errors ~100x larger), and the stream is
-    rebound when it changes."""
+def test_gemm_lean_cublas_path_true_fp32(monkeypatch):
+    """The GEMMs call libcublas(Lt) through ctypes on handles of their own: f32 stays true fp32
+    (K = 4096: TF32's 10-bit mantissa would give errors ~100x larger) on the cuBLASLt path and on
+    the GemmEx path (INFINIOP_GEMM_LT=0), whose handle is rebound when the stream changes."""
     import cupy as cp
 
     rng = np.random.default_rng(5)
@@ -175,16 +175,20 @@ def test_gemm_lean_cublas_path_true_fp32():
     assert b.backend == "ctypes"
     assert np.abs(c - ref).max() < 2e-3  # fp32: ~1e-4; TF32: ~1e-1
     h = iop.create_handle("nvidia")
-    d = iop.infiniopCreateGemmDescriptor(h, td((128, 96)), td((128, 4096)), td((4096, 96)))
     ga, gw = cp.asarray(a), cp.asarray(w)
-    for _ in range(2):
-        s = cp.cuda.Stream(non_blocking=True)
-        gc = cp.full((128, 96), cp.nan, cp.float32)
-        cp.cuda.runtime.deviceSynchronize()
-        iop.infiniopGemm(d, None, 0, gc, ga, gw, 1.0, 0.0, s)
-        s.synchronize()
-        assert b._bound == s.ptr
-        assert np.abs(cp.asnumpy(gc) - ref).max() < 2e-3
+    for lt in ("1", "0"):
+        monkeypatch.setenv("INFINIOP_GEMM_LT", lt)
+        d = iop.infiniopCreateGemmDescriptor(h, td((128, 96)), td((128, 4096)), td((4096, 96)))
+        assert (d._kernel.lt is not None) == (lt == "1")
+        for _ in range(2):
+            s = cp.cuda.Stream(non_blocking=True)
+            gc = cp.full((128, 96), cp.nan, cp.float32)
+            cp.cuda.runtime.deviceSynchronize()
+            iop.infiniopGemm(d, None, 0, gc, ga, gw, 1.0, 0.0, s)
+            s.synchronize()
+            if lt == "0":
+                assert b._bound == s.ptr
+            assert np.abs(cp.asnumpy(gc) - ref).max() < 2e-3
 
 
 @requires_gpu
@@ -204,6 +208,93 @@ def test_gemm_on_side_stream_and_cstyle():
     s.synchronize()
     ref = 0.5 * (cp.asnumpy(a).astype(np.float64) @ cp.asnumpy(b)) + 2.0 * cp.asnumpy(c0)
     np.testing.assert_allclose(cp.asnumpy(c), ref, rtol=1e-4, atol=1e-4)
+
+
+def _gpu_view(cp, arr, offset, dtype):
+    """``arr`` uploaded into a larger buffer starting ``offset`` elements in (pointer misaligned)."""
+    flat = cp.full(arr.size + offset + 8, cp.nan, dtype)
+    flat[offset : offset + arr.size] = cp.asarray(arr.reshape(-1), dtype)
+    return flat[offset : offset + arr.size].reshape(arr.shape)
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ["f16", "f32"])
+def test_gemm_cublaslt_path_alignment_batch_and_switch(dt, monkeypatch):
+    """cuBLASLt is the default GEMM path; pointers off the 256-byte class (1 element in) get an
+    algorithm of their own; batch-1 broadcast works; INFINIOP_GEMM_LT=0 selects GemmEx with the
+    same results."""
+    import cupy as cp
+
+    npdt, idt = {"f16": (np.float16, F16), "f32": (np.float32, F32)}[dt]
+    tol = 2e-2 if dt == "f16" else 1e-3
+    rng = np.random.default_rng(7)
+    a = rng.uniform(-1, 1, (3, 40, 72)).astype(npdt)
+    b = rng.uniform(-1, 1, (1, 72, 24)).astype(npdt)
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    h = iop.create_handle("nvidia")
+    results = []
+    for lt in ("1", "0"):
+        monkeypatch.setenv("INFINIOP_GEMM_LT", lt)
+        d = iop.create_descriptor("gemm", h, td((3, 40, 24), idt), td((3, 40, 72), idt), td((1, 72, 24), idt))
+        assert (d._kernel.lt is not None) == (lt == "1")
+        assert d.workspace_size == 0
+        for off in (0, 1, 3):
+            ga, gb = _gpu_view(cp, a, off, npdt), _gpu_view(cp, b, 2 * off, npdt)
+            gc = _gpu_view(cp, np.zeros((3, 40, 24), npdt), off, npdt)
+            gc[...] = cp.nan
+            d.calculate(None, gc, ga, gb, 1.0, 0.0)
+            cp.cuda.runtime.deviceSynchronize()
+            got = cp.asnumpy(gc).astype(np.float64)
+            assert np.abs(got - ref).max() < tol, (lt, off)
+            results.append(got)
+            gc2 = cp.asarray(got.astype(npdt))
+            d.calculate(None, gc2, ga, gb, 0.5, 2.0)  # alpha, beta change between calls
+            cp.cuda.runtime.deviceSynchronize()
+            assert np.abs(cp.asnumpy(gc2).astype(np.float64) - 2.5 * ref).max() < 4 * tol
+        d.destroy()
+    assert all(np.abs(r - results[0]).max() < tol for r in results)
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", ["f16", "f32"])
+def test_linear_bias_epilogue(dt, monkeypatch):
+    """A contiguous bias on a row-major y goes through cuBLASLt's BIAS epilogue (aligned and
+    misaligned pointers); a strided bias or INFINIOP_GEMM_LT=0 keep the broadcast + beta=1 path."""
+    import cupy as cp
+
+    npdt, idt = {"f16": (np.float16, F16), "f32": (np.float32, F32)}[dt]
+    tol = 2e-2 if dt == "f16" else 1e-3
+    rng = np.random.default_rng(8)
+    m, n, k = 33, 80, 136
+    x = rng.uniform(-1, 1, (m, k)).astype(npdt)
+    w = rng.uniform(-1, 1, (n, k)).astype(npdt)
+    bias = rng.uniform(-1, 1, (n,)).astype(npdt)
+    ref = x.astype(np.float64) @ w.astype(np.float64).T + bias.astype(np.float64)
+    h = iop.create_handle("nvidia")
+    for lt in ("1", "0"):
+        monkeypatch.setenv("INFINIOP_GEMM_LT", lt)
+        d = iop.create_descriptor("linear", h, td((m, n), idt), td((m, k), idt), td((n, k), idt), td((n,), idt))
+        assert (d._kernel.lt_bias is not None) == (lt == "1")
+        for off in (0, 1):
+            gy = _gpu_view(cp, np.zeros((m, n), npdt), off, npdt)
+            gy[...] = cp.nan
+            gx, gw, gbias = (_gpu_view(cp, t, off, npdt) for t in (x, w, bias))
+            ws = cp.empty(d.workspace_size, cp.uint8) if d.workspace_size else None
+            d.calculate(ws, gy, gx, gw, gbias)
+            cp.cuda.runtime.deviceSynchronize()
+            assert np.abs(cp.asnumpy(gy).astype(np.float64) - ref).max() < tol, (lt, off)
+        d.destroy()
+    monkeypatch.setenv("INFINIOP_GEMM_LT", "1")
+    d = iop.create_descriptor("linear", h, td((m, n), idt), td((m, k), idt), td((n, k), idt), td((n,), idt, (2,)))
+    assert d._kernel.lt_bias is None and d._kernel.bias is not None
+    gb2 = cp.zeros(2 * n, npdt)
+    gb2[::2] = cp.asarray(bias)
+    gy = cp.full((m, n), cp.nan, npdt)
+    d.calculate(None, gy, cp.asarray(x), cp.asarray(w), gb2[::2])
+    cp.cuda.runtime.deviceSynchronize()
+    assert np.abs(cp.asnumpy(gy).astype(np.float64) - ref).max() < tol
 
 
 def _c_layout(source: str, struct_name: str):
@@ -485,7 +576,9 @@ def test_index_copy_table_plan_emulated(fake_gpu, monkeypatch, case, op):
 @pytest.mark.parametrize("case", [
     ((8, 300), 0, (200, 300), None),  # lines across the fast dim: lpb > 1
     ((6, 64), 1, (6, 64), None),  # axis innermost: lpb 1
-    ((4, 5, 40), 2, (3, 5, 40), (1, 0, 2)),  # permuted
+    ((4, 5, 40), 2, (3, 5, 40), (1, 0, 2)),  # permuted, index covers 3 of 4 rows: copy + table
+    ((4, 5, 40), 2, (4, 5, 40), (1, 0, 2)),  # permuted, full cover: line kernel
+    ((40, 33), 0, (50, 33), None),  # lpb 32: a second group of one line
 ])  # fmt: skip
 def test_scatter_table_plan_emulated(fake_gpu, case):
     common, calls, names = fake_gpu
@@ -503,16 +596,54 @@ def test_scatter_table_plan_emulated(fake_gpu, case):
         "scatter", h, td(shape, strides=ost), td(shape, strides=xst), td(ishape, I64, ist), td(ishape, strides=ust), axis=axis
     )
     kernel = desc.spec.nvidia(desc.info, handle)
-    table = [s for s in kernel.steps if isinstance(s, __import__("infiniop_py.cuda.compiler", fromlist=["x"]).Launch)]
-    assert len(table) == 1 and names[table[0].fn_ptr].startswith("scatter_table_kernel")
-    # the first step (input -> output copy) is emulated by hand
-    out = obuf.copy()
-    _view(out, shape, ost)[...] = _view(xbuf, shape, xst)
-    bufs = {1 << 20: out, 3 << 20: ibuf, 4 << 20: ubuf}
-    table[0]([1 << 20, 2 << 20, 3 << 20, 4 << 20], 0, 0)
-    launch, used = calls[-1]
-    _emulate_scatter_table(common, launch, used, bufs)
+    assert names[kernel.table.fn_ptr].startswith("scatter_table_kernel")
     ref = np.zeros(shape, np.float32)
     cpu = iop.create_descriptor("scatter", h, td(shape), td(shape), td(ishape, I64), td(ishape), axis=axis)
     cpu.calculate(None, ref, _view(xbuf, shape, xst).copy(), _view(ibuf, ishape, ist).copy(), _view(ubuf, ishape, ust).copy())
+    # table kernel (in place, or out of place after the input -> output copy, emulated by hand)
+    out = obuf.copy()
+    _view(out, shape, ost)[...] = _view(xbuf, shape, xst)
+    bufs = {1 << 20: out, 3 << 20: ibuf, 4 << 20: ubuf}
+    kernel.table([1 << 20, 2 << 20, 3 << 20, 4 << 20], 0, 0)
+    launch, used = calls[-1]
+    _emulate_scatter_table(common, launch, used, bufs)
     np.testing.assert_array_equal(_view(out, shape, ost), ref)
+    # line kernel (copy merged in): when the index covers every output line (same layouts here)
+    if any(ishape[d] != shape[d] for d in range(len(shape)) if d != axis):
+        assert kernel.line is None
+        return
+    assert kernel.line is not None and names[kernel.line.fn_ptr].startswith("scatter_line_kernel")
+    n0 = len(calls)
+    out = obuf.copy()
+    bufs = {1 << 20: out, 2 << 20: xbuf, 3 << 20: ibuf, 4 << 20: ubuf}
+    kernel.launch([1 << 20, 2 << 20, 3 << 20, 4 << 20], 0, (), 0)  # out of place: one launch, the line kernel
+    assert len(calls) == n0 + 1 and calls[-1][0] is kernel.line
+    _emulate_scatter_line(common, calls[-1][0], calls[-1][1], bufs)
+    np.testing.assert_array_equal(_view(out, shape, ost), ref)
+    kernel.launch([1 << 20, 1 << 20, 3 << 20, 4 << 20], 0, (), 0)  # in place: the table kernel alone
+    assert len(calls) == n0 + 2 and calls[-1][0] is kernel.table
+
+
+def _emulate_scatter_line(common, launch, ptrs, bufs):
+    """scatter_line_kernel: whole output lines written from the last writers, else the input."""
+    import struct
+
+    from infiniop_ops.scatter import LINE_SMEM, line_smem
+
+    f = struct.unpack(common.TAB_FMT, bytes(launch.holders[0]))
+    shape, s0, s1, s2 = f[0:8], f[8:16], f[16:24], f[24:32]
+    dim_size, length, _, lines, st0, st1, st2, sti = f[32:40]
+    nd, _, _, lpb = f[40:44]
+    assert sti == st0
+    out, idx, upd, x = (bufs[p] for p in _pointers(launch, ptrs))
+    assert launch._cfg[6] == line_smem(lpb, dim_size, 4) <= LINE_SMEM
+    for line in range(lines):
+        co = np.unravel_index(line, shape[:nd])
+        o0, o1, o2 = (sum(int(co[d]) * s[d] for d in range(nd)) for s in (s0, s1, s2))
+        win = np.full(dim_size, -1)
+        for j in range(length):
+            k = int(idx[o1 + j * st1])
+            if 0 <= k < dim_size:
+                win[k] = j
+        for k in range(dim_size):
+            out[o0 + k * st0] = upd[o2 + win[k] * st2] if win[k] >= 0 else x[o0 + k * st0]

@@ -338,3 +338,99 @@ __global__ void __launch_bounds__(512) scatter_table_kernel(U* __restrict__ out,
     __syncthreads();  // tables and line offsets are rebuilt for the next group
   }
 }
+
+// scatter, reduction = replace, out of place with the input -> output copy merged in: a block
+// takes lpb adjacent lines of the output (the index covers every output line, and input and
+// output share one layout: s0 / st0 serve both). Per group of lines:
+//   1. win[k*lpb + l] = last position of line l aiming at destination k (shared atomicMax),
+//      positions' destinations and values kept in registers (R per thread) when they fit;
+//   2. each winning position stores its value into the shared line vals[k*lpb + l];
+//   3. the block writes the whole output lines in memory order: vals where a position won,
+//      else the input value (read only there), so every output element is written exactly once,
+//      coalesced, and overwritten input values are never read.
+// Shared tables are indexed [k][l] so that lanes (l fastest) touch consecutive words.
+// All in-loop indices are 32-bit (lpb * len < 2^31 and lpb * dim_size <= 12032, checked on the host).
+extern __shared__ __align__(16) unsigned char scatter_line_smem[];
+
+template <class U, class I>
+__global__ void __launch_bounds__(512) scatter_line_kernel(U* __restrict__ out, const I* __restrict__ idx,
+                                                           const U* __restrict__ upd, const U* __restrict__ in,
+                                                           TabMeta m) {
+  constexpr int R = 8;
+  __shared__ long long lo0[32], lo1[32], lo2[32];
+  const int lpb = m.lpb;
+  const int D = (int)m.dim_size;
+  const int L = (int)m.len;
+  const int tab = lpb * D;
+  int* win = reinterpret_cast<int*>(scatter_line_smem);
+  U* vals = reinterpret_cast<U*>(scatter_line_smem + ((4 * tab + 15) & ~15));
+  const long long groups = (m.n + lpb - 1) / lpb;
+  const unsigned ulpb = (unsigned)lpb;
+  for (long long g = blockIdx.x; g < groups; g += gridDim.x) {
+    const long long l0 = g * lpb;
+    const int nl = (int)(m.n - l0 < lpb ? m.n - l0 : lpb);
+    if (threadIdx.x < nl) {
+      long long a, b, c2;
+      idx_offsets<unsigned long long>(m, (unsigned long long)(l0 + threadIdx.x), a, b, c2);
+      lo0[threadIdx.x] = a;
+      lo1[threadIdx.x] = b;
+      lo2[threadIdx.x] = c2;
+    }
+    for (int t = threadIdx.x; t < tab; t += blockDim.x) win[t] = -1;
+    __syncthreads();
+    const int per = lpb * L;  // position t: line t % lpb, position t / lpb along the axis
+    if (per <= (int)blockDim.x * R) {
+      int kk[R];  // table slot k*lpb + l, or -1
+      U uu[R];
+#pragma unroll
+      for (int r = 0; r < R; ++r) {
+        const int t = r * (int)blockDim.x + (int)threadIdx.x;
+        kk[r] = -1;
+        if (t < per) {
+          const int j = (int)((unsigned)t / ulpb);
+          const int ls = t - j * lpb;
+          if (ls < nl) {
+            const long long k = (long long)idx[lo1[ls] + (long long)j * m.st1];
+            if (k >= 0 && k < D) {
+              kk[r] = (int)k * lpb + ls;
+              uu[r] = upd[lo2[ls] + (long long)j * m.st2];
+            }
+          }
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+        if (kk[r] >= 0) atomicMax(&win[kk[r]], (int)((unsigned)(r * (int)blockDim.x + (int)threadIdx.x) / ulpb));
+      __syncthreads();
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+        if (kk[r] >= 0 && win[kk[r]] == (int)((unsigned)(r * (int)blockDim.x + (int)threadIdx.x) / ulpb)) vals[kk[r]] = uu[r];
+    } else {
+      for (int t = threadIdx.x; t < per; t += blockDim.x) {
+        const int j = (int)((unsigned)t / ulpb);
+        const int ls = t - j * lpb;
+        if (ls >= nl) continue;
+        const long long k = (long long)idx[lo1[ls] + (long long)j * m.st1];
+        if (k >= 0 && k < D) atomicMax(&win[(int)k * lpb + ls], j);
+      }
+      __syncthreads();
+      for (int t = threadIdx.x; t < per; t += blockDim.x) {
+        const int j = (int)((unsigned)t / ulpb);
+        const int ls = t - j * lpb;
+        if (ls >= nl) continue;
+        const long long k = (long long)idx[lo1[ls] + (long long)j * m.st1];
+        if (k >= 0 && k < D && win[(int)k * lpb + ls] == j) vals[(int)k * lpb + ls] = upd[lo2[ls] + (long long)j * m.st2];
+      }
+    }
+    __syncthreads();
+    for (int t = threadIdx.x; t < tab; t += blockDim.x) {
+      const int k = (int)((unsigned)t / ulpb);
+      const int ls = t - k * lpb;
+      if (ls < nl) {
+        const long long o = lo0[ls] + (long long)k * m.st0;
+        out[o] = win[t] >= 0 ? vals[t] : in[o];
+      }
+    }
+    __syncthreads();  // tables and line offsets are rebuilt for the next group
+  }
+}

@@ -2,8 +2,9 @@
 
 alpha and beta are runtime scalars (calculate, C-style alias too). A batch of 1 (or a 2-D
 operand) broadcasts. Every matrix needs a unit row or column stride; batch strides are free.
-beta == 0 ignores c's prior contents (NaN included). NVIDIA: cuBLAS through CuPy
-(``blas.py``), transposes expressed as cuBLAS flags, never copies; true fp32.
+beta == 0 ignores c's prior contents (NaN included). NVIDIA: one cublasLtMatmul with the
+algorithm chosen at create (``blas.LtPlan``), else cublasGemmStridedBatchedEx (``blas.py``);
+transposes expressed as cuBLAS flags, never copies; true fp32.
 """
 
 from __future__ import annotations
@@ -104,6 +105,14 @@ class GemmKernel(CudaKernel):
         self.plan = blas.GemmPlan(info["c"].dtype, info.m, info.n, info.k, info.a, info.b, info.c, info.batch)
         self.blas = blas.blas_for(handle.device_id)
         self.empty = info.m == 0 or info.n == 0
+        # cuBLASLt with the algorithm chosen once (None: K = 0, no algorithm, or INFINIOP_GEMM_LT=0)
+        self.lt = None if self.empty else blas.lt_plan(handle.device_id, self.plan)
+        if self.lt is not None:
+            self.launch = self._launch_lt
+
+    def _launch_lt(self, ptrs, ws_ptr, rt, stream):
+        if not self.lt(ptrs[1], ptrs[2], ptrs[0], rt[0], rt[1], stream):
+            self.blas.gemm(self.plan, ptrs[1], ptrs[2], ptrs[0], rt[0], rt[1], stream)
 
     def launch(self, ptrs, ws_ptr, rt, stream):
         if not self.empty:

@@ -256,3 +256,303 @@ def blas_for(device_id: int) -> Blas:
     if b is None:
         b = _BLAS[device_id] = Blas(device_id)
     return b
+
+
+# ---- cuBLASLt path -------------------------------------------------------------------------
+# Enum values and struct sizes from cublasLt.h (CUDA 12/13; unchanged between them).
+LT_ENV = "INFINIOP_GEMM_LT"  # "0" disables the cuBLASLt path (A/B against cublasGemmStridedBatchedEx)
+LT_WORKSPACE = 32 * 1024 * 1024  # what cuBLAS and torch give Hopper GEMMs
+LT_LAYOUT_ORDER, LT_LAYOUT_BATCH_COUNT, LT_LAYOUT_BATCH_OFFSET = 1, 5, 6
+LT_DESC_TRANSA, LT_DESC_TRANSB, LT_DESC_EPILOGUE, LT_DESC_BIAS_POINTER = 3, 4, 7, 8
+LT_EPILOGUE_DEFAULT, LT_EPILOGUE_BIAS = 1, 4
+LT_PREF_MAX_WORKSPACE = 1
+LT_PREF_MIN_ALIGN = (5, 6, 7, 8)  # A, B, C, D bytes
+CUDA_R_32F, CUDA_R_64F = 0, 1
+_U32, _I32, _I64, _U64, _SZ = ctypes.c_uint32, ctypes.c_int32, ctypes.c_int64, ctypes.c_uint64, ctypes.c_size_t
+
+
+class LtNoAlgorithmError(RuntimeError):
+    """cuBLASLt's heuristic has no algorithm for this problem / alignment class."""
+
+
+class LtHeuristicResult(ctypes.Structure):
+    """cublasLtMatmulHeuristicResult_t: algo (uint64[8]), workspaceSize, state, wavesCount, reserved[4]."""
+
+    _fields_ = [
+        ("algo", ctypes.c_uint64 * 8),
+        ("workspace_size", ctypes.c_size_t),
+        ("state", ctypes.c_int),
+        ("waves", ctypes.c_float),
+        ("reserved", ctypes.c_int * 4),
+    ]
+
+
+assert ctypes.sizeof(LtHeuristicResult) == 96
+
+
+def lt_enabled() -> bool:
+    import os
+
+    return os.environ.get(LT_ENV, "1") != "0"
+
+
+def _find_lib(prefix: str, probe: str, names):
+    paths = []
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                name = line.rsplit(None, 1)[-1] if line.strip() else ""
+                if name.rsplit("/", 1)[-1].startswith(prefix) and name not in paths:
+                    paths.append(name)
+    except OSError:  # pragma: no cover - not Linux
+        pass
+    for cand in paths + list(names):
+        try:
+            lib = ctypes.CDLL(cand)
+            getattr(lib, probe)
+            return lib
+        except (OSError, AttributeError):
+            continue
+    raise OSError(f"{prefix} not found")
+
+
+def _libcublaslt():
+    """libcublasLt next to the libcublas CuPy loaded (libcublas depends on it, so it is mapped)."""
+    _libcublas()
+    return _find_lib("libcublasLt.so", "cublasLtMatmul", ["libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"])
+
+
+def _bind(lib, name, argtypes, restype=_I):
+    fn = getattr(lib, name)
+    fn.argtypes, fn.restype = argtypes, restype
+    return fn
+
+
+class Lt:
+    """One cuBLASLt handle and one 32 MiB workspace per device (allocated once, at first use).
+
+    Like cuBLAS's own per-handle workspace, the workspace is shared by every stream: GEMMs
+    running at the same time on two streams of one device may not both use it (the legacy
+    path has the same property). Descriptors, layouts and heuristics live in ``LtPlan``.
+    """
+
+    def __init__(self, device_id: int):
+        from infiniop_py.cuda import runtime
+
+        cp = runtime.cupy()
+        lib = _libcublaslt()
+        pvp = ctypes.POINTER(_VP)
+        self.create_layout = _bind(lib, "cublasLtMatrixLayoutCreate", [pvp, _I, _U64, _U64, _I64])
+        self.destroy_layout = _bind(lib, "cublasLtMatrixLayoutDestroy", [_VP])
+        self.set_layout = _bind(lib, "cublasLtMatrixLayoutSetAttribute", [_VP, _I, _VP, _SZ])
+        self.create_desc = _bind(lib, "cublasLtMatmulDescCreate", [pvp, _I, _I])
+        self.destroy_desc = _bind(lib, "cublasLtMatmulDescDestroy", [_VP])
+        self.set_desc = _bind(lib, "cublasLtMatmulDescSetAttribute", [_VP, _I, _VP, _SZ])
+        self.create_pref = _bind(lib, "cublasLtMatmulPreferenceCreate", [pvp])
+        self.destroy_pref = _bind(lib, "cublasLtMatmulPreferenceDestroy", [_VP])
+        self.set_pref = _bind(lib, "cublasLtMatmulPreferenceSetAttribute", [_VP, _I, _VP, _SZ])
+        self.heuristic = _bind(
+            lib,
+            "cublasLtMatmulAlgoGetHeuristic",
+            [_VP, _VP, _VP, _VP, _VP, _VP, _VP, _I, ctypes.POINTER(LtHeuristicResult), ctypes.POINTER(_I)],
+        )
+        self.matmul = _bind(
+            lib, "cublasLtMatmul", [_VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _VP, _SZ, _VP]
+        )
+        create = _bind(lib, "cublasLtCreate", [pvp])
+        h = _VP()
+        with cp.cuda.Device(device_id):
+            st = create(ctypes.byref(h))
+            if st != 0:
+                raise RuntimeError(f"cublasLtCreate failed: status {st}")
+            self.workspace = cp.cuda.alloc(LT_WORKSPACE)  # kept for the life of the process
+        self.lib, self.handle = lib, h.value
+        self.ws_ptr, self.ws_size = int(self.workspace.ptr), LT_WORKSPACE
+
+
+_LT: dict[int, object] = {}
+
+
+def lt_for(device_id: int):
+    """The device's ``Lt``, or None when cuBLASLt cannot be loaded (the GemmEx path is used)."""
+    lt = _LT.get(device_id, False)
+    if lt is False:
+        try:
+            lt = Lt(device_id)
+        except Exception:  # noqa: BLE001 - any failure: the GemmEx path still works
+            lt = None
+        _LT[device_id] = lt
+    return lt
+
+
+def _check(st, what):
+    if st != 0:
+        raise RuntimeError(f"{what} failed: status {st}")
+
+
+def _alignment(ptr: int) -> int:
+    """Largest power of two (at most 256) dividing a byte address."""
+    return min(256, ptr & -ptr) if ptr else 256
+
+
+class LtPlan:
+    """One cublasLtMatmul for a ``GemmPlan`` (optionally with the BIAS epilogue), planned once.
+
+    At create: matmul descriptor (compute type exact: CUBLAS_COMPUTE_32F for f16/bf16/f32, never
+    the TF32 one; 64F for f64), the three layouts (strided batches, batch stride 0 = broadcast),
+    and the heuristic's first algorithm for 256-byte aligned pointers. A call with a less aligned
+    pointer asks the heuristic once for that alignment class and caches the answer. Per call:
+    one ``cublasLtMatmul`` (plus, with a bias, one attribute write for its pointer).
+
+    bias: the epilogue adds a vector along D's rows, i.e. along cuBLAS's m = ``plan.cm``; it must
+    be contiguous. ``__init__`` raises when cuBLASLt has no algorithm (callers fall back).
+    """
+
+    def __init__(self, lt: Lt, plan: GemmPlan, bias: bool = False):
+        import weakref
+
+        self.lt, self.plan, self.bias = lt, plan, bias
+        self._lock = threading.RLock()  # heuristic look-ups and the bias pointer write
+        if plan.k == 0 or plan.cm == 0 or plan.cn == 0 or plan.batch == 0:
+            raise ValueError("empty GEMM: not for cuBLASLt")
+        made = []  # (destroy, handle) for the finalizer
+        self._finalizer = weakref.finalize(self, _destroy_all, made)
+        scale = CUDA_R_64F if plan.compute == COMPUTE_64F else CUDA_R_32F
+        d = _VP()
+        _check(lt.create_desc(ctypes.byref(d), plan.compute, scale), "cublasLtMatmulDescCreate")
+        made.append((lt.destroy_desc, d.value))
+        self.desc = d.value
+        self._set(lt.set_desc, self.desc, LT_DESC_TRANSA, _I32(plan.ta))
+        self._set(lt.set_desc, self.desc, LT_DESC_TRANSB, _I32(plan.tb))
+        if bias:
+            self._set(lt.set_desc, self.desc, LT_DESC_EPILOGUE, _U32(LT_EPILOGUE_BIAS))
+            self.bias_val = _VP(256)
+            self._set(lt.set_desc, self.desc, LT_DESC_BIAS_POINTER, self.bias_val)
+            self.bias_ref = ctypes.addressof(self.bias_val)
+        cm, cn, k = plan.cm, plan.cn, plan.k
+        a_shape = (cm, k) if plan.ta == OP_N else (k, cm)
+        b_shape = (k, cn) if plan.tb == OP_N else (cn, k)
+        self.la = self._layout(a_shape, plan.lda, plan.sa, made)
+        self.lb = self._layout(b_shape, plan.ldb, plan.sb, made)
+        self.lc = self._layout((cm, cn), plan.ldc, plan.sc, made)
+        p = _VP()
+        _check(lt.create_pref(ctypes.byref(p)), "cublasLtMatmulPreferenceCreate")
+        made.append((lt.destroy_pref, p.value))
+        self.pref = p.value
+        self._set(lt.set_pref, self.pref, LT_PREF_MAX_WORKSPACE, _U64(lt.ws_size))
+        self._algos: dict = {}
+        self.result = self._find((256, 256, 256, 256), 0)
+        self.algo = ctypes.addressof(self.result.algo)
+        self.args_mm = (lt.handle, self.desc)
+
+    @staticmethod
+    def _set(fn, obj, attr, value):
+        _check(fn(obj, attr, ctypes.addressof(value), ctypes.sizeof(value)), f"cuBLASLt attribute {attr}")
+
+    def _layout(self, shape, ld, stride, made):
+        lt, plan = self.lt, self.plan
+        h = _VP()
+        _check(lt.create_layout(ctypes.byref(h), plan.ctype, shape[0], shape[1], ld), "cublasLtMatrixLayoutCreate")
+        made.append((lt.destroy_layout, h.value))
+        if plan.batch > 1:
+            self._set(lt.set_layout, h.value, LT_LAYOUT_BATCH_COUNT, _I32(plan.batch))
+            self._set(lt.set_layout, h.value, LT_LAYOUT_BATCH_OFFSET, _I64(stride))
+        return h.value
+
+    def _find(self, aligns, bias_ptr):
+        """The heuristic's first algorithm for alignment class ``aligns`` (A, B, C, D bytes)."""
+        with self._lock:
+            return self._find_locked(aligns, bias_ptr)
+
+    def _find_locked(self, aligns, bias_ptr):
+        lt = self.lt
+        for attr, al in zip(LT_PREF_MIN_ALIGN, aligns):
+            self._set(lt.set_pref, self.pref, attr, _U32(al))
+        if self.bias:  # the heuristic reads the bias pointer's alignment from its value
+            self.bias_val.value = bias_ptr or 256
+            self._set(lt.set_desc, self.desc, LT_DESC_BIAS_POINTER, self.bias_val)
+        res = LtHeuristicResult()
+        count = _I(0)
+        st = lt.heuristic(
+            lt.handle, self.desc, self.la, self.lb, self.lc, self.lc, self.pref, 1, ctypes.byref(res), ctypes.byref(count)
+        )
+        key = aligns + ((_alignment(bias_ptr) if self.bias else 256),)
+        if st != 0 or count.value < 1 or res.state != 0 or res.workspace_size > lt.ws_size:
+            self._algos[key] = None  # remembered: callers take their fallback path
+            raise LtNoAlgorithmError(f"cublasLtMatmulAlgoGetHeuristic: no algorithm (status {st}, count {count.value})")
+        self._algos[key] = res
+        return res
+
+    def _algo_for(self, first, second, c_ptr, bias_ptr):
+        key = (_alignment(first), _alignment(second), _alignment(c_ptr), _alignment(c_ptr))
+        full = key + ((_alignment(bias_ptr) if self.bias else 256),)
+        res = self._algos.get(full, False)
+        if res is False:
+            try:
+                res = self._find(key, bias_ptr)
+            except LtNoAlgorithmError:
+                return None
+        return None if res is None else ctypes.addressof(res.algo)
+
+    def __call__(self, a_ptr: int, b_ptr: int, c_ptr: int, alpha: float, beta: float, stream: int, bias_ptr: int = 0) -> bool:
+        """Run on device pointers (bytes) on ``stream``. False (nothing launched) when cuBLASLt has
+        no algorithm for these pointers' alignment: the caller then takes its fallback path."""
+        plan = self.plan
+        if plan.alpha.value != alpha:
+            plan.alpha.value = alpha
+        if plan.beta.value != beta:
+            plan.beta.value = beta
+        if plan.swap:
+            first, second = b_ptr, a_ptr
+        else:
+            first, second = a_ptr, b_ptr
+        lt = self.lt
+        if not self.bias:
+            if (first | second | c_ptr) & 255:
+                algo = self._algo_for(first, second, c_ptr, 0)
+                if algo is None:
+                    return False
+            else:
+                algo = self.algo
+            st = lt.matmul(lt.handle, self.desc, plan.alpha_ptr, first, self.la, second, self.lb, plan.beta_ptr,
+                           c_ptr, self.lc, c_ptr, self.lc, algo, lt.ws_ptr, lt.ws_size, stream)  # fmt: skip
+        else:
+            with self._lock:
+                if (first | second | c_ptr | bias_ptr) & 255:
+                    algo = self._algo_for(first, second, c_ptr, bias_ptr)
+                    if algo is None:
+                        return False
+                else:
+                    algo = self.algo
+                self.bias_val.value = bias_ptr
+                lt.set_desc(self.desc, LT_DESC_BIAS_POINTER, self.bias_ref, 8)
+                st = lt.matmul(lt.handle, self.desc, plan.alpha_ptr, first, self.la, second, self.lb, plan.beta_ptr,
+                               c_ptr, self.lc, c_ptr, self.lc, algo, lt.ws_ptr, lt.ws_size, stream)  # fmt: skip
+        if st != 0:
+            raise RuntimeError(f"cublasLtMatmul failed: status {st}")
+        return True
+
+
+def _destroy_all(made):
+    for destroy, h in reversed(made):
+        try:
+            destroy(h)
+        except Exception:  # noqa: BLE001, S110 - interpreter shutdown
+            pass
+    made.clear()
+
+
+def lt_plan(device_id: int, plan: GemmPlan, bias: bool = False):
+    """An ``LtPlan`` for ``plan`` when cuBLASLt is enabled, loadable and has an algorithm; else None."""
+    if not lt_enabled():
+        return None
+    lt = lt_for(device_id)
+    if lt is None:
+        return None
+    try:
+        from infiniop_py.cuda import runtime
+
+        with runtime.cupy().cuda.Device(device_id):
+            return LtPlan(lt, plan, bias)
+    except Exception:  # noqa: BLE001 - no algorithm / unsupported: the caller falls back
+        return None

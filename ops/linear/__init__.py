@@ -2,8 +2,10 @@
 
 NVIDIA: one cuBLAS GEMM on the caller's layouts when they allow it (leading dims of x and y
 collapse to one row stride, each matrix has a unit stride); otherwise the odd tensor is staged
-through the workspace with a strided copy. A bias is broadcast into y first and the GEMM runs
-with beta = 1, so it is fused into cuBLAS's epilogue read of C and rounded once.
+through the workspace with a strided copy. The GEMM is one cublasLtMatmul with the algorithm
+chosen at create (``blas.LtPlan``); a contiguous bias on a row-major y is added by cuBLASLt's
+BIAS epilogue (rounded once). Otherwise (column-major y, strided bias, no cuBLASLt algorithm)
+the bias is broadcast into y first and the GEMM runs with beta = 1.
 """
 
 from __future__ import annotations
@@ -92,14 +94,18 @@ class LinearKernel(CudaKernel):
             target = staging.contiguous(y.shape, dt)
             self.copy_y = staging.Copy(handle, y, target)
             ym = (m, n, max(n, 1), 1)
-        self.bias = None
-        if b is not None:
-            bview = TensorDescriptor(target.shape, (0,) * (target.ndim - 1) + (b.strides[0],), dt)
-            self.bias = staging.Copy(handle, target, bview)
-        self.beta = 1.0 if b is not None else 0.0
         self.plan = blas.GemmPlan(dt, m, n, k, (*xm, 0), (*wm, 0), (*ym, 0), 1)
         self.blas = blas.blas_for(handle.device_id)
         self.workspace_size = arena.size
+        self.bias = None
+        self.lt = self.lt_bias = None
+        if not self.empty and b is not None and self.plan.swap and (b.strides[0] == 1 or n == 1):
+            # y row-major: cuBLAS's D is yᵀ (N rows), so the bias runs along D's rows: BIAS epilogue
+            self.lt_bias = blas.lt_plan(handle.device_id, self.plan, bias=True)
+        if b is not None:  # also the fallback of the epilogue (no algorithm for some alignment)
+            bview = TensorDescriptor(target.shape, (0,) * (target.ndim - 1) + (b.strides[0],), dt)
+            self.bias = staging.Copy(handle, target, bview)
+        self.lt = None if self.empty else blas.lt_plan(handle.device_id, self.plan)
 
     def launch(self, ptrs, ws, rt, stream):
         if self.empty:
@@ -112,9 +118,13 @@ class LinearKernel(CudaKernel):
             self.copy_w(ws + self.w_off, wp, stream)
             wp = ws + self.w_off
         out_p = yp if self.y_off is None else ws + self.y_off
-        if self.bias is not None:
-            self.bias(out_p, bp, stream)
-        self.blas.gemm(self.plan, xp, wp, out_p, 1.0, self.beta, stream)
+        if self.lt_bias is None or not self.lt_bias(xp, wp, out_p, 1.0, 0.0, stream, bp):
+            beta = 0.0
+            if self.bias is not None:
+                self.bias(out_p, bp, stream)
+                beta = 1.0
+            if self.lt is None or not self.lt(xp, wp, out_p, 1.0, beta, stream):
+                self.blas.gemm(self.plan, xp, wp, out_p, 1.0, beta, stream)
         if self.y_off is not None:
             self.copy_y(yp, out_p, stream)
 

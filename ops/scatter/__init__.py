@@ -13,6 +13,8 @@ holds the updates, ``output`` starts from zeros and there is no ``updates`` tens
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from infiniop_py.cuda.compiler import Launch, Slot
@@ -99,15 +101,42 @@ def cpu(info: Info):
 STMAX = common.TMAX - 256
 
 
+LINE_ENV = "INFINIOP_SCATTER_LINE"  # "0": copy + table kernel even out of place (A/B)
+
+
+def line_ok(o, x, i, axis: int) -> bool:
+    """The line kernel writes whole output lines: the index must cover every output line and
+    input and output must share one layout (one set of line offsets serves both)."""
+    return o.strides == x.strides and all(i.shape[d] == o.shape[d] for d in range(o.ndim) if d != axis)
+
+
 def uses_table(red: int, dim_size: int, length: int) -> bool:
     """Replace with a destination extent that fits one shared-memory table (and is not much
     larger than the line, whose table is cleared per line) and lines long enough to pay."""
     return red == 0 and dim_size <= STMAX and 32 <= length < 2**31 - 1 and dim_size <= 4 * length
 
 
+# Line kernel (copy merged in): 4-byte table + one value per destination, 16-byte aligned parts.
+LINE_SMEM = 48 * 1024 - 3 * 32 * 8
+
+
+def line_smem(lpb: int, dim_size: int, item: int) -> int:
+    return -(-4 * lpb * dim_size // 16) * 16 + item * lpb * dim_size
+
+
+def line_lpb(lpb: int, dim_size: int, item: int, length: int) -> int:
+    """Lines per block for ``scatter_line_kernel`` (<= the table kernel's), 0 when it does not fit."""
+    while lpb > 1 and line_smem(lpb, dim_size, item) > LINE_SMEM:
+        lpb //= 2
+    if line_smem(lpb, dim_size, item) > LINE_SMEM or lpb * length >= 2**31:
+        return 0
+    return lpb
+
+
 def kernel_names():
     names = [f"scatter_kernel<{UTYPE[s]}, {it}, 0>" for s in UTYPE for it in common.ITYPE.values()]
     names += [f"scatter_table_kernel<{UTYPE[s]}, {it}>" for s in UTYPE for it in common.ITYPE.values()]
+    names += [f"scatter_line_kernel<{UTYPE[s]}, {it}>" for s in UTYPE for it in common.ITYPE.values()]
     names += [f"scatter_kernel<{ctype(d)}, {it}, {m}>" for d in ARITH for it in common.ITYPE.values() for m in (1, 2)]
     return names
 
@@ -147,7 +176,26 @@ class ScatterKernel(common.IndexKernel):
             )  # fmt: skip
             blocks = max(1, min(groups, sm * 4))
             args = [Slot(0), Slot(2), Slot(3), meta]
-            self.steps.append(Launch(mod.ptr[name], (blocks,), (common.TBLOCK,), args, shmem=4 * lpb * dim_size))
+            table = Launch(mod.ptr[name], (blocks,), (common.TBLOCK,), args, shmem=4 * lpb * dim_size)
+            llpb = line_lpb(lpb, dim_size, o.itemsize, length) if line_ok(o, x, i, axis) else 0
+            if llpb and os.environ.get(LINE_ENV, "1") != "0":
+                # out of place: the copy is merged into the line kernel; in place: table kernel alone
+                lname = f"scatter_line_kernel<{UTYPE[o.itemsize]}, {common.ITYPE[i.dtype]}>"
+                lmod = common.module([lname], handle.device_id)
+                lmeta = common.pack_tab(
+                    shape, o.strides, i.strides, u.strides, dim_size=dim_size, length=length, chunk=0, n=lines,
+                    st=(o.strides[axis], i.strides[axis], u.strides[axis], o.strides[axis]), lpb=llpb,
+                )  # fmt: skip
+                lblocks = max(1, min(-(-lines // llpb), sm * 4))
+                line = Launch(
+                    lmod.ptr[lname], (lblocks,), (common.TBLOCK,), [Slot(0), Slot(2), Slot(3), Slot(1), lmeta],
+                    shmem=line_smem(llpb, dim_size, o.itemsize),
+                )  # fmt: skip
+                self.steps[-1] = lambda ptrs, ws, stream: (line if ptrs[0] != ptrs[1] else table)(ptrs, ws, stream)
+                self.table, self.line = table, line
+                return
+            self.steps.append(table)
+            self.table, self.line = table, None
             return
         t = UTYPE[o.itemsize] if red == 0 else ctype(o.dtype)
         name = f"scatter_kernel<{t}, {common.ITYPE[i.dtype]}, {red}>"

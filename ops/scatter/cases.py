@@ -71,5 +71,49 @@ CASES = [
         inplace={"output": "input"},
     ),
     Case(s(T((6, 5)), T((6, 5)), T((0, 5), None, I64)), DT, "empty indices", attrs={"axis": 0}, data=idx(0, 6)),
+    # line kernel (copy merged in): index covers every output line, input and output share a layout
+    Case(
+        s(T((5, 70)), T((5, 70)), T((5, 64), None, I64)),
+        DT,
+        "replace axis -1, 64 positions, out-of-range (line kernel)",
+        attrs={"axis": -1},
+        data=idx(-2, 72),
+    ),
+    Case(
+        s(T((40, 33)), T((40, 33)), T((150, 33), None, I32)),
+        DT,
+        "replace dim 0, 32 + 1 lines per block group, positions looped (line kernel)",
+        attrs={"axis": 0},
+        data=idx(0, 40),
+    ),
+    Case(
+        s(T((3, 48, 5), (1, 15, 3)), T((3, 48, 5), (1, 15, 3)), T((3, 60, 5), (300, 5, 1), I64), T((3, 60, 5), (1, 3, 180))),
+        DT,
+        "replace axis 1, permuted layouts (line kernel)",
+        attrs={"axis": 1},
+        data=idx(0, 48),
+    ),
+    Case(
+        s(T((40, 33)), T((40, 33)), T((50, 30), None, I64)),
+        DT,
+        "replace, index narrower than output (copy + table)",
+        attrs={"axis": 0},
+        data=idx(0, 40),
+    ),
+    Case(
+        s(T((40, 33), (1, 40)), T((40, 33)), T((50, 33), None, I64)),
+        DT,
+        "replace, output layout differs from input (copy + table)",
+        attrs={"axis": 0},
+        data=idx(0, 40),
+    ),
+    Case(
+        s(T((40, 33)), T((40, 33)), T((50, 33), None, I64)),
+        DT,
+        "replace in place (table kernel)",
+        attrs={"axis": 0},
+        data=idx(0, 40),
+        inplace={"output": "input"},
+    ),
 ]
 del np

@@ -261,3 +261,302 @@ def cases(env, quick: bool = False) -> list[BenchCase]:
     out.append(interp_case("f32", (32, 64, 256, 256) if gpu else (2, 8, 64, 64)))
     out.append(interp_case("f16", (32, 64, 256, 256) if gpu else (2, 8, 64, 64)))
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# A/B of this round's switches, in one process: python -m tools.bench.suites.gemm_index [out.json]
+# --------------------------------------------------------------------------------------------
+def _desc(iop, h, op, tensors, env_name, env_val, **attrs):
+    """Descriptor created with ``env_name=env_val`` (the switches are read at create)."""
+    import os
+
+    old = os.environ.get(env_name)
+    os.environ[env_name] = env_val
+    try:
+        tds = [
+            None if t is None else iop.create_tensor_descriptor(tuple(t.shape), tuple(t.stride()), _iop_dt(iop, t))
+            for t in tensors
+        ]
+        return iop.create_descriptor(op, h, *tds, **attrs)
+    finally:
+        if old is None:
+            del os.environ[env_name]
+        else:
+            os.environ[env_name] = old
+
+
+def _iop_dt(iop, t):
+    import torch
+
+    return {
+        torch.float32: iop.DType.F32,
+        torch.float16: iop.DType.F16,
+        torch.bfloat16: iop.DType.BF16,
+        torch.int64: iop.DType.I64,
+        torch.int32: iop.DType.I32,
+    }[t.dtype]
+
+
+def _device_ab(torch, impls, reps=50, warm=5):
+    """Median µs per call of each impl (CUDA events on the current stream), interleaved."""
+    import numpy as np
+
+    for f in impls.values():
+        for _ in range(warm):
+            f()
+    torch.cuda.synchronize()
+    times = {k: [] for k in impls}
+    names = list(impls)
+    for r in range(reps):
+        for k in names if r % 2 == 0 else names[::-1]:
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            impls[k]()
+            b.record()
+            b.synchronize()
+            times[k].append(a.elapsed_time(b) * 1e3)
+    return {k: float(np.median(v)) for k, v in times.items()}
+
+
+def _host_ab(torch, impls, calls=1000, rounds=7):
+    """Median over rounds of wall µs per call of ``calls`` back-to-back calls (one sync at the end)."""
+    import time
+
+    import numpy as np
+
+    for f in impls.values():
+        for _ in range(50):
+            f()
+    torch.cuda.synchronize()
+    per = {k: [] for k in impls}
+    names = list(impls)
+    for r in range(rounds):
+        for k in names if r % 2 == 0 else names[::-1]:
+            f = impls[k]
+            torch.cuda.synchronize()
+            t0 = time.perf_counter_ns()
+            for _ in range(calls):
+                f()
+            torch.cuda.synchronize()
+            per[k].append((time.perf_counter_ns() - t0) / 1e3 / calls)
+    return {k: float(np.median(v)) for k, v in per.items()}
+
+
+def _ab_copy(torch):
+    src = torch.empty(256 * 2**20, device="cuda")
+    dst = torch.empty_like(src)
+    t = _device_ab(torch, {"copy": lambda: dst.copy_(src)}, reps=20)["copy"]
+    return 2 * src.numel() * 4 / t / 1e3
+
+
+def _ab_host_gemm(torch, iop, h, st, dt, res):
+    dev = "cuda"
+    a = torch.randn(64, 64, device=dev, dtype=dt)
+    b = torch.randn(64, 64, device=dev, dtype=dt)
+    c, c2 = torch.empty(64, 64, device=dev, dtype=dt), torch.empty(64, 64, device=dev, dtype=dt)
+    dl = _desc(iop, h, "gemm", [c, a, b], "INFINIOP_GEMM_LT", "1")
+    dg = _desc(iop, h, "gemm", [c, a, b], "INFINIOP_GEMM_LT", "0")
+    kl, kg = dl._kernel, dg._kernel
+    pa, pb, pc = a.data_ptr(), b.data_ptr(), c.data_ptr()
+    impls = {
+        "ours_lt": lambda: dl.calculate(None, c, a, b, 1.0, 0.0, stream=st),
+        "ours_gemmex": lambda: dg.calculate(None, c, a, b, 1.0, 0.0, stream=st),
+        "torch_mm_out": lambda: torch.mm(a, b, out=c2),
+        "lt_plan_only": lambda: kl.lt(pa, pb, pc, 1.0, 0.0, st),
+        "gemmex_only": lambda: kg.blas.gemm(kg.plan, pa, pb, pc, 1.0, 0.0, st),
+        "lt_kernel_call": lambda: kl([pc, pa, pb], 0, (1.0, 0.0), st),
+    }
+    out = _host_ab(torch, impls)
+    dl.calculate(None, c, a, b, 1.0, 0.0, stream=st)
+    torch.cuda.synchronize()
+    out["check"] = bool(torch.allclose(c.float(), a.float() @ b.float(), atol=1e-1 if dt != torch.float32 else 1e-3))
+    out["lt_used"] = kl.lt is not None
+    if dt == torch.float32:  # cProfile of our calculate (where the host time goes)
+        import cProfile
+        import io
+        import pstats
+
+        pr = cProfile.Profile()
+        pr.enable()
+        for _ in range(2000):
+            dl.calculate(None, c, a, b, 1.0, 0.0, stream=st)
+        pr.disable()
+        torch.cuda.synchronize()
+        sio = io.StringIO()
+        pstats.Stats(pr, stream=sio).sort_stats("tottime").print_stats(12)
+        res["cprofile_calculate_f32_64"] = sio.getvalue()
+        print(sio.getvalue()[:2500], flush=True)
+    return out
+
+
+def _ab_host_linear(torch, iop, h, st):
+    dev, dt = "cuda", torch.float16
+    x = torch.randn(64, 64, device=dev, dtype=dt)
+    w = torch.randn(64, 64, device=dev, dtype=dt)
+    bias = torch.randn(64, device=dev, dtype=dt)
+    y, y2 = torch.empty(64, 64, device=dev, dtype=dt), torch.empty(64, 64, device=dev, dtype=dt)
+    dl = _desc(iop, h, "linear", [y, x, w, bias], "INFINIOP_GEMM_LT", "1")
+    dg = _desc(iop, h, "linear", [y, x, w, bias], "INFINIOP_GEMM_LT", "0")
+    wl = torch.empty(max(dl.workspace_size, 1), dtype=torch.uint8, device=dev)
+    wg = torch.empty(max(dg.workspace_size, 1), dtype=torch.uint8, device=dev)
+    return _host_ab(
+        torch,
+        {
+            "ours_lt_epilogue": lambda: dl.calculate(wl, y, x, w, bias, stream=st),
+            "ours_old": lambda: dg.calculate(wg, y, x, w, bias, stream=st),
+            "torch_addmm_out": lambda: torch.addmm(bias, x, w.t(), out=y2),
+        },
+    )
+
+
+def _ab_gemm(torch, iop, h, st, dt, shape):
+    dev = "cuda"
+    bt = shape[0] if len(shape) == 4 else None
+    m, n, k = shape[-3:]
+    lead = (bt,) if bt else ()
+    a = torch.rand(*lead, m, k, device=dev, dtype=dt) - 0.5
+    b = torch.rand(*lead, k, n, device=dev, dtype=dt) - 0.5
+    c, c2 = torch.empty(*lead, m, n, device=dev, dtype=dt), torch.empty(*lead, m, n, device=dev, dtype=dt)
+    dl = _desc(iop, h, "gemm", [c, a, b], "INFINIOP_GEMM_LT", "1")
+    dg = _desc(iop, h, "gemm", [c, a, b], "INFINIOP_GEMM_LT", "0")
+    reps = 20 if (dt == torch.float32 and m == 8192) else 50
+    tm = _device_ab(
+        torch,
+        {
+            "lt": lambda: dl.calculate(None, c, a, b, 1.0, 0.0, stream=st),
+            "gemmex": lambda: dg.calculate(None, c, a, b, 1.0, 0.0, stream=st),
+            "torch": lambda: torch.matmul(a, b, out=c2),
+        },
+        reps=reps,
+    )
+    dl.calculate(None, c, a, b, 1.0, 0.0, stream=st)
+    torch.cuda.synchronize()
+    err = float((c.float() - c2.float()).abs().max())
+    return {"op": "gemm", "shape": shape, "dtype": str(dt), **tm, "max_diff_vs_torch": err, "lt_used": dl._kernel.lt is not None}
+
+
+def _ab_linear_bias(torch, iop, h, st, dt, m=4096, n=4096, k=4096):
+    dev = "cuda"
+    x = torch.rand(m, k, device=dev, dtype=dt) - 0.5
+    w = torch.rand(n, k, device=dev, dtype=dt) - 0.5
+    bias = torch.rand(n, device=dev, dtype=dt) - 0.5
+    y, y2 = torch.empty(m, n, device=dev, dtype=dt), torch.empty(m, n, device=dev, dtype=dt)
+    dl = _desc(iop, h, "linear", [y, x, w, bias], "INFINIOP_GEMM_LT", "1")
+    dg = _desc(iop, h, "linear", [y, x, w, bias], "INFINIOP_GEMM_LT", "0")
+    wl = torch.empty(max(dl.workspace_size, 1), dtype=torch.uint8, device=dev)
+    wg = torch.empty(max(dg.workspace_size, 1), dtype=torch.uint8, device=dev)
+    tm = _device_ab(
+        torch,
+        {
+            "lt_epilogue": lambda: dl.calculate(wl, y, x, w, bias, stream=st),
+            "old": lambda: dg.calculate(wg, y, x, w, bias, stream=st),
+            "torch_addmm": lambda: torch.addmm(bias, x, w.t(), out=y2),
+        },
+    )
+    dl.calculate(wl, y, x, w, bias, stream=st)
+    torch.cuda.synchronize()
+    return {
+        "op": "linear+bias", "shape": (m, n, k), "dtype": str(dt), **tm,
+        "max_diff_vs_torch": float((y.float() - y2.float()).abs().max()),
+        "epilogue_used": dl._kernel.lt_bias is not None,
+    }  # fmt: skip
+
+
+def _ab_scatter(torch, iop, h, st, dt, n=4096):
+    dev = "cuda"
+    sets = []
+    for _ in range(2):
+        xx = torch.randn(n, n, device=dev, dtype=dt)
+        idx = torch.rand(n, n, device=dev).argsort(dim=1)
+        upd = torch.randn(n, n, device=dev, dtype=dt)
+        sets.append((torch.empty(n, n, device=dev, dtype=dt), xx, idx, upd, torch.empty(n, n, device=dev, dtype=dt)))
+    o, xx, idx, upd, _ = sets[0]
+    dn = _desc(iop, h, "scatter", [o, xx, idx, upd], "INFINIOP_SCATTER_LINE", "1", axis=1)
+    do = _desc(iop, h, "scatter", [o, xx, idx, upd], "INFINIOP_SCATTER_LINE", "0", axis=1)
+    cnt = [0, 0, 0]
+
+    def rot(i):
+        cnt[i] += 1
+        return sets[cnt[i] % 2]
+
+    def line():
+        o, xx, idx, upd, _ = rot(0)
+        dn.calculate(None, o, xx, idx, upd, stream=st)
+
+    def old():
+        o, xx, idx, upd, _ = rot(1)
+        do.calculate(None, o, xx, idx, upd, stream=st)
+
+    def tor():
+        _, xx, idx, upd, o2 = rot(2)
+        o2.copy_(xx)
+        o2.scatter_(1, idx, upd)
+
+    tm = _device_ab(torch, {"line": line, "old_copy_table": old, "torch": tor})
+    ok = True
+    for o, xx, idx, upd, o2 in sets:
+        o2.copy_(xx)
+        o2.scatter_(1, idx, upd)
+        for d in (dn, do):
+            o.fill_(float("nan"))
+            d.calculate(None, o, xx, idx, upd, stream=st)
+            torch.cuda.synchronize()
+            ok &= bool(torch.equal(o, o2))
+    nbytes = n * n * (idx.element_size() + 3 * o.element_size())  # idx + updates + input + output
+    return {
+        "op": "scatter", "shape": (n, n), "dtype": str(dt), **tm, "bitwise_equal": ok,
+        "line_used": dn._kernel.line is not None, "min_bytes": nbytes,
+    }  # fmt: skip
+
+
+def ab_main(argv=None):  # pragma: no cover - GPU only
+    import json
+    import sys
+
+    import torch
+
+    import infiniop_py as iop
+
+    argv = sys.argv[1:] if argv is None else argv
+    torch.backends.cuda.matmul.allow_tf32 = False
+    h = iop.create_handle("nvidia")
+    st = torch.cuda.current_stream().cuda_stream
+    res = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "copy_GBps": _ab_copy(torch)}
+    print(f"copy {res['copy_GBps']:.0f} GB/s", flush=True)
+    what = set(argv[1].split(",")) if len(argv) > 1 else {"host", "gemm", "linear", "scatter"}
+    rows = []
+
+    def save():
+        res["rows"] = rows
+        if argv:
+            with open(argv[0], "w") as f:
+                json.dump(res, f, indent=1, default=str)
+
+    if "host" in what:
+        for dt in (torch.float32, torch.float16):
+            r = {"op": "host gemm 64^3", "dtype": str(dt), **_ab_host_gemm(torch, iop, h, st, dt, res)}
+            rows.append(r)
+            print(r, flush=True)
+        r = {"op": "host linear+bias 64^3", "dtype": "f16", **_ab_host_linear(torch, iop, h, st)}
+        rows.append(r)
+        print(r, flush=True)
+        save()
+    if "scatter" in what:
+        for dt in (torch.float32, torch.float16):
+            rows.append(_ab_scatter(torch, iop, h, st, dt))
+            print(rows[-1], flush=True)
+        save()
+    for dt in (torch.float16, torch.bfloat16, torch.float32):
+        if "linear" in what:
+            rows.append(_ab_linear_bias(torch, iop, h, st, dt))
+            print(rows[-1], flush=True)
+        if "gemm" in what:
+            for shape in ((4096, 4096, 4096), (32, 1024, 1024, 1024), (8192, 8192, 8192)):
+                rows.append(_ab_gemm(torch, iop, h, st, dt, shape))
+                print(rows[-1], flush=True)
+        save()
+    save()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    ab_main()
