@@ -262,9 +262,10 @@ def fwd_rows(tpr: int | None) -> int:
     return 2 if tpr <= 64 else 1
 
 
-def resident_blocks(fn, block: int) -> int:
+def resident_blocks(fn, block: int, dyn_smem: int = 0) -> int:
     """Blocks of ``block`` threads of CuPy function ``fn`` that fit on one SM at once (from its
-    register and static shared-memory use; H100/H200 limits). 1 when the figures are missing."""
+    register and static shared-memory use plus ``dyn_smem`` dynamic bytes; H100/H200 limits).
+    1 when the figures are missing."""
     try:
         regs = int(fn.num_regs)
         smem = int(fn.shared_size_bytes)
@@ -274,8 +275,110 @@ def resident_blocks(fn, block: int) -> int:
     warp_regs = -(-max(regs, 1) * 32 // 256) * 256
     by_regs = (65536 // warp_regs) // warps
     by_threads = 2048 // (warps * 32)
-    by_smem = (228 * 1024) // (smem + 1024)
+    by_smem = (228 * 1024) // (smem + dyn_smem + 1024)
     return max(1, min(by_regs, by_threads, by_smem, 32))
+
+
+# -- cp.async pipelined row kernels (the ``*_cp`` kernels; norm.cuh) ----------------------------
+PIPE_SMEM_MAX = 200 * 1024  # dynamic shared memory of one block at most
+BWD_STAGES = 3  # ring depth of the backward stage 1 (rows in flight per group: stages - 1)
+FWD_PIPE_MAX_TPR = 64  # forward: pipelined only for short rows (f16 D <= 2048, f32 D <= 1024)
+BWD_PIPE_MIN_TPR = 256  # backward: pipelined only for row groups of 256+ threads
+
+
+def _env_int(name: str, default: int) -> int:
+    v = os.environ.get(name)
+    try:
+        return int(v) if v is not None else default
+    except ValueError:
+        return default
+
+
+def pipe_stages(kind: str, tpr: int | None, tensors: int, np_: int, fwd_stages: int = 3) -> int:
+    """Ring depth S of a pipelined kernel (0: use the register-prefetch kernel).
+
+    Measured on the H200 (docs/perf/norms.md): the forward ring is faster for short rows
+    (TPR <= 64; ``fwd_stages`` is 2 for rms_norm, 3 for layer_norm) and 5-10 % slower for long
+    ones; the backward ring (S = 3) pays off from 256-thread row groups on. The environment
+    variables INFINIOP_NORM_FWD_S / INFINIOP_NORM_BWD_S (0, 2, 3, 4) force a depth for every
+    row length, for tuning runs only. S shrinks until the ring
+    (S * tensors * np_ * block * 16 bytes) fits PIPE_SMEM_MAX."""
+    if tpr is None:
+        return 0
+    env = os.environ.get("INFINIOP_NORM_FWD_S" if kind == "fwd" else "INFINIOP_NORM_BWD_S")
+    if env is not None:
+        s = _env_int("INFINIOP_NORM_FWD_S" if kind == "fwd" else "INFINIOP_NORM_BWD_S", 0)
+    elif kind == "fwd":
+        s = fwd_stages if tpr <= FWD_PIPE_MAX_TPR else 0
+    else:
+        s = BWD_STAGES if tpr >= BWD_PIPE_MIN_TPR else 0
+    if s < 2:
+        return 0
+    s = min(s, 4)
+    if kind == "bwd" and tpr >= 1024:
+        s = 2  # 1024-thread groups: registers too tight for a deeper ring (spills)
+    block = RowPlan.block(tpr)
+    while s >= 2 and pipe_smem(s, tensors, np_, block) > PIPE_SMEM_MAX:
+        s -= 1
+    return s if s >= 2 else 0
+
+
+def pipe_smem(stages: int, tensors: int, np_: int, block: int) -> int:
+    return stages * tensors * np_ * block * 16
+
+
+def allow_dyn_smem(fn, nbytes: int) -> bool:
+    """Let CuPy kernel ``fn`` launch with ``nbytes`` of dynamic shared memory and prefer the
+    largest shared-memory carveout. The opt-in is set whatever the size: static plus dynamic
+    shared memory above 48 KiB needs it even when the dynamic part alone is 48 KiB.
+    False when it cannot be set (the caller then plans the register-prefetch kernel)."""
+    if fn is None:
+        return nbytes <= 40 * 1024
+    try:
+        if int(fn.shared_size_bytes) + nbytes > 227 * 1024:
+            return False
+        fn.max_dynamic_shared_size_bytes = int(nbytes)
+    except Exception:
+        return False
+    try:
+        fn.preferred_shared_memory_carveout = 100
+    except Exception:
+        pass
+    return True
+
+
+def pipe_grid(plan: RowPlan, tpr: int, sms: int, fn, dyn_smem: int) -> tuple[int, int]:
+    """(blocks, threads) of a persistent pipelined kernel: one wave of resident blocks."""
+    block = RowPlan.block(tpr)
+    per_sm = resident_blocks(fn, block, dyn_smem) if fn is not None else max(1, 1024 // block)
+    return max(1, min(RowPlan.groups(plan.rows, tpr), sms * per_sm)), block
+
+
+def colsum_version() -> int:
+    """2: the wide stage-2 kernel (norm_col_sum2, weight and bias in one launch); 1: the
+    original. INFINIOP_NORM_COLSUM overrides, for tuning runs only."""
+    return 1 if _env_int("INFINIOP_NORM_COLSUM", 2) == 1 else 2
+
+
+def col_sum2_launch(fn_ptr: int, outs: list, D: int, nparts: int) -> Launch:  # noqa: N803
+    """One launch of norm_col_sum2 for one or two (out slot, ws offset, out stride) triples."""
+    o0 = outs[0]
+    o1 = outs[1] if len(outs) > 1 else outs[0]
+    return Launch(
+        fn_ptr,
+        (-(-D // 32), len(outs)),
+        (1024,),
+        [
+            Slot(o0[0]),
+            Slot(o1[0]),
+            Slot("ws", o0[1]),
+            Slot("ws", o1[1]),
+            ctypes.c_longlong(D),
+            ctypes.c_int(nparts),
+            ctypes.c_longlong(o0[2]),
+            ctypes.c_longlong(o1[2]),
+        ],
+    )
 
 
 def acc_ctype(dtype: DType) -> str:

@@ -286,3 +286,85 @@ __global__ void __launch_bounds__(256) norm_col_sum(TO* out, const A* part, long
     out[c * ostride] = Conv<TO>::from(t);
   }
 }
+
+// ---- Asynchronous row staging (cp.async, sm_80+) ----------------------------------------------
+// The pipelined kernels (template parameter S >= 2) copy the rows they will need S - 1 steps
+// ahead from global memory into a per-thread ring in dynamic shared memory with 16-byte
+// cp.async, so the bytes in flight do not occupy registers. Each thread copies exactly the
+// packs it will read itself, so cp.async.wait_group (no barrier) makes them visible.
+// Layout: stage s, tensor t, pack q of thread tid at byte (((s * NT + t) * NP + q) * B + tid) * 16.
+extern __shared__ __align__(16) unsigned char norm_dsm[];
+
+__device__ __forceinline__ unsigned norm_smem_addr(const void* p) {
+  unsigned a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+
+// 16 bytes global -> shared; pred false copies nothing and fills the destination with zeros.
+__device__ __forceinline__ void norm_cp16(unsigned dst, const void* src, bool pred) {
+  const int n = pred ? 16 : 0;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(n) : "memory");
+}
+
+__device__ __forceinline__ void norm_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+template <int N>
+__device__ __forceinline__ void norm_cp_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+// Issue the NP pack copies of one row (the vector layout of norm_load_row) to shared byte
+// address dst (this thread's pack 0); packs are pstride bytes apart. Absent packs are zeros.
+template <class T, int VEC, int TPR, int NP>
+__device__ __forceinline__ void norm_cp_row(unsigned dst, unsigned pstride, const T* p, long long D, bool live) {
+  const int lane = threadIdx.x % TPR;
+#pragma unroll
+  for (int q = 0; q < NP; ++q) {
+    const long long e = ((long long)q * TPR + lane) * VEC;
+    const bool ok = live && e < D;
+    norm_cp16(dst + q * pstride, ok ? (const void*)(p + e) : (const void*)p, ok);
+  }
+}
+
+// Read back the NP packs this thread copied (generic pointer to its pack 0; packs pstride bytes apart).
+template <class T, int VEC, int NP>
+__device__ __forceinline__ void norm_sm_row(const unsigned char* src, unsigned pstride, NormPack<T, VEC> (&k)[NP]) {
+#pragma unroll
+  for (int q = 0; q < NP; ++q) k[q] = *reinterpret_cast<const NormPack<T, VEC>*>(src + q * pstride);
+}
+
+// Stage 2, wider: block (32, 32); column c = blockIdx.x * 32 + tx; thread row ty adds parts
+// ty, ty + 32, ... in order, eight loads issued before their adds; then the 32 row sums are
+// added in order. blockIdx.y selects one of two (out, part) pairs (weight and bias gradients in
+// one launch). nparts == 0 writes zeros.
+template <class TO, class A>
+__global__ void __launch_bounds__(1024)
+norm_col_sum2(TO* out0, TO* out1, const A* part0, const A* part1, long long D, int nparts, long long os0, long long os1) {
+  __shared__ A sm[32][33];
+  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
+  TO* out = blockIdx.y ? out1 : out0;
+  const A* part = blockIdx.y ? part1 : part0;
+  const long long os = blockIdx.y ? os1 : os0;
+  const long long c = (long long)blockIdx.x * 32 + tx;
+  A s = A(0);
+  if (c < D) {
+    int i = ty;
+    for (; i + 7 * 32 < nparts; i += 8 * 32) {
+      A v[8];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) v[k] = part[(long long)(i + k * 32) * D + c];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) s += v[k];
+    }
+    for (; i < nparts; i += 32) s += part[(long long)i * D + c];
+  }
+  sm[ty][tx] = s;
+  __syncthreads();
+  if (ty == 0 && c < D) {
+    A t = A(0);
+#pragma unroll
+    for (int k = 0; k < 32; ++k) t += sm[k][tx];
+    out[c * os] = Conv<TO>::from(t);
+  }
+}

@@ -9,7 +9,22 @@ from pathlib import Path
 from infiniop_py.cuda.compiler import Launch, Slot, get_module
 from infiniop_py.cuda.kernel import CudaKernel, ctype
 from infiniop_py.dtypes import DType, F
-from infiniop_py.norm import FWD_RS, TPRS, Pick, RowPlan, forward_grid, fwd_rows, noop, sm_count, source
+from infiniop_py.norm import (
+    FWD_RS,
+    NP,
+    TPRS,
+    Pick,
+    RowPlan,
+    allow_dyn_smem,
+    forward_grid,
+    fwd_rows,
+    noop,
+    pipe_grid,
+    pipe_smem,
+    pipe_stages,
+    sm_count,
+    source,
+)  # fmt: skip
 from infiniop_py.spec import Info
 
 SOURCE = source(Path(__file__).parent / "kernel.cu")
@@ -17,7 +32,9 @@ ORDER = ("output", "input_standardization", "input_std_deviation", "input", "wei
 VEC = {DType.F16: 8, DType.BF16: 8, DType.F32: 4, DType.F64: 2}
 
 
-def name(t: DType, vec: int, tpr: int | None, r: int = 1) -> str:
+def name(t: DType, vec: int, tpr: int | None, r: int = 1, stages: int = 0) -> str:
+    if stages:
+        return f"layer_norm_fwd_cp<{ctype(t)}, {vec}, {tpr}, {stages}>"
     if tpr is None:
         return f"layer_norm_fwd_big<{ctype(t)}>"
     return f"layer_norm_fwd<{ctype(t)}, {vec}, {tpr}, {r}>"
@@ -35,15 +52,27 @@ class LayerNormKernel(CudaKernel):
             row_extra=("input_std_deviation",),
         )
         sms = sm_count(handle)
-        variants = ([(plan.vec, plan.vec_tpr)] if plan.vec > 1 else []) + [(1, plan.tpr)]
-        exprs = [name(t, v, p, fwd_rows(p)) for v, p in variants]
+        variants = ([(plan.vec, plan.vec_tpr, pipe_stages("fwd", plan.vec_tpr, 1, NP))] if plan.vec > 1 else []) + [
+            (1, plan.tpr, 0)
+        ]
+        exprs = [name(t, v, p, fwd_rows(p), st) for v, p, st in variants]
         mod = get_module(SOURCE, exprs, handle.device_id)
+        v0, p0, s0 = variants[0]
+        if s0 and not allow_dyn_smem(getattr(mod, "kernels", {}).get(exprs[0]), pipe_smem(s0, 1, NP, RowPlan.block(p0))):
+            variants[0] = (v0, p0, 0)  # no opt-in for the ring: the register-prefetch kernel
+            exprs = [name(t, v, p, fwd_rows(p), st) for v, p, st in variants]
+            mod = get_module(SOURCE, exprs, handle.device_id)
         eps = ctypes.c_double(info.attrs["eps"])
         launches = []
-        for (_v, p), e in zip(variants, exprs):
-            grid, block = forward_grid(plan, p, sms, fwd_rows(p))
+        for (_v, p, st), e in zip(variants, exprs):
             args = [Slot(i) for i in range(6)] + [plan.meta, eps]
-            launches.append(Launch(mod.ptr[e], (grid,), (block,), args))
+            if st:
+                shm = pipe_smem(st, 1, NP, RowPlan.block(p))
+                grid, block = pipe_grid(plan, p, sms, getattr(mod, "kernels", {}).get(e), shm)
+                launches.append(Launch(mod.ptr[e], (grid,), (block,), args, shmem=shm))
+            else:
+                grid, block = forward_grid(plan, p, sms, fwd_rows(p))
+                launches.append(Launch(mod.ptr[e], (grid,), (block,), args))
         self.pick = Pick(launches[0] if len(launches) == 2 else None, launches[-1], plan.aligned)
 
     def launch(self, ptrs, ws, rt, stream):
@@ -63,6 +92,7 @@ def compile_units():
     for t in sorted(F):
         for p in TPRS:
             exprs += [name(t, v, p, r) for v in (VEC[t], 1) for r in (FWD_RS if p <= 256 else (1,))]
+            exprs += [name(t, VEC[t], p, 1, st) for st in (2, 3, 4)]
         exprs.append(name(t, 1, None))
     return [(SOURCE, exprs)]
 

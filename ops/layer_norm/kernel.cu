@@ -134,3 +134,108 @@ layer_norm_fwd_big(T* out, T* xhat, T* stdv, const T* x, const T* __restrict__ w
     }
   }
 }
+
+// Persistent pipelined variant (vector path only), as rms_norm_fwd_cp: x rows S - 1 steps
+// ahead are in flight through cp.async into shared memory; weight and bias packs are loaded
+// once per block (TPR < 512; longer groups load them where used). Dynamic shared memory:
+// S * NP * B * 16 bytes.
+template <class T, int VEC, int TPR, int S>
+__global__ void __launch_bounds__(TPR >= 256 ? TPR : 256, TPR >= 1024 ? 1 : 2)
+layer_norm_fwd_cp(T* out, T* xhat, T* stdv, const T* x, const T* __restrict__ w, const T* __restrict__ b,
+                  const NormRows m, double eps) {
+  typedef typename Compute<T>::type A;
+  constexpr int ROWS = TPR >= 256 ? 1 : 256 / TPR;
+  constexpr int NP = NORM_NP;
+  constexpr int B = TPR * ROWS;
+  constexpr unsigned PS = B * 16;
+  constexpr unsigned SS = NP * PS;
+  constexpr bool PW = TPR < 512;
+  __shared__ A sm[ROWS * (TPR / 32)];
+  const int lane = threadIdx.x % TPR;
+  const int slot = threadIdx.x / TPR;
+  const long long D = m.D;
+  const long long ngroups = (m.rows + ROWS - 1) / ROWS;
+  const unsigned base = norm_smem_addr(norm_dsm) + threadIdx.x * 16;
+  const unsigned char* gbase = norm_dsm + threadIdx.x * 16;
+  auto issue = [&](long long g, int s) {
+    const long long r = g * ROWS + slot;
+    const bool live = g < ngroups && r < m.rows;
+    norm_cp_row<T, VEC, TPR, NP>(base + s * SS, PS, x + (live ? norm_row_off<3>(m, r) : 0), D, live);
+  };
+#pragma unroll
+  for (int s = 0; s < S - 1; ++s) {
+    issue(blockIdx.x + (long long)s * gridDim.x, s);
+    norm_cp_commit();
+  }
+  NormPack<T, VEC> wk[NP], bk[NP];
+#pragma unroll
+  for (int p = 0; p < NP; ++p) bk[p].zero();
+  if constexpr (PW) {
+    norm_load_param_row<T, VEC, TPR, NP>(w, m.dstride[4], D, wk);
+    if (b != nullptr) norm_load_param_row<T, VEC, TPR, NP>(b, m.dstride[5], D, bk);
+  }
+  int rd = 0, wr = S - 1;
+  for (long long g = blockIdx.x; g < ngroups; g += gridDim.x) {
+    issue(g + (long long)(S - 1) * gridDim.x, wr);
+    norm_cp_commit();
+    norm_cp_wait<S - 1>();
+    NormPack<T, VEC> xk[NP];
+    norm_sm_row<T, VEC, NP>(gbase + rd * SS, PS, xk);
+    rd = rd + 1 == S ? 0 : rd + 1;
+    wr = wr + 1 == S ? 0 : wr + 1;
+    const long long r = g * ROWS + slot;
+    A s[1] = {A(0)};
+#pragma unroll
+    for (int p = 0; p < NP; ++p) {
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) s[0] += norm_cv<A>(xk[p], j);  // absent packs are zero
+    }
+    norm_group_sum<TPR, ROWS, 1>(s, sm);
+    const A mean = s[0] / A(D);
+    A q[1] = {A(0)};
+#pragma unroll
+    for (int p = 0; p < NP; ++p) {
+      const long long e = ((long long)p * TPR + lane) * VEC;
+      if (e < D) {
+#pragma unroll
+        for (int j = 0; j < VEC; ++j) {
+          const A d = norm_cv<A>(xk[p], j) - mean;
+          q[0] += d * d;
+        }
+      }
+    }
+    norm_group_sum<TPR, ROWS, 1>(q, sm);
+    if (r < m.rows) {
+      const A sd = sqrt(q[0] / A(D) + A(eps));
+      const A rs = A(1) / sd;
+      T* orow = out + norm_row_off<0>(m, r);
+      T* hrow = xhat + norm_row_off<1>(m, r);
+      if (lane == 0) stdv[norm_row_off<2>(m, r)] = Conv<T>::from(sd);
+#pragma unroll
+      for (int p = 0; p < NP; ++p) {
+        const long long e = ((long long)p * TPR + lane) * VEC;
+        if (e < D) {
+          if constexpr (!PW) {
+            const long long off = (long long)p * TPR * VEC;
+            NormPack<T, VEC> one[1];
+            norm_load_param_row<T, VEC, TPR, 1>(w + off * m.dstride[4], m.dstride[4], D - off, one);
+            wk[p] = one[0];
+            if (b != nullptr) {
+              norm_load_param_row<T, VEC, TPR, 1>(b + off * m.dstride[5], m.dstride[5], D - off, one);
+              bk[p] = one[0];
+            }
+          }
+          A h[VEC], o[VEC];
+#pragma unroll
+          for (int j = 0; j < VEC; ++j) {
+            h[j] = (norm_cv<A>(xk[p], j) - mean) * rs;
+            o[j] = h[j] * norm_cv<A>(wk[p], j) + norm_cv<A>(bk[p], j);
+          }
+          norm_store_pk<T, VEC, A>(hrow, e, m.dstride[1], h);
+          norm_store_pk<T, VEC, A>(orow, e, m.dstride[0], o);
+        }
+      }
+    }
+  }
+  norm_cp_wait<0>();
+}

@@ -18,9 +18,15 @@ from infiniop_py.norm import (
     acc_ctype,
     acc_size,
     align_up,
+    allow_dyn_smem,
     bwd_per_sm,
+    col_sum2_launch,
     col_sum_launch,
+    colsum_version,
     persistent_grid,
+    pipe_grid,
+    pipe_smem,
+    pipe_stages,
     sm_count,
     source,
 )  # fmt: skip
@@ -31,14 +37,17 @@ ORDER = ("grad_input", "grad_weight", "grad_bias", "grad_output", "weight", "inp
 VEC = {DType.F16: 8, DType.BF16: 8, DType.F32: 4, DType.F64: 2}
 
 
-def name(t: DType, vec: int, tpr: int | None) -> str:
+def name(t: DType, vec: int, tpr: int | None, stages: int = 0) -> str:
+    if stages:
+        return f"layer_norm_bwd_cp<{ctype(t)}, {vec}, {tpr}, {stages}>"
     if tpr is None:
         return f"layer_norm_bwd_big<{ctype(t)}>"
     return f"layer_norm_bwd<{ctype(t)}, {vec}, {tpr}>"
 
 
-def col_name(t: DType) -> str:
-    return f"norm_col_sum<{ctype(t)}, {acc_ctype(t)}>"
+def col_name(t: DType, version: int = 1) -> str:
+    k = "norm_col_sum2" if version == 2 else "norm_col_sum"
+    return f"{k}<{ctype(t)}, {acc_ctype(t)}>"
 
 
 class LayerNormBackwardKernel(CudaKernel):
@@ -57,24 +66,44 @@ class LayerNormBackwardKernel(CudaKernel):
         )
         sms = sm_count(handle)
         D = plan.D
-        variants = ([(plan.vec, plan.vec_tpr)] if plan.vec > 1 else []) + [(1, plan.tpr)]
-        exprs = [name(t, v, p) for v, p in variants] + [col_name(t)]
+        variants = ([(plan.vec, plan.vec_tpr, pipe_stages("bwd", plan.vec_tpr, 2, NP_BWD))] if plan.vec > 1 else []) + [
+            (1, plan.tpr, 0)
+        ]
+        cv = colsum_version()
+        exprs = [name(t, v, p, st) for v, p, st in variants] + [col_name(t, cv)]
         mod = get_module(SOURCE, exprs, handle.device_id)
+        v0, p0, s0 = variants[0]
+        if s0 and not allow_dyn_smem(getattr(mod, "kernels", {}).get(exprs[0]), pipe_smem(s0, 2, NP_BWD, RowPlan.block(p0))):
+            variants[0] = (v0, p0, 0)  # no opt-in for the ring: the register-prefetch kernel
+            exprs = [name(t, v, p, st) for v, p, st in variants] + [col_name(t, cv)]
+            mod = get_module(SOURCE, exprs, handle.device_id)
         col = mod.ptr[exprs[-1]]
-        grids = [persistent_grid(plan, p, sms, bwd_per_sm(mod, e, p)) for (_v, p), e in zip(variants, exprs)]
+        grids, shms = [], []
+        for (_v, p, st), e in zip(variants, exprs):
+            shm = 0
+            if st:
+                shm = pipe_smem(st, 2, NP_BWD, RowPlan.block(p))
+                grids.append(pipe_grid(plan, p, sms, getattr(mod, "kernels", {}).get(e), shm))
+            else:
+                grids.append(persistent_grid(plan, p, sms, bwd_per_sm(mod, e, p)))
+            shms.append(shm)
         part = align_up(max(g for g, _b in grids) * D * acc_size(t)) if plan.rows else 0
         gw_s = ti["grad_weight"].strides[0]
         gb_s = ti["grad_bias"].strides[0] if has_bias else 0
         seqs = []
-        for e, (grid, block) in zip(exprs, grids):
+        for e, (grid, block), shm in zip(exprs, grids, shms):
             nparts = grid if plan.rows else 0
             launches = []
             if plan.rows:
                 args = [Slot(0), Slot("ws"), Slot("ws", part), Slot(3), Slot(4), Slot(5), Slot(6), plan.meta]
-                launches.append(Launch(mod.ptr[e], (grid,), (block,), [*args, ctypes.c_int(int(has_bias))]))
-            launches.append(col_sum_launch(col, 1, 0, D, nparts, gw_s))
-            if has_bias:
-                launches.append(col_sum_launch(col, 2, part, D, nparts, gb_s))
+                launches.append(Launch(mod.ptr[e], (grid,), (block,), [*args, ctypes.c_int(int(has_bias))], shmem=shm))
+            if cv == 2:
+                outs = [(1, 0, gw_s)] + ([(2, part, gb_s)] if has_bias else [])
+                launches.append(col_sum2_launch(col, outs, D, nparts))
+            else:
+                launches.append(col_sum_launch(col, 1, 0, D, nparts, gw_s))
+                if has_bias:
+                    launches.append(col_sum_launch(col, 2, part, D, nparts, gb_s))
             seqs.append(Seq(*launches))
         self.workspace_size = 2 * part if has_bias else part
         self.pick = Pick(seqs[0] if len(seqs) == 2 else None, seqs[-1], plan.aligned)
@@ -92,7 +121,8 @@ def compile_units():
     for t in sorted(F):
         for p in TPRS:
             exprs += [name(t, VEC[t], p), name(t, 1, p)]
-        exprs += [name(t, 1, None), col_name(t)]
+            exprs += [name(t, VEC[t], p, st) for st in (2, 3, 4)]
+        exprs += [name(t, 1, None), col_name(t), col_name(t, 2)]
     return [(SOURCE, exprs)]
 
 

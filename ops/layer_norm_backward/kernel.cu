@@ -134,3 +134,99 @@ layer_norm_bwd_big(T* gi, typename Compute<T>::type* pw, typename Compute<T>::ty
     }
   }
 }
+
+// Pipelined variant (vector path only): dy and xh rows S - 1 steps ahead are copied to shared
+// memory with cp.async (norm.cuh); the per-row std values travel in a register ring of the
+// same depth. Dynamic shared memory: S * 2 * NP * B * 16 bytes.
+template <class T, int VEC, int TPR, int S>
+__global__ void __launch_bounds__(TPR >= 256 ? TPR : 256)
+layer_norm_bwd_cp(T* gi, typename Compute<T>::type* pw, typename Compute<T>::type* pb, const T* dy,
+                  const T* __restrict__ w, const T* xh, const T* stdv, const NormRows m, int has_bias) {
+  typedef typename Compute<T>::type A;
+  constexpr int NP = NORM_NP_BWD;
+  constexpr int ROWS = TPR >= 256 ? 1 : 256 / TPR;
+  constexpr int B = TPR * ROWS;
+  constexpr unsigned PS = B * 16;
+  constexpr unsigned TS = NP * PS;
+  constexpr unsigned SS = 2 * TS;
+  __shared__ A sm[ROWS * (TPR / 32) * 2];
+  __shared__ A smp[ROWS > 1 ? ROWS * TPR * NP * VEC : 1];
+  const int lane = threadIdx.x % TPR;
+  const int slot = threadIdx.x / TPR;
+  const long long D = m.D;
+  const long long ngroups = (m.rows + ROWS - 1) / ROWS;
+  const unsigned base = norm_smem_addr(norm_dsm) + threadIdx.x * 16;
+  const unsigned char* gbase = norm_dsm + threadIdx.x * 16;
+  T sdq[S];  // std of the rows in flight (sdq[0]: the current row)
+  auto issue = [&](long long g, int s) -> T {
+    const long long r = g * ROWS + slot;
+    const bool live = g < ngroups && r < m.rows;
+    const unsigned d = base + s * SS;
+    norm_cp_row<T, VEC, TPR, NP>(d, PS, dy + (live ? norm_row_off<3>(m, r) : 0), D, live);
+    norm_cp_row<T, VEC, TPR, NP>(d + TS, PS, xh + (live ? norm_row_off<5>(m, r) : 0), D, live);
+    return live ? stdv[norm_row_off<6>(m, r)] : T{};
+  };
+#pragma unroll
+  for (int s = 0; s < S - 1; ++s) {
+    sdq[s] = issue(blockIdx.x + (long long)s * gridDim.x, s);
+    norm_cp_commit();
+  }
+  NormPack<T, VEC> wk[NP];
+  norm_load_param_row<T, VEC, TPR, NP>(w, m.dstride[4], D, wk);
+  A accw[NP][VEC], accb[NP][VEC];
+#pragma unroll
+  for (int p = 0; p < NP; ++p) {
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) accw[p][j] = accb[p][j] = A(0);
+  }
+  int rd = 0, wr = S - 1;
+  for (long long g = blockIdx.x; g < ngroups; g += gridDim.x) {
+    sdq[S - 1] = issue(g + (long long)(S - 1) * gridDim.x, wr);
+    norm_cp_commit();
+    norm_cp_wait<S - 1>();
+    NormPack<T, VEC> dk[NP], hk[NP];
+    norm_sm_row<T, VEC, NP>(gbase + rd * SS, PS, dk);
+    norm_sm_row<T, VEC, NP>(gbase + rd * SS + TS, PS, hk);
+    rd = rd + 1 == S ? 0 : rd + 1;
+    wr = wr + 1 == S ? 0 : wr + 1;
+    const T sdk = sdq[0];
+#pragma unroll
+    for (int s = 0; s < S - 1; ++s) sdq[s] = sdq[s + 1];
+    const long long r = g * ROWS + slot;
+    const bool live = r < m.rows;
+    A s[2] = {A(0), A(0)};
+#pragma unroll
+    for (int p = 0; p < NP; ++p) {
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        const A gg = norm_cv<A>(dk[p], j) * norm_cv<A>(wk[p], j);
+        s[0] += gg;
+        s[1] += gg * norm_cv<A>(hk[p], j);
+      }
+    }
+    norm_group_sum<TPR, ROWS, 2>(s, sm);
+    if (live) {
+      const A mg = s[0] / A(D), mgh = s[1] / A(D);
+      const A rs = A(1) / (A)iop_load(sdk);
+      T* gr = gi + norm_row_off<0>(m, r);
+#pragma unroll
+      for (int p = 0; p < NP; ++p) {
+        const long long e = ((long long)p * TPR + lane) * VEC;
+        if (e < D) {
+          A o[VEC];
+#pragma unroll
+          for (int j = 0; j < VEC; ++j) {
+            const A dv = norm_cv<A>(dk[p], j), hv = norm_cv<A>(hk[p], j);
+            o[j] = (dv * norm_cv<A>(wk[p], j) - mg - hv * mgh) * rs;
+            accw[p][j] += dv * hv;
+            accb[p][j] += dv;
+          }
+          norm_store_pk<T, VEC, A>(gr, e, m.dstride[0], o);
+        }
+      }
+    }
+  }
+  norm_cp_wait<0>();
+  norm_store_partial<TPR, ROWS, VEC, NP>(accw, pw, D, smp);
+  if (has_bias) norm_store_partial<TPR, ROWS, VEC, NP>(accb, pb, D, smp);
+}

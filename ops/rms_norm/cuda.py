@@ -8,7 +8,20 @@ from pathlib import Path
 from infiniop_py.cuda.compiler import Launch, Slot, get_module
 from infiniop_py.cuda.kernel import CudaKernel, ctype
 from infiniop_py.dtypes import DType
-from infiniop_py.norm import FWD_RS, TPRS, Pick, RowPlan, forward_grid, fwd_rows, source
+from infiniop_py.norm import (
+    FWD_RS,
+    NP,
+    TPRS,
+    Pick,
+    RowPlan,
+    allow_dyn_smem,
+    forward_grid,
+    fwd_rows,
+    pipe_grid,
+    pipe_smem,
+    pipe_stages,
+    source,
+)  # fmt: skip
 from infiniop_py.spec import Info
 
 SOURCE = source(Path(__file__).parent / "kernel.cu")
@@ -20,7 +33,9 @@ COMBOS = [
 ]  # fmt: skip
 
 
-def names(t: DType, tw: DType, vec: int, tpr: int | None, r: int = 1) -> str:
+def names(t: DType, tw: DType, vec: int, tpr: int | None, r: int = 1, stages: int = 0) -> str:
+    if stages:
+        return f"rms_norm_fwd_cp<{ctype(t)}, {ctype(tw)}, {vec}, {tpr}, {stages}>"
     if tpr is None:
         return f"rms_norm_fwd_big<{ctype(t)}, {ctype(tw)}>"
     return f"rms_norm_fwd<{ctype(t)}, {ctype(tw)}, {vec}, {tpr}, {r}>"
@@ -40,14 +55,25 @@ class RMSNormKernel(CudaKernel):
         sms = properties(handle.device_id)["sm_count"]
         want = []
         if plan.vec > 1:
-            want.append((plan.vec, plan.vec_tpr))
-        want.append((1, plan.tpr))
-        exprs = [names(t, tw, v, p, fwd_rows(p)) for v, p in want]
+            want.append((plan.vec, plan.vec_tpr, pipe_stages("fwd", plan.vec_tpr, 1, NP, fwd_stages=2)))
+        want.append((1, plan.tpr, 0))
+        exprs = [names(t, tw, v, p, fwd_rows(p), st) for v, p, st in want]
         mod = get_module(SOURCE, exprs, handle.device_id)
+        v0, p0, s0 = want[0]
+        if s0 and not allow_dyn_smem(getattr(mod, "kernels", {}).get(exprs[0]), pipe_smem(s0, 1, NP, RowPlan.block(p0))):
+            want[0] = (v0, p0, 0)  # no opt-in for the ring: the register-prefetch kernel
+            exprs = [names(t, tw, v, p, fwd_rows(p), st) for v, p, st in want]
+            mod = get_module(SOURCE, exprs, handle.device_id)
         launches = []
-        for (_v, p), e in zip(want, exprs):
-            grid, block = forward_grid(plan, p, sms, fwd_rows(p))
-            launches.append(Launch(mod.ptr[e], (grid,), (block,), [Slot(0), Slot(1), Slot(2), plan.meta, eps]))
+        for (_v, p, st), e in zip(want, exprs):
+            args = [Slot(0), Slot(1), Slot(2), plan.meta, eps]
+            if st:
+                shm = pipe_smem(st, 1, NP, RowPlan.block(p))
+                grid, block = pipe_grid(plan, p, sms, getattr(mod, "kernels", {}).get(e), shm)
+                launches.append(Launch(mod.ptr[e], (grid,), (block,), args, shmem=shm))
+            else:
+                grid, block = forward_grid(plan, p, sms, fwd_rows(p))
+                launches.append(Launch(mod.ptr[e], (grid,), (block,), args))
         vec = launches[0] if len(launches) == 2 else None
         self.pick = Pick(vec, launches[-1], plan.aligned)
 
@@ -65,6 +91,7 @@ def compile_units():
         vec = 16 // {DType.F16: 2, DType.BF16: 2, DType.F32: 4, DType.F64: 8}[t]
         for p in TPRS:
             exprs += [names(t, tw, v, p, r) for v in (vec, 1) for r in (FWD_RS if p <= 256 else (1,))]
+            exprs += [names(t, tw, vec, p, 1, st) for st in (2, 3, 4)]
         exprs.append(names(t, tw, 1, None))
     return [(SOURCE, exprs)]
 

@@ -84,3 +84,74 @@ rms_norm_fwd_big(T* y, const T* x, const TW* __restrict__ w, const NormRows m, d
     }
   }
 }
+
+// Persistent pipelined variant (vector path only): one wave of blocks; each row group walks
+// rows g, g + grid, ... and the x rows S - 1 steps ahead are copied to shared memory with
+// cp.async (norm.cuh), so they are in flight during the reduction and the stores without
+// holding registers. The weight packs are loaded once per block. Dynamic shared memory:
+// S * NP * B * 16 bytes.
+template <class T, class TW, int VEC, int TPR, int S>
+__global__ void __launch_bounds__(TPR >= 256 ? TPR : 256)
+rms_norm_fwd_cp(T* y, const T* x, const TW* __restrict__ w, const NormRows m, double eps) {
+  typedef typename Compute<T>::type A;
+  constexpr int ROWS = TPR >= 256 ? 1 : 256 / TPR;
+  constexpr int NP = NORM_NP;
+  constexpr int B = TPR * ROWS;
+  constexpr unsigned PS = B * 16;
+  constexpr unsigned SS = NP * PS;
+  __shared__ A sm[ROWS * (TPR / 32)];
+  const int lane = threadIdx.x % TPR;
+  const int slot = threadIdx.x / TPR;
+  const long long D = m.D;
+  const long long ngroups = (m.rows + ROWS - 1) / ROWS;
+  const unsigned base = norm_smem_addr(norm_dsm) + threadIdx.x * 16;
+  const unsigned char* gbase = norm_dsm + threadIdx.x * 16;
+  auto issue = [&](long long g, int s) {
+    const long long r = g * ROWS + slot;
+    const bool live = g < ngroups && r < m.rows;
+    norm_cp_row<T, VEC, TPR, NP>(base + s * SS, PS, x + (live ? norm_row_off<1>(m, r) : 0), D, live);
+  };
+#pragma unroll
+  for (int s = 0; s < S - 1; ++s) {
+    issue(blockIdx.x + (long long)s * gridDim.x, s);
+    norm_cp_commit();
+  }
+  NormPack<TW, VEC> wk[NP];
+  norm_load_param_row<TW, VEC, TPR, NP>(w, m.dstride[2], D, wk);
+  int rd = 0, wr = S - 1;
+  for (long long g = blockIdx.x; g < ngroups; g += gridDim.x) {
+    issue(g + (long long)(S - 1) * gridDim.x, wr);
+    norm_cp_commit();
+    norm_cp_wait<S - 1>();
+    NormPack<T, VEC> xk[NP];
+    norm_sm_row<T, VEC, NP>(gbase + rd * SS, PS, xk);
+    rd = rd + 1 == S ? 0 : rd + 1;
+    wr = wr + 1 == S ? 0 : wr + 1;
+    const long long r = g * ROWS + slot;
+    A ss[1] = {A(0)};
+#pragma unroll
+    for (int p = 0; p < NP; ++p) {
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        const A v = norm_cv<A>(xk[p], j);
+        ss[0] += v * v;
+      }
+    }
+    norm_group_sum<TPR, ROWS, 1>(ss, sm);
+    if (r < m.rows) {
+      const A rinv = A(1) / sqrt(ss[0] / A(D) + A(eps));
+      T* yr = y + norm_row_off<0>(m, r);
+#pragma unroll
+      for (int p = 0; p < NP; ++p) {
+        const long long e = ((long long)p * TPR + lane) * VEC;
+        if (e < D) {
+          A o[VEC];
+#pragma unroll
+          for (int j = 0; j < VEC; ++j) o[j] = norm_cv<A>(xk[p], j) * rinv * norm_cv<A>(wk[p], j);
+          norm_store_pk<T, VEC, A>(yr, e, m.dstride[0], o);
+        }
+      }
+    }
+  }
+  norm_cp_wait<0>();
+}

@@ -18,10 +18,16 @@ from infiniop_py.norm import (
     acc_ctype,
     acc_size,
     align_up,
+    allow_dyn_smem,
     bwd_per_sm,
+    col_sum2_launch,
     col_sum_launch,
+    colsum_version,
     noop,
     persistent_grid,
+    pipe_grid,
+    pipe_smem,
+    pipe_stages,
     sm_count,
     source,
 )  # fmt: skip
@@ -34,14 +40,17 @@ COMBOS = [(DType.F16, DType.F16), (DType.F16, DType.F32), (DType.BF16, DType.BF1
 VEC = {DType.F16: 8, DType.BF16: 8, DType.F32: 4, DType.F64: 2}
 
 
-def name(t: DType, tw: DType, vec: int, tpr: int | None) -> str:
+def name(t: DType, tw: DType, vec: int, tpr: int | None, stages: int = 0) -> str:
+    if stages:
+        return f"rms_norm_bwd_cp<{ctype(t)}, {ctype(tw)}, {vec}, {tpr}, {stages}>"
     if tpr is None:
         return f"rms_norm_bwd_big<{ctype(t)}, {ctype(tw)}>"
     return f"rms_norm_bwd<{ctype(t)}, {ctype(tw)}, {vec}, {tpr}>"
 
 
-def col_name(tw: DType, t: DType) -> str:
-    return f"norm_col_sum<{ctype(tw)}, {acc_ctype(t)}>"
+def col_name(tw: DType, t: DType, version: int = 1) -> str:
+    k = "norm_col_sum2" if version == 2 else "norm_col_sum"
+    return f"{k}<{ctype(tw)}, {acc_ctype(t)}>"
 
 
 class RMSNormBackwardKernel(CudaKernel):
@@ -52,20 +61,40 @@ class RMSNormBackwardKernel(CudaKernel):
         plan = RowPlan(info, ORDER, ("grad_x", "grad_y", "x"), params=("w", "grad_w"), np_=NP_BWD)
         sms = sm_count(handle)
         D = plan.D
-        variants = ([(plan.vec, plan.vec_tpr)] if plan.vec > 1 else []) + [(1, plan.tpr)]
-        exprs = [name(t, tw, v, p) for v, p in variants] + [col_name(tw, t)]
+        variants = ([(plan.vec, plan.vec_tpr, pipe_stages("bwd", plan.vec_tpr, 2, NP_BWD))] if plan.vec > 1 else []) + [
+            (1, plan.tpr, 0)
+        ]
+        cv = colsum_version()
+        exprs = [name(t, tw, v, p, st) for v, p, st in variants] + [col_name(tw, t, cv)]
         mod = get_module(SOURCE, exprs, handle.device_id)
+        v0, p0, s0 = variants[0]
+        if s0 and not allow_dyn_smem(getattr(mod, "kernels", {}).get(exprs[0]), pipe_smem(s0, 2, NP_BWD, RowPlan.block(p0))):
+            variants[0] = (v0, p0, 0)  # no opt-in for the ring: the register-prefetch kernel
+            exprs = [name(t, tw, v, p, st) for v, p, st in variants] + [col_name(tw, t, cv)]
+            mod = get_module(SOURCE, exprs, handle.device_id)
         eps = ctypes.c_double(info.attrs["epsilon"])
         gw_stride = ti["grad_w"].strides[0]
+
+        def col(nparts):
+            if cv == 2:
+                return col_sum2_launch(mod.ptr[exprs[-1]], [(1, 0, gw_stride)], D, nparts)
+            return col_sum_launch(mod.ptr[exprs[-1]], 1, 0, D, nparts, gw_stride)
+
         seqs, need = [], 0
-        for (_v, p), e in zip(variants, exprs):
+        for (_v, p, st), e in zip(variants, exprs):
             if plan.rows == 0:
-                seqs.append(col_sum_launch(mod.ptr[exprs[-1]], 1, 0, D, 0, gw_stride))
+                seqs.append(col(0))
                 continue
-            grid, block = persistent_grid(plan, p, sms, bwd_per_sm(mod, e, p))
+            shm = 0
+            if st:
+                shm = pipe_smem(st, 2, NP_BWD, RowPlan.block(p))
+                grid, block = pipe_grid(plan, p, sms, getattr(mod, "kernels", {}).get(e), shm)
+            else:
+                grid, block = persistent_grid(plan, p, sms, bwd_per_sm(mod, e, p))
             need = max(need, grid * D * acc_size(t))
-            stage1 = Launch(mod.ptr[e], (grid,), (block,), [Slot(0), Slot("ws"), Slot(2), Slot(3), Slot(4), plan.meta, eps])
-            seqs.append(Seq(stage1, col_sum_launch(mod.ptr[exprs[-1]], 1, 0, D, grid, gw_stride)))
+            args = [Slot(0), Slot("ws"), Slot(2), Slot(3), Slot(4), plan.meta, eps]
+            stage1 = Launch(mod.ptr[e], (grid,), (block,), args, shmem=shm)
+            seqs.append(Seq(stage1, col(grid)))
         self.workspace_size = align_up(need)
         self.pick = Pick(seqs[0] if len(seqs) == 2 else None, seqs[-1], plan.aligned)
 
@@ -86,7 +115,8 @@ def compile_units():
     for t, tw in COMBOS:
         for p in TPRS:
             exprs += [name(t, tw, VEC[t], p), name(t, tw, 1, p)]
-        exprs += [name(t, tw, 1, None), col_name(tw, t)]
+            exprs += [name(t, tw, VEC[t], p, st) for st in (2, 3, 4)]
+        exprs += [name(t, tw, 1, None), col_name(tw, t), col_name(tw, t, 2)]
     return [(SOURCE, exprs)]
 
 

@@ -127,3 +127,93 @@ rms_norm_bwd_big(T* gx, typename Compute<T>::type* part, const T* gy, const T* x
     }
   }
 }
+
+// Pipelined variant (vector path only): the rows of x and dy a group will need S - 1 steps
+// ahead are copied to shared memory with cp.async (norm.cuh), so 2 * (S - 1) rows per group
+// are in flight without holding registers. Dynamic shared memory: S * 2 * NP * B * 16 bytes.
+template <class T, class TW, int VEC, int TPR, int S>
+__global__ void __launch_bounds__(TPR >= 256 ? TPR : 256)
+rms_norm_bwd_cp(T* gx, typename Compute<T>::type* part, const T* gy, const T* x, const TW* __restrict__ w,
+                const NormRows m, double eps) {
+  typedef typename Compute<T>::type A;
+  constexpr int NP = NORM_NP_BWD;
+  constexpr int ROWS = TPR >= 256 ? 1 : 256 / TPR;
+  constexpr int B = TPR * ROWS;
+  constexpr unsigned PS = B * 16;        // bytes between packs
+  constexpr unsigned TS = NP * PS;       // between tensors
+  constexpr unsigned SS = 2 * TS;        // between stages
+  __shared__ A sm[ROWS * (TPR / 32) * 2];
+  __shared__ A smp[ROWS > 1 ? ROWS * TPR * NP * VEC : 1];
+  const int lane = threadIdx.x % TPR;
+  const int slot = threadIdx.x / TPR;
+  const long long D = m.D;
+  const long long ngroups = (m.rows + ROWS - 1) / ROWS;
+  const unsigned base = norm_smem_addr(norm_dsm) + threadIdx.x * 16;
+  const unsigned char* gbase = norm_dsm + threadIdx.x * 16;
+  auto issue = [&](long long g, int s) {
+    const long long r = g * ROWS + slot;
+    const bool live = g < ngroups && r < m.rows;
+    const unsigned d = base + s * SS;
+    norm_cp_row<T, VEC, TPR, NP>(d, PS, x + (live ? norm_row_off<3>(m, r) : 0), D, live);
+    norm_cp_row<T, VEC, TPR, NP>(d + TS, PS, gy + (live ? norm_row_off<2>(m, r) : 0), D, live);
+  };
+#pragma unroll
+  for (int s = 0; s < S - 1; ++s) {
+    issue(blockIdx.x + (long long)s * gridDim.x, s);
+    norm_cp_commit();
+  }
+  NormPack<TW, VEC> wk[NP];
+  norm_load_param_row<TW, VEC, TPR, NP>(w, m.dstride[4], D, wk);
+  A acc[NP][VEC];
+#pragma unroll
+  for (int p = 0; p < NP; ++p) {
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) acc[p][j] = A(0);
+  }
+  int rd = 0, wr = S - 1;
+  for (long long g = blockIdx.x; g < ngroups; g += gridDim.x) {
+    issue(g + (long long)(S - 1) * gridDim.x, wr);
+    norm_cp_commit();
+    norm_cp_wait<S - 1>();
+    NormPack<T, VEC> xk[NP], dk[NP];
+    norm_sm_row<T, VEC, NP>(gbase + rd * SS, PS, xk);
+    norm_sm_row<T, VEC, NP>(gbase + rd * SS + TS, PS, dk);
+    rd = rd + 1 == S ? 0 : rd + 1;
+    wr = wr + 1 == S ? 0 : wr + 1;
+    const long long r = g * ROWS + slot;
+    const bool live = r < m.rows;
+    A s[2] = {A(0), A(0)};
+#pragma unroll
+    for (int p = 0; p < NP; ++p) {
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        const A xv = norm_cv<A>(xk[p], j);
+        s[0] += xv * xv;
+        s[1] += norm_cv<A>(wk[p], j) * norm_cv<A>(dk[p], j) * xv;
+      }
+    }
+    norm_group_sum<TPR, ROWS, 2>(s, sm);
+    if (live) {
+      const A rinv = A(1) / sqrt(s[0] / A(D) + A(eps));
+      const A c = s[1] / A(D) * rinv;  // mean(u * xh)
+      T* gr = gx + norm_row_off<0>(m, r);
+#pragma unroll
+      for (int p = 0; p < NP; ++p) {
+        const long long e = ((long long)p * TPR + lane) * VEC;
+        if (e < D) {
+          A o[VEC];
+#pragma unroll
+          for (int j = 0; j < VEC; ++j) {
+            const A dv = norm_cv<A>(dk[p], j);
+            const A xh = norm_cv<A>(xk[p], j) * rinv;
+            o[j] = (norm_cv<A>(wk[p], j) * dv - xh * c) * rinv;
+            acc[p][j] += dv * xh;
+          }
+          norm_store_pk<T, VEC, A>(gr, e, m.dstride[0], o);
+        }
+      }
+    }
+  }
+  norm_cp_wait<0>();
+  norm_store_partial<TPR, ROWS, VEC, NP>(acc, part, D, smp);
+}
