@@ -75,6 +75,8 @@ class Attr:
 
     def coerce(self, value, op: str):
         """Convert a Python value to this attribute's kind; BAD_PARAM if it does not fit."""
+        if type(value) is float and self.kind == "float" and self.choices is None:
+            return value  # fast path (runtime scalars on every calculate): nothing to convert
         import numpy as np
 
         where = f"{op}: attribute '{self.name}'"

@@ -371,6 +371,13 @@ def _ab_host_gemm(torch, iop, h, st, dt, res):
     torch.cuda.synchronize()
     out["check"] = bool(torch.allclose(c.float(), a.float() @ b.float(), atol=1e-1 if dt != torch.float32 else 1e-3))
     out["lt_used"] = kl.lt is not None
+    import time
+
+    alpha_attr = dl.spec.runtime[0]
+    t0 = time.perf_counter_ns()
+    for _ in range(20000):
+        alpha_attr.coerce(1.0, "gemm")
+    out["coerce_us_per_scalar"] = (time.perf_counter_ns() - t0) / 1e3 / 20000
     if dt == torch.float32:  # cProfile of our calculate (where the host time goes)
         import cProfile
         import io
