@@ -11,6 +11,11 @@ otherwise C = A·B (m=M, n=N); each operand gets transpose flag N or T from its 
 Compute type is CUBLAS_COMPUTE_32F for f16/bf16/f32 (true fp32: the handle's math mode is
 checked and a TF32 mode is masked off for the call) and CUBLAS_COMPUTE_64F for f64.
 
+Default path (``LtPlan``, see its docstring): one ``cublasLtMatmul`` per call with the algorithm
+chosen at create by cuBLASLt's heuristic (cached per pointer-alignment class), on an Lt handle and
+a 32 MiB workspace per device; linear uses its BIAS epilogue. ``INFINIOP_GEMM_LT=0`` (read at
+create) or no algorithm selects the GemmEx path below.
+
 Calls (``Blas``): ``cublasGemmStridedBatchedEx`` is called through ctypes on the libcublas that
 CuPy loaded, with a handle of our own per device (created once, default math mode, so f32 is
 never TF32 whatever CuPy's handle is set to). The handle is rebound only when the stream

@@ -4,8 +4,11 @@ reduction 0 replace, 1 add, 2 multiply. Positions of ``indices`` apply in row-ma
 with replace the last write wins, add / multiply apply every contribution in that order, on
 both backends. Out-of-range values are skipped. The copy input -> output is skipped when
 output aliases input (in place). NVIDIA (see index.cu): replace with a destination extent of
-at most 12032 uses a per-line last-writer table in shared memory (``scatter_table_kernel``,
-all positions in parallel); otherwise one warp per line walks the axis in order.
+at most 12032 uses a per-line last-writer table in shared memory, all positions in parallel:
+out of place, when the index covers every output line and input and output share a layout,
+``scatter_line_kernel`` also builds the output line in shared memory and writes it once (the
+copy is merged in; ``INFINIOP_SCATTER_LINE=0`` disables it); otherwise the copy then
+``scatter_table_kernel``. Other cases: one warp per line walks the axis in order.
 
 GGUF: ``scatter`` (upstream form) and the in-place ``scatter_`` dialect, where ``input``
 holds the updates, ``output`` starts from zeros and there is no ``updates`` tensor.
