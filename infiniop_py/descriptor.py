@@ -105,6 +105,12 @@ class Descriptor:
         self._nrt = len(spec.runtime)
         # runtime scalars that all default to None (e.g. sum's C-style repeat) may be omitted
         self._rt_optional = bool(spec.runtime) and all(a.default is None for a in spec.runtime)
+        # runtime scalars that all have defaults (e.g. gemm's alpha/beta) may be omitted
+        # positionally: their parsed defaults, precomputed (None if one is required).
+        self._rt_defaults = None
+        if spec.runtime and all(a.default is not REQUIRED for a in spec.runtime):
+            self._rt_defaults = tuple(a.coerce(a.default, spec.name) for a in spec.runtime)
+        self._rt_floats = all(a.kind == "float" and a.choices is None for a in spec.runtime)
         self._destroyed = False
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -132,39 +138,48 @@ class Descriptor:
         if kernel is None:
             raise error(Status.BAD_PARAM, f"{self.spec.name}: calculate after destroy")
         ntensor = len(self._names)
-        if not kwargs and self._rt_optional and len(args) == ntensor:
-            rt = ()
-        elif kwargs or len(args) != ntensor + self._nrt:
+        nargs = len(args)
+        if kwargs:
             args, rt = self._bind_call(args, kwargs)
+        elif nargs == ntensor + self._nrt:
+            if self._nrt:
+                rt = args[ntensor:]
+                args = args[:ntensor]
+                if self._rt_floats:  # all plain float attributes: a Python float needs no conversion
+                    for v in rt:
+                        if type(v) is not float:
+                            rt = self._coerce_rt(rt)
+                            break
+                else:
+                    rt = self._coerce_rt(rt)
+            else:
+                rt = ()
+        elif nargs == ntensor and self._rt_optional:
+            rt = ()
+        elif nargs == ntensor and self._rt_defaults is not None:
+            rt = self._rt_defaults
         else:
-            rt = args[ntensor:]
-            args = args[:ntensor]
-        gpu, dev = self._gpu, self._dev
-        op = self.spec.name
+            args, rt = self._bind_call(args, kwargs)
         ptrs = []
+        append = ptrs.append
         cache = self._last
-        for i, (buf, (name, nbytes, write, present)) in enumerate(zip(args, self._facts, strict=True)):
+        i = 0
+        for buf in args:
             hit = cache[i]
             if hit is not None and hit[0]() is buf and (hit[2] is None or hit[2]() == hit[1]):
-                ptrs.append(hit[1])  # same object as last call, same address: already checked
-            elif present:
-                ptr = address(buf, op, name, nbytes, gpu, dev, write)
-                ptrs.append(ptr)
-                kind = type(buf)
-                if kind in IMMUTABLE_VIEWS:
-                    cache[i] = (weakref.ref(buf), ptr, None)
-                elif kind in REVALIDATED_VIEWS:
-                    cache[i] = (weakref.ref(buf), ptr, buf.data_ptr)
-            elif buf is None:
-                ptrs.append(0)
+                append(hit[1])  # same object as last call, same address: already checked
             else:
-                raise error(Status.BAD_PARAM, f"{op}: tensor '{name}' was absent at create but a buffer was given")
+                append(self._check_buffer(i, buf))
+            i += 1
         need = self.workspace_size
         if need:
             if workspace_size is not None and workspace_size < need:
-                raise error(Status.INSUFFICIENT_WORKSPACE, f"{op}: workspace of {workspace_size} bytes, {need} required")
+                raise error(
+                    Status.INSUFFICIENT_WORKSPACE,
+                    f"{self.spec.name}: workspace of {workspace_size} bytes, {need} required",
+                )
             if workspace is None:
-                raise error(Status.INSUFFICIENT_WORKSPACE, f"{op}: no workspace given, {need} bytes required")
+                raise error(Status.INSUFFICIENT_WORKSPACE, f"{self.spec.name}: no workspace given, {need} bytes required")
             hit = self._ws_last
             if hit is not None and hit[0]() is workspace and (hit[2] is None or hit[2]() == hit[1]):
                 ws_ptr = hit[1]  # same object, same address as last call: extent already checked
@@ -172,9 +187,27 @@ class Descriptor:
                 ws_ptr = self._check_workspace(workspace, need)
         else:
             ws_ptr = 0
-        if rt:
-            rt = tuple(a.coerce(v, op) for a, v in zip(self.spec.runtime, rt))
         kernel(ptrs, ws_ptr, rt, stream)
+
+    def _coerce_rt(self, values) -> tuple:
+        op = self.spec.name
+        return tuple([a.coerce(v, op) for a, v in zip(self.spec.runtime, values)])
+
+    def _check_buffer(self, i: int, buf) -> int:
+        """Address of tensor ``i``'s buffer after the full check; remembers it for the next call."""
+        name, nbytes, write, present = self._facts[i]
+        op = self.spec.name
+        if present:
+            ptr = address(buf, op, name, nbytes, self._gpu, self._dev, write)
+            kind = type(buf)
+            if kind in IMMUTABLE_VIEWS:
+                self._last[i] = (weakref.ref(buf), ptr, None)
+            elif kind in REVALIDATED_VIEWS:
+                self._last[i] = (weakref.ref(buf), ptr, buf.data_ptr)
+            return ptr
+        if buf is None:
+            return 0
+        raise error(Status.BAD_PARAM, f"{op}: tensor '{name}' was absent at create but a buffer was given")
 
     def _check_workspace(self, workspace, need: int) -> int:
         """Address of a workspace buffer that holds at least ``need`` bytes."""
@@ -209,7 +242,7 @@ class Descriptor:
                 raise error(Status.BAD_PARAM, f"{spec.name}: runtime scalar '{k}' given twice")
             rt_vals[k] = v
         rt = parse_attrs(spec, spec.runtime, rt_vals, "runtime scalar")
-        return [bound[n] for n in self._names], tuple(rt[a.name] for a in spec.runtime)
+        return [bound[n] for n in self._names], tuple(a.coerce(rt[a.name], spec.name) for a in spec.runtime)
 
 
 class _CpuKernel:
