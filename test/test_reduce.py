@@ -164,6 +164,20 @@ def test_cross_entropy_loss_backward_checks(h):
     )
 
 
+def test_reduce_plan_switches(monkeypatch):
+    from infiniop_py.dtypes import DType
+    from infiniop_py.reduce import plan_reduce
+
+    monkeypatch.setenv("IOP_REDUCE_COLS", "split")
+    col = plan_reduce((8192, 8192), (8192, 1), (0, 1), (0,), DType.F16, 132)
+    assert col.kind == "cols" and col.S > 1
+    monkeypatch.setenv("IOP_REDUCE_FINISH", "2pass")
+    assert plan_reduce((4, 512, 896), (458752, 896, 1), (0, 0, 0), (0, 1, 2), DType.F32, 132).last == 0
+    assert plan_reduce((8192, 8192), (8192, 1), (0, 0), (0, 1), DType.F32, 132).last == 0
+    monkeypatch.setenv("IOP_REDUCE_FINISH", "last")
+    assert plan_reduce((8192, 8192), (8192, 1), (0, 0), (0, 1), DType.F32, 132).last == 1
+
+
 def test_reduce_plan_kinds():
     from infiniop_py.dtypes import DType
     from infiniop_py.reduce import plan_reduce
@@ -173,8 +187,92 @@ def test_reduce_plan_kinds():
     last = plan_reduce((8192, 8192), (8192, 1), (1, 0), (1,), DType.F16, 132)
     assert last.kind == "rows" and last.S == 1 and last.vec == 8
     col = plan_reduce((8192, 8192), (8192, 1), (0, 1), (0,), DType.BF16, 132)
-    assert col.kind == "cols" and col.S > 1
+    assert col.kind == "tile" and col.S == 1 and col.workspace == 0
     multi = plan_reduce((4, 512, 896), (458752, 896, 1), (0, 0, 1), (0, 1), DType.F32, 132)
-    assert multi.kind == "cols" and multi.M == 896 and multi.L == 2048
+    assert multi.kind == "tile" and multi.M == 896 and multi.L == 2048
+    small = plan_reduce((4, 512, 896), (458752, 896, 1), (0, 0, 0), (0, 1, 2), DType.F32, 132)
+    assert small.kind == "rows" and small.S > 1 and small.last == 1
+    assert full.last == 1  # one launch at every size (measured faster on the H200)
     transposed = plan_reduce((40, 300), (1, 40), (0, 0), (0, 1), DType.F32, 132)
     assert transposed.kind == "rows" and transposed.vec == 4  # collapses to one contiguous run
+
+
+# -- NVIDIA: every plan variant (tuning switches), repeated calls, two streams ----------------
+GPU_PLAN_CASES = [
+    ("sum", (70001,), (0,)),  # full: split + last-block finish (or finish launch)
+    ("sum", (5, 6007), (0, 1)),  # full, outer split
+    ("reduce_max", (3, 20011), (1,)),  # 3 rows split, 3 tickets
+    ("reduce_mean", (4, 512, 896), (1,)),  # column tile / split
+    ("sum", (4, 512, 896), (0, 1)),
+    ("sum", (64, 3, 64, 8), (0, 2)),  # tile over two reduced dims
+    ("reduce_mean", (1000, 36), (0,)),
+]
+GPU_PLAN_ENVS = [{}, {"IOP_REDUCE_FINISH": "2pass", "IOP_REDUCE_COLS": "split"}, {"IOP_REDUCE_FINISH": "last"}]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("env", GPU_PLAN_ENVS, ids=["default", "2pass_split", "last"])
+def test_sum_reduce_max_reduce_mean_nvidia_plan_variants(monkeypatch, env):
+    from conftest import gpu_available
+
+    if not gpu_available():
+        pytest.skip("needs an NVIDIA GPU with CuPy")
+    import cupy as cp
+
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    h = iop.create_handle("nvidia")
+    rng = np.random.default_rng(1)
+    streams = [cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)]
+    for op, shape, axes in GPU_PLAN_CASES:
+        for dt, npdt, tol in ((iop.float32, np.float32, 1e-4), (iop.float16, np.float16, 2e-3)):
+            x = rng.standard_normal(shape).astype(npdt)
+            a = x.astype(np.float64)
+            want = a.sum(axes) if op == "sum" else a.max(axes) if op == "reduce_max" else a.mean(axes)
+            attrs = {"dims": list(axes)} if op == "sum" else {"dim": axes[0]}
+            d = iop.create_descriptor(op, h, D(want.shape, None, dt), D(shape, None, dt), **attrs)
+            ws = cp.empty(max(1, d.workspace_size), cp.uint8)
+            xd = cp.asarray(x)
+            outs = []
+            for rep in range(4):  # tickets reset between calls; alternate streams
+                y = cp.full(want.shape, cp.nan, npdt)
+                d.calculate(ws, y, xd, stream=streams[rep % 2])
+                streams[rep % 2].synchronize()
+                outs.append(cp.asnumpy(y))
+            scale = np.sqrt(np.prod([shape[i] for i in axes])) if op != "reduce_max" else 1.0
+            np.testing.assert_allclose(
+                outs[0].astype(np.float64), want, rtol=tol, atol=tol * scale, err_msg=f"{op} {shape} {axes} {dt}"
+            )
+            for o in outs[1:]:  # deterministic
+                assert o.tobytes() == outs[0].tobytes(), (op, shape, axes, dt)
+            # x at an odd element offset (unaligned packs: the scalar fallback plans, row heads)
+            xo = cp.asarray(np.concatenate([np.zeros(1, npdt), x.ravel()]))[1:].reshape(shape)
+            y = cp.full(want.shape, cp.nan, npdt)
+            d.calculate(ws, y, xo)
+            cp.cuda.get_current_stream().synchronize()
+            np.testing.assert_allclose(cp.asnumpy(y).astype(np.float64), want, rtol=tol, atol=tol * scale)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["", "2pass", "1block"])
+def test_random_sample_nvidia_greedy_modes(monkeypatch, mode):
+    from conftest import gpu_available
+
+    if not gpu_available():
+        pytest.skip("needs an NVIDIA GPU with CuPy")
+    import cupy as cp
+
+    monkeypatch.setenv("IOP_SAMPLE_GREEDY", mode)
+    h = iop.create_handle("nvidia")
+    rng = np.random.default_rng(2)
+    for n in (1, 7, 4099, 50001, 151936, 300007):
+        for dt, npdt in ((iop.float32, np.float32), (iop.float16, np.float16)):
+            x = rng.integers(-3, 3, size=n + 1).astype(npdt)  # ties: the lowest index wins
+            d = iop.create_descriptor("random_sample", h, D((), None, iop.int64), D((n,), None, dt))
+            ws = cp.empty(max(1, d.workspace_size), cp.uint8)
+            for off in (0, 1):  # aligned and unaligned logits
+                xv = cp.asarray(x)[off : off + n]
+                r = cp.full((), -1, cp.int64)
+                d.calculate(ws, r, xv, 0.0, 0.9, 50, 0.8)
+                cp.cuda.get_current_stream().synchronize()
+                assert int(r) == int(np.argmax(x[off : off + n])), (n, dt, off, mode)

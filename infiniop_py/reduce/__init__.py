@@ -93,6 +93,14 @@ class ReducePlan:
     workspace: int
     U: int = 1  # rows: 16-byte packs loaded per thread before combining (reduce_rows' U)
     fin: int = 0  # threads of the one-block-per-output finish (0: reduce_finish, a warp per output)
+    shmem: int = 0  # dynamic shared memory of the main kernel (tile plans)
+    last: int = 0  # rows split: the last block finishes (one launch, per-stream tickets)
+
+
+# split row plans over at most this many input bytes finish in their last block (one launch).
+# Measured on the H200 (one process, alternating): faster at every size tried, (4,512,896) f32
+# 14.7 vs 19.2 us and 8192^2 f16 37.8 vs 40.2 us, so there is no limit.
+LAST_MAX_BYTES = 1 << 62
 
 
 def _tuning() -> str:
@@ -172,7 +180,11 @@ def plan_reduce(shape, x_strides, y_strides, axes, dtype: DType, sm_count: int, 
         meta = kept_meta + red_meta + struct.pack("<6qii", M, L, Ri, si, Ro, chunk, S, split_outer)
         ws = S * M * acc_size(dtype) if S > 1 else 0
         fin = min(1024, max(32, _pow2ceil(S))) if S > 1 and M <= 32 and not v1 else 0
-        return ReducePlan("rows", meta, (nblocks, S), (G, rpb), vec, S, M, L, ws, U, fin)
+        last = 0
+        if S > 1 and rpb == 1 and M <= 32 and not v1:
+            mode = os.environ.get("IOP_REDUCE_FINISH", "")  # tuning switch: "2pass" or "last"
+            last = int(mode == "last" or (mode != "2pass" and M * L * itemsize(dtype) <= LAST_MAX_BYTES))
+        return ReducePlan("rows", meta, (nblocks, S), (G, rpb), vec, S, M, L, ws, U, fin, 0, last)
     # columns
     rshape, (rstr,) = fit_dims(rshape, [rstr])
     BY = 8
@@ -195,9 +207,57 @@ def plan_reduce(shape, x_strides, y_strides, axes, dtype: DType, sm_count: int, 
             S = -(-L // chunk)
     si = rstr[0] if len(rshape) == 1 else 0
     red_meta = pack_dim_meta(rshape, [rstr])
+    if S > 1 and _cols_mode() != "split":
+        meta = kept_meta + red_meta + struct.pack("<6qii", M, L, L, si, 1, 0, 1, 0)
+        return _tile_plan(meta, M, L, tile_vec(cv, dtype), dtype, sm_count)
     meta = kept_meta + red_meta + struct.pack("<6qii", M, L, L, si, 1, chunk, S, 0)
     ws = S * M * acc_size(dtype) if S > 1 else 0
     return ReducePlan("cols", meta, (gx, S), (32, BY), cv, S, M, L, ws)
+
+
+def _cols_mode() -> str:
+    """``IOP_REDUCE_COLS=split`` (a tuning switch for A/B benchmarks) restores the two-launch
+    column plan (split pass + finish) where the one-launch tile plan is the default."""
+    return os.environ.get("IOP_REDUCE_COLS", "")
+
+
+TILE_U = 4  # packs in flight per thread in reduce_cols_tile
+
+
+def tile_vec(cv: int, dtype: DType) -> int:
+    """Pack width of a tile plan: cv, or scalar where cv 64-bit accumulators (int8 max: 16)
+    do not fit the 64 registers of a 1024-thread block."""
+    return cv if cv * acc_size(dtype) <= 64 else 1
+
+
+def _tile_plan(meta: bytes, M: int, L: int, cv: int, dtype: DType, sm_count: int) -> ReducePlan:  # noqa: N803
+    """One launch for a column reduction that would otherwise split: a block owns TX * cv
+    outputs and their whole reduced extent, shared by BY thread rows (a power of two) combined
+    by a shared-memory tree. TX: full 128-byte lines per reduced position when that still gives
+    a block per SM, else narrower tiles (at least 32 bytes) for more blocks; BY fills about
+    1024 resident threads per SM with at least 4 positions per thread."""
+    seg = cv * itemsize(dtype)  # bytes per thread per reduced position
+    ncols = -(-M // cv)
+    tx_line, tx_min = max(1, 128 // seg), max(1, 32 // seg)
+    tx_env = int(os.environ.get("IOP_REDUCE_TILE_TX", 0))  # tuning switch
+    if tx_env:
+        TX = tx_env
+    elif -(-ncols // tx_line) * 100 >= sm_count * 95:  # 8192^2 f16 dim 0: 128 blocks, 36.8 vs 40.6 us at TX = 4
+        TX = tx_line
+    else:
+        TX = max(tx_min, 1 << (max(1, ncols // sm_count).bit_length() - 1))
+    TX = max(1, min(TX, 32, _pow2ceil(ncols)))
+    nblocks = -(-ncols // TX)
+    tpb = min(1024, max(128, _pow2ceil(-(-sm_count * 1024 // nblocks))))
+    if nblocks >= sm_count:
+        tpb = min(tpb, 512)
+    tpb = int(os.environ.get("IOP_REDUCE_TILE_TPB", tpb))  # tuning switch
+    BY = max(1, min(tpb // TX, 1 << (max(1, L // 4).bit_length() - 1)))
+    acc = acc_size(dtype)
+    while BY > 1 and (BY // 2) * TX * cv * acc > 48 * 1024:
+        BY //= 2
+    shmem = max(1, BY // 2) * TX * cv * acc
+    return ReducePlan("tile", meta, (nblocks,), (TX, BY), cv, 1, M, L, 0, TILE_U, 0, shmem)
 
 
 def kernel_names(dtype: DType, op: str) -> list[str]:
@@ -206,11 +266,16 @@ def kernel_names(dtype: DType, op: str) -> list[str]:
     o, mean = OPS[op]
     vec = 16 // itemsize(dtype)
     return [
-        f"reduce_rows<{t}, {o}, {mean}, {vec}, 8>",
-        f"reduce_rows<{t}, {o}, {mean}, {vec}, 1>",
-        f"reduce_rows<{t}, {o}, {mean}, 1, 1>",
+        f"reduce_rows<{t}, {o}, {mean}, {vec}, 8, 0>",
+        f"reduce_rows<{t}, {o}, {mean}, {vec}, 8, 1>",
+        f"reduce_rows<{t}, {o}, {mean}, {vec}, 1, 0>",
+        f"reduce_rows<{t}, {o}, {mean}, {vec}, 1, 1>",
+        f"reduce_rows<{t}, {o}, {mean}, 1, 1, 0>",
+        f"reduce_rows<{t}, {o}, {mean}, 1, 1, 1>",
         f"reduce_cols<{t}, {o}, {mean}>",
         f"reduce_cols_vec<{t}, {o}, {mean}, {vec}>",
+        f"reduce_cols_tile<{t}, {o}, {mean}, {tile_vec(vec, dtype)}, {TILE_U}>",
+        f"reduce_cols_tile<{t}, {o}, {mean}, 1, {TILE_U}>",
         f"reduce_finish<{t}, {o}, {mean}>",
         f"reduce_finish_block<{t}, {o}, {mean}>",
     ]
@@ -231,17 +296,39 @@ class ReduceKernel(CudaKernel):
         dtype = x_desc.dtype
         p = plan_reduce(x_desc.shape, x_desc.strides, y_kept_strides, axes, dtype, sm)
         self.plan = p
+        self._slots = slots
         self.launches = self._build(handle, p, dtype, op, slots)
         self.workspace_size = p.workspace
         # a packed column plan needs a 16-byte aligned x: keep the scalar plan for other pointers
         self.fallback = None
-        if p.kind == "cols" and p.vec > 1:
+        if p.kind in ("cols", "tile") and p.vec > 1:
             q = plan_reduce(x_desc.shape, x_desc.strides, y_kept_strides, axes, dtype, sm, col_vec=False)
             self.fallback = self._build(handle, q, dtype, op, slots)
             self.workspace_size = max(p.workspace, q.workspace)
             self.x_slot = slots[1]
             if self.fallback is not None:
                 self.launch = self._launch_checked
+        if p.last:
+            self._tickets = {}  # stream -> (device memory, Launch with its ticket array)
+            self.launch = self._launch_last
+
+    def _launch_last(self, ptrs, ws_ptr, rt, stream):
+        hit = self._tickets.get(stream)
+        if hit is None:
+            hit = self._tickets[stream] = self._ticket_launch(stream)
+        hit[1](ptrs, ws_ptr, stream)
+
+    def _ticket_launch(self, stream):
+        """The one-launch kernel bound to a fresh ticket array for ``stream`` (zeroed on it)."""
+        from ..cuda import runtime
+
+        cp = runtime.cupy()
+        nbytes = 4 * self.plan.grid[0]
+        mem = cp.cuda.alloc(nbytes)
+        cp.cuda.runtime.memsetAsync(mem.ptr, 0, nbytes, stream)
+        base = self.launches[0]
+        args = [Slot(self._slots[0]), Slot(self._slots[1]), Slot("ws"), self.plan.meta, ctypes.c_void_p(mem.ptr)]
+        return mem, Launch(base.fn_ptr, base.grid, base.block, args)
 
     @staticmethod
     def _build(handle, p, dtype, op, slots):
@@ -249,21 +336,32 @@ class ReduceKernel(CudaKernel):
             return []
         t = ctype(dtype)
         o, mean = OPS[op]
+        if p.kind == "tile":
+            main = f"reduce_cols_tile<{t}, {o}, {mean}, {p.vec}, {p.U}>"
+            mod = get_module(REDUCE_SOURCE, [main], handle.device_id)
+            ys, xs = slots
+            return [Launch(mod.ptr[main], p.grid, p.block, [Slot(ys), Slot(xs), p.meta], shmem=p.shmem)]
         if p.kind == "rows":
-            main = f"reduce_rows<{t}, {o}, {mean}, {p.vec}, {p.U}>"
+            main = f"reduce_rows<{t}, {o}, {mean}, {p.vec}, {p.U}, {p.last}>"
         elif p.vec > 1:
             main = f"reduce_cols_vec<{t}, {o}, {mean}, {p.vec}>"
         else:
             main = f"reduce_cols<{t}, {o}, {mean}>"
         names = [main]
         fin = f"reduce_finish_block<{t}, {o}, {mean}>" if p.fin else f"reduce_finish<{t}, {o}, {mean}>"
-        if p.S > 1:
+        if p.S > 1 and not p.last:
             names.append(fin)
         mod = get_module(REDUCE_SOURCE, names, handle.device_id)
         ys, xs = slots
         ws = Slot("ws") if p.S > 1 else ctypes.c_void_p(0)
-        out = [Launch(mod.ptr[main], p.grid, p.block, [Slot(ys), Slot(xs), ws, p.meta])]
-        if p.S > 1 and p.fin:
+        nul = ctypes.c_void_p(0)
+        if p.kind == "cols":
+            out = [Launch(mod.ptr[main], p.grid, p.block, [Slot(ys), Slot(xs), ws, p.meta])]
+        else:  # rows: the ticket array (bound per stream by _ticket_launch when p.last)
+            out = [Launch(mod.ptr[main], p.grid, p.block, [Slot(ys), Slot(xs), ws, p.meta, nul])]
+        if p.last:
+            pass
+        elif p.S > 1 and p.fin:
             out.append(Launch(mod.ptr[fin], (p.M,), (p.fin,), [Slot(ys), Slot("ws"), p.meta]))
         elif p.S > 1:
             out.append(Launch(mod.ptr[fin], (-(-p.M // 8),), (256,), [Slot(ys), Slot("ws"), p.meta]))

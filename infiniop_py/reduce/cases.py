@@ -43,6 +43,8 @@ def reduce_cases(dtypes, attr_of, *, allow_all=True, allow_empty_extent=True, si
         case((3, 20011), (-1,), False, desc="rows of 20011 (batched loads + remainder, split, block finish)"),
         case((7, 4099), (1,), False, (4103, 1), desc="rows of 4099, odd row stride (head, batches, tail)"),
         case((33, 70), (0,), False, desc="33x70 columns"),
+        case((1000, 36), (0,), False, desc="1000x36 dim 0 (one-launch column tile, odd tail)"),
+        case((3, 700, 20), (1,), False, desc="middle dim of 700 (column tile)"),
         case((6, 5), (1,), False, (0, 1), desc="zero-stride (broadcast) input rows"),
         case((4, 6, 10), (2,), False, (120, 20, 2), desc="gapped innermost stride 2"),
         case((0, 5), (1,), False, desc="empty output"),
@@ -53,6 +55,7 @@ def reduce_cases(dtypes, attr_of, *, allow_all=True, allow_empty_extent=True, si
             case((4, 6, 10), (0, 1), True, desc="dims (0, 1) keepdim (columns, multi-axis)"),
             case((4, 6, 10), (2, 0), False, (1, 4, 24), desc="dims (2, 0), reversed-stride input"),
             case((2, 3, 4, 5), (1, 3), False, (60, 1, 15, 3), desc="4-d permuted, dims (1, 3)"),
+            case((64, 3, 64, 8), (0, 2), False, desc="dims (0, 2): column tile over two reduced dims"),
         ]
     if allow_all:
         cases += [

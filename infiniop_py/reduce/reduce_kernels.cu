@@ -34,9 +34,16 @@ __device__ __forceinline__ void red_store(T* y, long long off, typename Acc<T>::
 // U > 1: the contiguous path loads U 16-byte packs per thread before combining them (U loads
 // in flight per thread: what reaches the read bandwidth when a thread owns only a few packs);
 // U == 1 is the plain strided loop of the first version.
-template <class T, class Op, int MEAN, int VEC, int U>
+//
+// LAST = 1 (split plans with one row per block): no second launch; each block writes its
+// partial, draws a ticket (integer atomic on ticket[blockIdx.x]) and the block that draws S - 1
+// combines the S partials of its row in a fixed order (thread tid reads s = tid, tid + G, ...,
+// then block_reduce: the same result whichever block is last) and resets the ticket to 0. The
+// tickets are device memory owned by the descriptor, one array per stream, zeroed once.
+template <class T, class Op, int MEAN, int VEC, int U, int LAST>
 __global__ void __launch_bounds__(1024) reduce_rows(T* __restrict__ y, const T* __restrict__ x,
-                                                    typename Acc<T>::type* __restrict__ ws, RedMeta p) {
+                                                    typename Acc<T>::type* __restrict__ ws, RedMeta p,
+                                                    unsigned int* __restrict__ ticket) {
   typedef typename Acc<T>::type A;
   __shared__ A smem[32];
   const int G = blockDim.x;
@@ -98,6 +105,29 @@ __global__ void __launch_bounds__(1024) reduce_rows(T* __restrict__ y, const T* 
   }
   if (G == 32) acc = warp_reduce<Op, A>(acc);
   else acc = block_reduce<Op, A>(acc, smem, tid, G);
+  if (LAST) {  // blockDim.y == 1: row is uniform over the block
+    __shared__ int is_last;
+    if (tid == 0) {
+      int last = 0;
+      if (row < p.M) {
+        ws[(long long)s * p.M + row] = acc;
+        __threadfence();
+        last = atomicAdd(&ticket[blockIdx.x], 1u) == (unsigned int)(p.S - 1);
+      }
+      is_last = last;
+    }
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();
+    A a = Op::template identity<A>();
+    for (int q = tid; q < p.S; q += G) a = Op::template combine<A>(a, __ldcg(ws + (long long)q * p.M + row));
+    a = block_reduce<Op, A>(a, smem, tid, G);
+    if (tid == 0) {
+      red_store<T, Op, MEAN>(y, off[1], a, p.L);
+      ticket[blockIdx.x] = 0u;
+    }
+    return;
+  }
   if (row < p.M && tid == 0) {
     if (p.S > 1) ws[(long long)s * p.M + row] = acc;
     else red_store<T, Op, MEAN>(y, off[1], acc, p.L);
@@ -236,5 +266,73 @@ __global__ void __launch_bounds__(1024) reduce_finish_block(T* __restrict__ y, c
     long long off[2];
     dim_offsets<2>(p.kept, row, off);
     red_store<T, Op, MEAN>(y, off[1], acc, p.L);
+  }
+}
+
+// One-launch column reduction (no split, no workspace): a block owns TX * VEC neighbouring
+// outputs (blockDim.x = TX threads of VEC outputs each, 16-byte packs when VEC > 1: same
+// alignment rules as reduce_cols_vec) and the whole reduced extent, which its BY = blockDim.y
+// (a power of two) thread rows share: row ty takes positions ty, ty + BY, ... with U loads in
+// flight, then the BY partials are combined by a fixed pairwise tree in shared memory (dynamic:
+// BY / 2 * TX * VEC accumulators). Deterministic; the per-output order differs from reduce_cols.
+template <class T, class Op, int MEAN, int VEC, int U>
+__global__ void __launch_bounds__(1024) reduce_cols_tile(T* __restrict__ y, const T* __restrict__ x, RedMeta p) {
+  typedef typename Acc<T>::type A;
+  extern __shared__ __align__(16) unsigned char red_tile_smem[];
+  A* sh = reinterpret_cast<A*>(red_tile_smem);
+  const int tx = threadIdx.x, ty = threadIdx.y, TX = blockDim.x, BY = blockDim.y;
+  const long long m = ((long long)blockIdx.x * TX + tx) * VEC;
+  A acc[VEC];
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) acc[k] = Op::template identity<A>();
+  long long off[2] = {0, 0};
+  if (m < p.M) {
+    dim_offsets<2>(p.kept, m, off);
+    const T* px = x + off[0];
+    const long long L = p.L;
+    if (p.red.ndim <= 1) {
+      const long long sr = p.si;
+      long long f = ty;
+      for (; f + (long long)(U - 1) * BY < L; f += (long long)U * BY) {
+        Pack<T, VEC> pk[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) pk[u] = *reinterpret_cast<const Pack<T, VEC>*>(px + (f + (long long)u * BY) * sr);
+#pragma unroll
+        for (int u = 0; u < U; ++u)
+#pragma unroll
+          for (int k = 0; k < VEC; ++k) acc[k] = Op::template combine<A>(acc[k], red_load(pk[u].v[k]));
+      }
+      for (; f < L; f += BY) {
+        const Pack<T, VEC> pk = *reinterpret_cast<const Pack<T, VEC>*>(px + f * sr);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) acc[k] = Op::template combine<A>(acc[k], red_load(pk.v[k]));
+      }
+    } else {
+      for (long long f = ty; f < L; f += BY) {
+        long long ro;
+        dim_offsets<1>(p.red, f, &ro);
+        const Pack<T, VEC> pk = *reinterpret_cast<const Pack<T, VEC>*>(px + ro);
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) acc[k] = Op::template combine<A>(acc[k], red_load(pk.v[k]));
+      }
+    }
+  }
+  // fixed pairwise tree over ty: rows [h, 2h) hand their partials to rows [0, h)
+  for (int h = BY >> 1; h > 0; h >>= 1) {
+    if (ty >= h && ty < 2 * h) {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) sh[((ty - h) * VEC + k) * TX + tx] = acc[k];
+    }
+    __syncthreads();
+    if (ty < h) {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) acc[k] = Op::template combine<A>(acc[k], sh[(ty * VEC + k) * TX + tx]);
+    }
+    __syncthreads();
+  }
+  if (ty == 0 && m < p.M) {
+    const long long so = p.kept.stride[1][p.kept.ndim - 1];
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) red_store<T, Op, MEAN>(y, off[1] + k * so, acc[k], p.L);
   }
 }

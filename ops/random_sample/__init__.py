@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import os
 import struct
 from pathlib import Path
 
@@ -110,6 +111,10 @@ def kernel_name(pdt: DType, rdt: DType) -> str:
 
 # multi-block path (kernel.cu: rm_*): f32/f16/bf16; f64 keeps the one-block kernel
 RM_EPB = 4096  # entries per block of the streaming passes
+# greedy calls up to this many entries: one block, one launch (rm_greedy1). H200: n = 32000
+# 18.1-32.3 vs 22.8-43.6 us for the two launches; n = 151936 f32/f16 one block was slower
+# (24.4 vs 22.4 us: one SM reads 608 KB), so larger vocabularies keep the two launches
+GREEDY1_MAX = 1 << 16
 RM_CTRL = 2048 * 12 + 64  # sizeof(RmCtrl), rounded up below like rm_view does
 
 
@@ -132,6 +137,7 @@ def rm_names(pdt: DType, rdt: DType) -> dict:
         "compact1": f"rm_compact<{t}, 1>",
         "refine0": f"rm_refine0<{t}>",
         "greedy": f"rm_greedy<{t}, {r}>",
+        "greedy1": f"rm_greedy1<{t}, {r}>",
         "final": f"rm_final<{t}, {r}>",
     }
 
@@ -163,6 +169,9 @@ class RandomSampleKernel(CudaKernel):
         grid = (self.B,)
         self.l_argmax = Launch(fn["argmax"], grid, (512,), [x, ws, prm])
         self.l_greedy = Launch(fn["greedy"], (1,), (512,), [res, ws, prm])
+        self.l_greedy1 = Launch(fn["greedy1"], (1,), (1024,), [res, x, prm])
+        mode = os.environ.get("IOP_SAMPLE_GREEDY", "")  # tuning switch: "2pass" or "1block"
+        self.greedy1 = mode == "1block" or (mode != "2pass" and self.n <= GREEDY1_MAX)
         self.l_hist = Launch(fn["hist"], grid, (512,), [x, ws, prm])
         self.l_c0 = Launch(fn["compact0"], grid, (512,), [x, ws, prm])
         self.l_r0 = Launch(fn["refine0"], (1,), (1024,), [ws, prm])
@@ -180,6 +189,9 @@ class RandomSampleKernel(CudaKernel):
         ctypes.memmove(self.params, blob, 64)
         if not self.multi:
             self.main(ptrs, ws_ptr, stream)
+            return
+        if greedy and self.greedy1:
+            self.l_greedy1(ptrs, ws_ptr, stream)
             return
         seq = [self.l_argmax, self.l_greedy] if greedy else [self.l_argmax, self.l_hist]
         if not greedy:

@@ -47,6 +47,8 @@ CASES = [
     case(20011, rt(0.6, 0.9, 3000, 1.0), "several blocks, ties (large equal-value buckets)", DType.I32, data=ties),
     case(50000, rt(0.9, 1.0, 50000, 0.8), "several blocks, topk = n", data=spread(4.0)),
     case(50000, rt(0.3, 0.95, 40, 0.7), "several blocks, topk 40", data=spread(4.0)),
+    case(50001, rt(0.0, 0.9, 50, 0.8), "greedy in one block, ties, odd tail", DType.I32, data=ties),
+    case(300007, rt(0.0, 0.9, 50, 0.8), "greedy over 2^18 entries (two launches), ties", data=ties),
     case(32000, rt(0.8, 0.9, 50, 0.8), "vocabulary 32000", suites=("full",)),
     case(151936, rt(0.8, 0.9, 50, 0.8), "vocabulary 151936", suites=("full",)),
     case(151936, rt(0.95, 1.0, 151936, 1.0), "vocabulary 151936, topk = n", suites=("full",)),

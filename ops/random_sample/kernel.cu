@@ -425,6 +425,58 @@ __global__ void __launch_bounds__(RM_THREADS) rm_greedy(TO* result, unsigned cha
   if (threadIdx.x == 0) result[0] = Conv<TO>::from((long long)(bi < p.n ? bi : 0));
 }
 
+// Greedy in one launch: one block of 1024 threads reads all n entries (16-byte packs after an
+// unaligned head, RM_G1U packs in flight per thread) and keeps (key, index) per thread in
+// increasing index order (strict >: the lowest index among equal maxima), then the block argmax
+// (ties -> lower index). No workspace, no second launch; for vocabularies of up to a few
+// hundred thousand entries the single SM's read time is below a launch's host cost.
+#define RM_G1U 4
+template <class T, class TO>
+__global__ void __launch_bounds__(1024) rm_greedy1(TO* result, const T* __restrict__ x, SampleParams p) {
+  __shared__ unsigned int sk[32];
+  __shared__ int si[32];
+  constexpr int VEC = 16 / sizeof(T);
+  const int n = (int)p.n, tid = threadIdx.x, nt = blockDim.x;
+  unsigned int bk = 0;
+  int bi = n;
+  int head = (int)((VEC - (reinterpret_cast<unsigned long long>(x) / sizeof(T)) % VEC) % VEC);
+  if (head > n) head = n;
+  if (tid < head) {
+    bk = RsKey<float>::key(red_load(x[tid]));
+    bi = tid;
+  }
+  const Pack<T, VEC>* pv = reinterpret_cast<const Pack<T, VEC>*>(x + head);
+  const int nv = (n - head) / VEC;
+  int v = tid;
+  for (; v + (RM_G1U - 1) * nt < nv; v += RM_G1U * nt) {
+    Pack<T, VEC> pk[RM_G1U];
+#pragma unroll
+    for (int u = 0; u < RM_G1U; ++u) pk[u] = pv[v + u * nt];
+#pragma unroll
+    for (int u = 0; u < RM_G1U; ++u)
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        const unsigned int kk = RsKey<float>::key(red_load(pk[u].v[k]));
+        if (bi == n || kk > bk) { bk = kk; bi = head + (v + u * nt) * VEC + k; }
+      }
+  }
+  for (; v < nv; v += nt) {
+    const Pack<T, VEC> pk = pv[v];
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+      const unsigned int kk = RsKey<float>::key(red_load(pk.v[k]));
+      if (bi == n || kk > bk) { bk = kk; bi = head + v * VEC + k; }
+    }
+  }
+  const int done = head + nv * VEC;
+  if (tid < n - done) {
+    const unsigned int kk = RsKey<float>::key(red_load(x[done + tid]));
+    if (bi == n || kk > bk) { bk = kk; bi = done + tid; }
+  }
+  rm_block_argmax(bk, bi, n, sk, si);
+  if (tid == 0) result[0] = Conv<TO>::from((long long)(bi < n ? bi : 0));
+}
+
 template <class T>
 __global__ void __launch_bounds__(RM_THREADS) rm_hist(const T* __restrict__ x, unsigned char* ws, SampleParams p) {
   __shared__ unsigned int sc[RM_BINS];

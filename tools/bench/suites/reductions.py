@@ -310,6 +310,25 @@ AB_ROW = {"raw": {}, "f32cache": {"IOP_ROWWISE_RAW": "0"}}
 
 
 def ab_cases():
+    """Round 3: one-launch column tiles (vs the split + finish pair), last-block finish for small
+    full reductions, one-block greedy random_sample."""
+    out = []
+    split = {"new": {}, "split": {"IOP_REDUCE_COLS": "split"}}
+    for dt in DTYPES:
+        out.append((reduce_case("sum", dt, (4, 512, 896), None), {"new": {}, "2pass": {"IOP_REDUCE_FINISH": "2pass"}}))
+        out.append((reduce_case("sum", dt, (4, 512, 896), (0, 1)), split))
+        for op in ("reduce_mean", "reduce_max"):
+            out.append((reduce_case(op, dt, (4, 512, 896), (1,)), split))
+        big = {**split, "tx8": {"IOP_REDUCE_TILE_TX": "8"}, "tpb1024": {"IOP_REDUCE_TILE_TPB": "1024"}}
+        for op in ("sum", "reduce_max"):
+            out.append((reduce_case(op, dt, (8192, 8192), (0,)), big))
+        out.append((reduce_case("sum", dt, (8192, 8192), None), {"new": {}, "last": {"IOP_REDUCE_FINISH": "last"}}))
+        for n in (32000, 151936):
+            out.append((sample_case(dt, n, (0.0, 0.9, 50, 0.8)), {"new": {}, "2pass": {"IOP_SAMPLE_GREEDY": "2pass"}}))
+    return out
+
+
+def ab_cases_round2():
     out = []
     for dt in DTYPES:
         for op in ("sum", "reduce_max", "reduce_mean"):
