@@ -14,10 +14,14 @@ any axes with arbitrary input and output strides:
   threads read coalesced along the contiguous dim, each accumulating one output;
   ``reduce_cols_vec`` when that dim is contiguous and pack-aligned: 16-byte packs, one thread
   per 16 bytes of outputs (same per-output order, so bitwise identical to ``reduce_cols``);
-- with too few outputs to fill the GPU the reduced extent is split into S chunks whose partials
-  go to the workspace (the split grid is one wave at ~1024 resident threads per SM);
-  ``reduce_finish`` (a warp per output) or ``reduce_finish_block`` (a block per output, for
-  at most 32 outputs) combines them in a fixed order. Deterministic, no atomics.
+- with too few outputs to fill the GPU, column plans become one-launch tiles
+  (``reduce_cols_tile``: a block owns a tile of outputs and their whole reduced extent, its
+  thread rows combined by a fixed shared-memory tree); row plans split the reduced extent into
+  S chunks whose partials go to the workspace (the split grid is one wave at ~1024 resident
+  threads per SM) and, with at most 32 outputs, the last block of each row (an integer ticket
+  in descriptor-owned device memory, one array per stream, self-resetting) combines them in a
+  fixed order; otherwise ``reduce_finish`` does in a second launch. Deterministic, no float
+  atomics. ``IOP_REDUCE_COLS=split`` / ``IOP_REDUCE_FINISH=2pass`` restore the two-launch plans.
 
 Accumulation is in f32 for half types and f32, f64 for f64, int64 for integers (max only).
 """
