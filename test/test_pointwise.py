@@ -330,3 +330,48 @@ def test_rope_positions(device, algo, dt):
     e = np.zeros((0, 4), npd)
     y = run("rope", device, {"y": ((3, 2, 8), dt)}, {"x": x, "pos_ids": pos, "sin_table": e, "cos_table": e}, algo=algo)
     assert np.all(y.astype(np.float64) == 0), f"rope {tag}: empty table must give zeros, got {y.tolist()}"
+
+
+@pytest.mark.parametrize("shape", ["rows", "flat", "pers", "pers2"])
+@pytest.mark.parametrize("dt", [F32, F16, BF16])
+@pytest.mark.parametrize("algo", [0, 1])
+def test_rope_kernel_shapes(device, monkeypatch, shape, dt, algo):
+    """Every packed rope kernel (IOP_ROPE) against the CPU backend; IOP_ROPE_GRID=3 makes the
+    persistent kernels walk several rows per block; several head groups; out-of-range positions."""
+    monkeypatch.setenv("IOP_ROPE", shape)
+    monkeypatch.setenv("IOP_ROPE_GRID", "3")
+    npd = to_numpy(dt)
+    rng = np.random.default_rng(1)
+    for xshape, pshape in (((37, 40, 128), (37,)), ((2, 19, 3, 64), (2, 19)), ((11, 7, 16), (11,))):
+        half, table = xshape[-1] // 2, 30
+        x = rng.uniform(-2, 2, xshape).astype(npd)
+        pos = rng.integers(-1, table + 2, pshape).astype(np.int32)
+        ins = {
+            "x": x,
+            "pos_ids": pos,
+            "sin_table": rng.uniform(-1, 1, (table, half)).astype(npd),
+            "cos_table": rng.uniform(-1, 1, (table, half)).astype(npd),
+        }
+        got = run("rope", device, {"y": (xshape, dt)}, ins, algo=algo).astype(np.float64)
+        want = run("rope", "cpu", {"y": (xshape, dt)}, ins, algo=algo).astype(np.float64)
+        tol = 1e-5 if dt is F32 else 1e-2
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"rope {shape} {dt.name} algo {algo} {xshape}")
+
+
+@pytest.mark.parametrize("shape", ["vec1", "vec2", "vec1m8", "pipe", "ex1", "ex2", "ex4", "ex2w"])
+@pytest.mark.parametrize("dt", [F32, F16])
+def test_dense_shapes_odd_sizes(device, monkeypatch, shape, dt):
+    """Each dense elementwise kernel shape (IOP_EW_DENSE) on sizes with partial blocks and tails."""
+    monkeypatch.setenv("IOP_EW_DENSE", shape)
+    npd = to_numpy(dt)
+    rng = np.random.default_rng(2)
+    for n in (1, 7, 8, 129, 1031, 4 * 128 * 8, 4 * 128 * 8 + 5, 3 * 4 * 256 * 8 + 13, 100003):
+        a = rng.uniform(-3, 3, n).astype(npd)
+        b = rng.uniform(-3, 3, n).astype(npd)
+        got = run("exp", device, {"output": ((n,), dt)}, {"input": a}).astype(np.float64)
+        np.testing.assert_allclose(
+            got, np.exp(a.astype(np.float64)), rtol=2e-3 if dt is F16 else 1e-6, err_msg=f"exp {shape} n={n}"
+        )
+        got = run("add", device, {"c": ((n,), dt)}, {"a": a, "b": b}).astype(np.float64)
+        want = (a.astype(np.float64) + b.astype(np.float64)).astype(npd).astype(np.float64)
+        np.testing.assert_allclose(got, want, rtol=1e-3 if dt is F16 else 1e-6, atol=1e-3, err_msg=f"add {shape} n={n}")

@@ -28,8 +28,31 @@ UNROLL = 1  # 16-byte packs per thread per step on the dense path (1, 2, 4, 8 me
 # "pipe" is best for the long gelu bodies and vec2 for sigmoid/silu. DENSE_BY_OP maps an
 # operator to its shape; IOP_EW_DENSE overrides both per descriptor (read at create, for A/B).
 DENSE = "vec1m8"
-DENSE_SHAPES = ("vec1", "vec2", "vec1m8", "pipe")
-DENSE_BY_OP: dict[str, str] = {"gelu": "pipe", "gelu_backward": "pipe", "sigmoid": "vec2", "silu": "vec2"}
+DENSE_SHAPES = ("vec1", "vec2", "vec1m8", "pipe", "ex1", "ex2", "ex4", "ex2w")
+# ew_exact shapes: (packs per thread U, threads per block NT).
+EXACT = {"ex1": (1, 128), "ex2": (2, 128), "ex4": (4, 128), "ex2w": (2, 256)}
+# The "exN" shapes (ew_exact: 128 threads, N packs each, all loads first, exact grid; "ex2w": 256
+# threads) measured on the H200 at 8192^2 (docs/perf/pointwise.md, second round); keys "op/<bytes
+# of the widest operand>" map the measured winners per dtype class.
+DENSE_BY_OP: dict[str, str] = {
+    "gelu": "pipe",
+    "gelu_backward": "pipe",
+    "sigmoid": "vec2",
+    "silu": "vec2",
+    "exp/4": "ex1",
+    "exp/2": "ex1",
+    "relu/4": "ex1",
+    "sigmoid/4": "ex1",
+    "sigmoid/2": "ex2",
+    "silu/4": "ex1",
+    "silu/2": "ex2",
+    "gelu/4": "ex1",
+    "gelu/2": "ex4",
+    "gelu_backward/4": "ex4",
+    "gelu_backward/2": "ex2w",
+    "tanh/4": "ex1",
+    "tanh/2": "ex1",
+}
 ROWS = 8  # tile rows per block on the tiled path
 MAX_BATCH = 6
 
@@ -55,8 +78,9 @@ def _targs(name, tout, tins):
     return ", ".join([f"Op_{name}", tout, *tins])
 
 
-def dense_shape(op: str | None = None) -> str:
-    shape = os.environ.get("IOP_EW_DENSE") or DENSE_BY_OP.get(op, DENSE)
+def dense_shape(op: str | None = None, width: int = 0) -> str:
+    """The dense shape for an operator; DENSE_BY_OP keys are "op" or "op/<widest operand bytes>"."""
+    shape = os.environ.get("IOP_EW_DENSE") or DENSE_BY_OP.get(f"{op}/{width}") or DENSE_BY_OP.get(op, DENSE)
     return shape if shape in DENSE_SHAPES else DENSE
 
 
@@ -73,6 +97,9 @@ def dense_name(name, tout, tins, nin, vec, shape):
         return f"ew_pipe<{t}, {nin}, {vec}>"
     if shape == "vec1m8":
         return f"ew_vec<{t}, {nin}, {vec}, 1, 8>"
+    if shape in EXACT:
+        u, nt = EXACT[shape]
+        return f"ew_exact<{t}, {nin}, {vec}, {u}, {nt}>"
     return f"ew_vec<{t}, {nin}, {vec}, {2 if shape == 'vec2' else UNROLL}>"
 
 
@@ -203,7 +230,7 @@ class ElementwiseKernel(CudaKernel):
         self.align = []
         if len(shape) <= 1 and all(all(s == 1 for s in st) for st in strides):
             vec = max(1, 16 // max(sizes))
-            shape_ = dense_shape(info.op)
+            shape_ = dense_shape(info.op, max(sizes))
             names = vec_names(name, tout, tins, nin, vec, shape_)
             mod = get_module(src, names, dev)
             if shape_ == "vec1m8" and _spills(mod, names[0]):
@@ -211,11 +238,15 @@ class ElementwiseKernel(CudaKernel):
                 names = vec_names(name, tout, tins, nin, vec, shape_)
                 mod = get_module(src, names, dev)
             n_arg = ctypes.c_longlong(n)
-            per = BLOCK * (2 if shape_ == "vec2" else UNROLL)
-            blocks = max(1, min(-(-(n // vec) // per), 1 << 20))
+            if shape_ in EXACT:
+                u, nt = EXACT[shape_]
+                blocks, threads = max(1, -(-(n // vec) // (u * nt))), nt
+            else:
+                per = BLOCK * (2 if shape_ == "vec2" else UNROLL)
+                blocks, threads = max(1, min(-(-(n // vec) // per), 1 << 20)), BLOCK
             if shape_ == "pipe":
                 blocks = max(1, min(blocks, resident_blocks(mod.ptr[names[0]], dev)))
-            self.fast = Launch(mod.ptr[names[0]], (blocks,), (BLOCK,), [*args, n_arg, scal])
+            self.fast = Launch(mod.ptr[names[0]], (blocks,), (threads,), [*args, n_arg, scal])
             self.slow = Launch(mod.ptr[names[1]], (grid_for(n, BLOCK, dev),), (BLOCK,), [*args, n_arg, scal])
             self.align = [(i, vec * sz) for i, sz in zip(idx, sizes, strict=True)]
             self.path = f"vec{vec}" if shape_ == "vec1" else f"vec{vec}-{shape_}"

@@ -10,6 +10,7 @@
 //                        U packs in flight per thread (loads issued before any store),
 //                        MINB resident blocks asked of ptxas (8: at most 32 registers).
 //  ew_pipe<.., V>        the same over a grid of about one wave, next pack loaded ahead.
+//  ew_exact<.., V, U, NT> NT threads, U packs each, all loads first, grid covering n exactly.
 //  ew_rowvec<.., V, BM>  innermost dim contiguous (stride 1) or broadcast (stride 0, bit k of
 //                        BM) for every operand, sizes/strides multiples of V: 16-byte packs
 //                        along rows, broadcast operands loaded once and splatted.
@@ -108,6 +109,67 @@ __global__ void __launch_bounds__(256) ew_pipe(TO* out, const T0* __restrict__ i
       if constexpr (NIN >= 2) c1 = in1[i];
       if constexpr (NIN >= 3) c2 = in2[i];
       out[i] = ew_apply<Op, TO, T0, T1, T2, NIN>(s, c0, c1, c2);
+    }
+  }
+}
+
+// "Exact grid" dense shape: NT threads per block, U packs per thread at stride NT (coalesced),
+// every load of the thread issued before any arithmetic, then every store; the grid covers the
+// packs exactly (no grid-stride loop). Full blocks skip the bounds checks; the last block also
+// does the n % V scalar tail.
+template <class Op, class TO, class T0, class T1, class T2, int NIN, int V, int U, int NT>
+__global__ void __launch_bounds__(NT) ew_exact(TO* out, const T0* __restrict__ in0, const T1* __restrict__ in1,
+                                               const T2* __restrict__ in2, long long n, Scalars s) {
+  const long long nvec = n / V;
+  const long long base = (long long)blockIdx.x * (NT * U) + threadIdx.x;
+  const Pack<T0, V>* q0 = reinterpret_cast<const Pack<T0, V>*>(in0) + base;
+  const Pack<T1, V>* q1 = reinterpret_cast<const Pack<T1, V>*>(in1) + base;
+  const Pack<T2, V>* q2 = reinterpret_cast<const Pack<T2, V>*>(in2) + base;
+  Pack<TO, V>* qo = reinterpret_cast<Pack<TO, V>*>(out) + base;
+  Pack<T0, V> p0[U]; Pack<T1, V> p1[U]; Pack<T2, V> p2[U];
+  if ((long long)blockIdx.x * (NT * U) + NT * U <= nvec) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if constexpr (NIN >= 1) p0[u] = q0[u * NT];
+      if constexpr (NIN >= 2) p1[u] = q1[u * NT];
+      if constexpr (NIN >= 3) p2[u] = q2[u * NT];
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      Pack<TO, V> r;
+#pragma unroll
+      for (int j = 0; j < V; ++j) r.v[j] = ew_apply<Op, TO, T0, T1, T2, NIN>(s, p0[u].v[j], p1[u].v[j], p2[u].v[j]);
+      qo[u * NT] = r;
+    }
+  } else {
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (base + u * NT < nvec) {
+        if constexpr (NIN >= 1) p0[u] = q0[u * NT];
+        if constexpr (NIN >= 2) p1[u] = q1[u * NT];
+        if constexpr (NIN >= 3) p2[u] = q2[u * NT];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if (base + u * NT < nvec) {
+        Pack<TO, V> r;
+#pragma unroll
+        for (int j = 0; j < V; ++j) r.v[j] = ew_apply<Op, TO, T0, T1, T2, NIN>(s, p0[u].v[j], p1[u].v[j], p2[u].v[j]);
+        qo[u * NT] = r;
+      }
+    }
+  }
+  if constexpr (V > 1) {
+    if (blockIdx.x == gridDim.x - 1) {
+      const long long i = nvec * V + threadIdx.x;
+      if (i < n) {
+        T0 a0{}; T1 a1{}; T2 a2{};
+        if constexpr (NIN >= 1) a0 = in0[i];
+        if constexpr (NIN >= 2) a1 = in1[i];
+        if constexpr (NIN >= 3) a2 = in2[i];
+        out[i] = ew_apply<Op, TO, T0, T1, T2, NIN>(s, a0, a1, a2);
+      }
     }
   }
 }

@@ -1,7 +1,8 @@
-"""NVIDIA RoPE: one block per (batch, seq) row; the widest valid pair group P per thread."""
+"""NVIDIA RoPE: rope_units (one (head, pair group) unit per thread, rows walked by a resident wave with the next row prefetched) for packed pair groups; rope_kernel (one block per row) otherwise."""
 
 from __future__ import annotations
 
+import os
 import struct
 from pathlib import Path
 
@@ -12,6 +13,12 @@ from infiniop_py.dtypes import DType, F, itemsize
 SOURCE = (Path(__file__).parent / "kernel.cu").read_text()
 POS_KIND = {DType.I8: 0, DType.I16: 1, DType.I32: 2, DType.I64: 3, DType.U8: 4, DType.U16: 5, DType.U32: 6, DType.U64: 7}
 MAX_GRID = 2**31 - 1
+# Packed-path kernel: "rows" (rope_kernel, one block per row, threads loop over heads), "flat"
+# (rope_units, one unit per thread, one block per (row, head group)), "pers" (rope_units over
+# one resident wave, next position loaded ahead), "pers2" (also the next row's x). IOP_ROPE
+# overrides per descriptor (read at create, for A/B); IOP_ROPE_GRID caps the row blocks (tests).
+SHAPE = "pers2"
+SHAPES = ("rows", "flat", "pers", "pers2")
 
 
 def max_pairs(algo: int, isz: int) -> int:
@@ -31,8 +38,23 @@ def kernel_name(dtype: DType, algo: int, p: int) -> str:
     return f"rope_kernel<{ctype(dtype)}, {algo}, {p}>"
 
 
+def units_name(dtype: DType, algo: int, p: int, pf: int) -> str:
+    return f"rope_units<{ctype(dtype)}, {algo}, {p}, {pf}>"
+
+
 def compile_units():
-    return [(SOURCE, [kernel_name(d, a, p) for d in sorted(F) for a in (0, 1) for p in candidates(a, itemsize(d))])]
+    names = [kernel_name(d, a, p) for d in sorted(F) for a in (0, 1) for p in candidates(a, itemsize(d))]
+    names += [units_name(d, a, p, pf) for d in sorted(F) for a in (0, 1) for p in candidates(a, itemsize(d))[1:] for pf in (1, 2)]
+    return [(SOURCE, names)]
+
+
+def _per_sm(fn_ptr: int, threads: int) -> int:
+    try:
+        from cupy_backends.cuda.api import driver
+
+        return max(1, int(driver.occupancyMaxActiveBlocksPerMultiprocessor(fn_ptr, threads, 0)))
+    except Exception:  # noqa: BLE001 - older CuPy: assume full occupancy
+        return max(1, 2048 // threads)
 
 
 def choose_pairs(info) -> int:
@@ -67,9 +89,14 @@ class RopeKernel(CudaKernel):
         ps = pos.strides if pos.ndim == 2 else (0, pos.strides[0])
         half = info.half
         isz = itemsize(x.dtype)
+        shape = os.environ.get("IOP_ROPE") or SHAPE
         p = choose_pairs(info)
         rows = batch * seq
-        names = [kernel_name(x.dtype, algo, p)] + ([kernel_name(x.dtype, algo, 1)] if p > 1 else [])
+        nj = half // p
+        units = p > 1 and shape in SHAPES[1:] and nj <= 256
+        pf = 2 if shape == "pers2" else 1
+        first = units_name(x.dtype, algo, p, pf) if units else kernel_name(x.dtype, algo, p)
+        names = [first] + ([kernel_name(x.dtype, algo, 1)] if p > 1 else [])
         mod = get_module(SOURCE, names, handle.device_id)
 
         def meta(pp):
@@ -85,7 +112,24 @@ class RopeKernel(CudaKernel):
             args = [Slot(order.index(n)) for n in ("y", "x", "pos_ids", "sin_table", "cos_table")] + [meta(pp)]
             return Launch(mod.ptr[name], (min(rows, MAX_GRID),), (bx, by), args)
 
-        self.fast = launch_for(names[0], p)
+        def launch_units(name, pp):
+            njp = half // pp
+            by = max(1, min(nhead, 256 // njp))
+            groups = -(-nhead // by)
+            gx = rows
+            if shape != "flat":
+                from infiniop_py.cuda import runtime
+
+                sm = runtime.properties(handle.device_id)["sm_count"]
+                gx = min(rows, max(1, sm * _per_sm(mod.ptr[name], njp * by) // groups))
+            cap = os.environ.get("IOP_ROPE_GRID")
+            if cap:
+                gx = min(gx, max(1, int(cap)))
+            args = [Slot(order.index(n)) for n in ("y", "x", "pos_ids", "sin_table", "cos_table")] + [meta(pp)]
+            return Launch(mod.ptr[name], (min(gx, MAX_GRID), groups), (njp, by), args)
+
+        self.fast = launch_units(names[0], p) if units else launch_for(names[0], p)
+        self.shape = shape if units else "rows"
         self.slow = launch_for(names[-1], 1) if p > 1 else self.fast
         vec = (2 * p if algo == 0 else p) * isz
         self.align = [(order.index("x"), vec), (order.index("y"), vec), (order.index("sin_table"), p * isz),

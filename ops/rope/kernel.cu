@@ -100,3 +100,93 @@ __global__ void __launch_bounds__(256) rope_kernel(T* y, const T* x, const void*
     }
   }
 }
+
+// Packed (P > 1) variant with one (head, pair group) unit per thread: block (nj, heads per
+// group), grid (row blocks, head groups). Each block walks rows blockIdx.x, + gridDim.x, ...
+// (the host sizes gridDim.x to one resident wave, or to every row); the position of the next
+// row is loaded ahead, and the x packs of a row are issued before the table loads that depend
+// on its position. PF == 2 also loads the next row's x packs before storing the current row
+// (rows of y never overlap rows of x other than their own: in place means the same layout).
+template <class T, int ALGO, int P>
+struct RopeUnit {
+  typedef typename Compute<T>::type C;
+  static constexpr int XV = ALGO == 0 ? 2 * P : P;  // elements per x/y access
+  Pack<T, XV> u0, u1;  // GPT_J: u0 holds the 2P interleaved elements; GPT_NEOX: both halves
+  __device__ __forceinline__ void load(const T* xh, int i0, int half) {
+    if constexpr (ALGO == 0) {
+      u0 = *reinterpret_cast<const Pack<T, XV>*>(xh + 2 * i0);
+    } else {
+      u0 = *reinterpret_cast<const Pack<T, XV>*>(xh + i0);
+      u1 = *reinterpret_cast<const Pack<T, XV>*>(xh + i0 + half);
+    }
+  }
+  __device__ __forceinline__ void rotate_store(T* yh, int i0, int half, const Pack<T, P>& pc, const Pack<T, P>& ps,
+                                               bool valid) const {
+    C r0[P], r1[P];
+#pragma unroll
+    for (int k = 0; k < P; ++k) {
+      const C c = iop_load(pc.v[k]), sn = iop_load(ps.v[k]);
+      const C a0 = iop_load(ALGO == 0 ? u0.v[2 * k] : u0.v[k]);
+      const C a1 = iop_load(ALGO == 0 ? u0.v[2 * k + 1] : u1.v[k]);
+      r0[k] = valid ? a0 * c - a1 * sn : C(0);
+      r1[k] = valid ? a0 * sn + a1 * c : C(0);
+    }
+    if constexpr (ALGO == 0) {
+      Pack<T, XV> py;
+#pragma unroll
+      for (int k = 0; k < P; ++k) { py.v[2 * k] = Conv<T>::from(r0[k]); py.v[2 * k + 1] = Conv<T>::from(r1[k]); }
+      *reinterpret_cast<Pack<T, XV>*>(yh + 2 * i0) = py;
+    } else {
+      Pack<T, XV> q0, q1;
+#pragma unroll
+      for (int k = 0; k < P; ++k) { q0.v[k] = Conv<T>::from(r0[k]); q1.v[k] = Conv<T>::from(r1[k]); }
+      *reinterpret_cast<Pack<T, XV>*>(yh + i0) = q0;
+      *reinterpret_cast<Pack<T, XV>*>(yh + i0 + half) = q1;
+    }
+  }
+};
+
+__device__ __forceinline__ void rope_row(const RopeMeta& m, long long row, long long& b, long long& s) {
+  if (m.seq == m.rows) { b = 0; s = row; } else { b = row / m.seq; s = row - b * m.seq; }
+}
+
+template <class T, int ALGO, int P, int PF>
+__global__ void __launch_bounds__(256) rope_units(T* y, const T* x, const void* pos, const T* __restrict__ sin_t,
+                                                  const T* __restrict__ cos_t, RopeMeta m) {
+  const int h = blockIdx.y * blockDim.y + threadIdx.y;
+  long long row = blockIdx.x;
+  if (h >= m.nhead || row >= m.rows) return;
+  const int i0 = threadIdx.x * P;
+  long long b, s;
+  rope_row(m, row, b, s);
+  long long p = rope_pos(pos, m.pos_kind, b * m.ps_b + s * m.ps_s);
+  RopeUnit<T, ALGO, P> cur;
+  cur.load(x + b * m.xs_b + s * m.xs_s + h * m.xs_h, i0, m.half);
+  while (true) {
+    const long long next = row + gridDim.x;
+    const bool more = next < m.rows;
+    long long bn = 0, sn = 0, pn = 0;
+    if (more) {
+      rope_row(m, next, bn, sn);
+      pn = rope_pos(pos, m.pos_kind, bn * m.ps_b + sn * m.ps_s);
+    }
+    const bool valid = p >= 0 && p < m.table_len;
+    Pack<T, P> pc, ps;
+    if (valid) {
+      pc = *reinterpret_cast<const Pack<T, P>*>(cos_t + p * m.half + i0);
+      ps = *reinterpret_cast<const Pack<T, P>*>(sin_t + p * m.half + i0);
+    }
+    RopeUnit<T, ALGO, P> nxt;
+    if constexpr (PF == 2) {
+      if (more) nxt.load(x + bn * m.xs_b + sn * m.xs_s + h * m.xs_h, i0, m.half);
+    }
+    cur.rotate_store(y + b * m.ys_b + s * m.ys_s + h * m.ys_h, i0, m.half, pc, ps, valid);
+    if (!more) break;
+    row = next; b = bn; s = sn; p = pn;
+    if constexpr (PF == 2) {
+      cur = nxt;
+    } else {
+      cur.load(x + b * m.xs_b + s * m.xs_s + h * m.xs_h, i0, m.half);
+    }
+  }
+}

@@ -7,16 +7,25 @@ import numpy as np
 from infiniop_py.dtypes import DType, F
 from infiniop_py.elementwise import elementwise_op, float_expr
 
+from .halfmath import cuda_expr
+
 ACCURATE = float_expr("{tanh}(input)")
 # bf16 outputs: the MUFU tanh (PTX tanh.approx.f32, maximum relative error 2^-10.987 over the whole
 # range, subnormals supported) is 16x finer than bf16's half ulp (2^-9), so the rounded result is
-# within 1 ulp of the correctly rounded one; f16 (half ulp 2^-11) keeps tanhf.
+# within 1 ulp of the correctly rounded one.
 BF16_FAST = 'float r_; asm("tanh.approx.f32 %0, %1;" : "=f"(r_) : "f"(input)); return r_;'
+# f16 outputs (half ulp 2^-11, too close to tanh.approx's error): exp/rcp form above 0.55, odd
+# polynomial below (halfmath.py), correctly rounded for every finite f16 input.
+F16_FAST = cuda_expr()
 
 
 def _variant(dtype, _choices) -> str:
-    old = "tanh" in os.environ.get("IOP_PW_OLD", "").split(",")  # A/B switch, read at create
-    return BF16_FAST if dtype == DType.BF16 and not old else ACCURATE
+    old = os.environ.get("IOP_PW_OLD", "").split(",")  # A/B switches, read at create
+    if dtype == DType.BF16 and "tanh" not in old:
+        return BF16_FAST
+    if dtype == DType.F16 and "tanh" not in old and "tanh16" not in old:
+        return F16_FAST
+    return ACCURATE
 
 
 SPEC = elementwise_op(
