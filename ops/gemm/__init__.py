@@ -4,7 +4,8 @@ alpha and beta are runtime scalars (calculate, C-style alias too). A batch of 1 
 operand) broadcasts. Every matrix needs a unit row or column stride; batch strides are free.
 beta == 0 ignores c's prior contents (NaN included). NVIDIA: one cublasLtMatmul with the
 algorithm chosen at create (``blas.LtPlan``), else cublasGemmStridedBatchedEx (``blas.py``);
-transposes expressed as cuBLAS flags, never copies; true fp32.
+transposes expressed as cuBLAS flags, never copies; true fp32. Repeated calls on the same
+buffers with the same alpha/beta replay a captured one-call CUDA graph (``LtPlan``).
 """
 
 from __future__ import annotations

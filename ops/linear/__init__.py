@@ -5,7 +5,8 @@ collapse to one row stride, each matrix has a unit stride); otherwise the odd te
 through the workspace with a strided copy. The GEMM is one cublasLtMatmul with the algorithm
 chosen at create (``blas.LtPlan``); a contiguous bias on a row-major y is added by cuBLASLt's
 BIAS epilogue (rounded once). Otherwise (column-major y, strided bias, no cuBLASLt algorithm)
-the bias is broadcast into y first and the GEMM runs with beta = 1.
+the bias is broadcast into y first and the GEMM runs with beta = 1. Repeated calls on the same
+buffers replay a captured one-call CUDA graph of the cuBLASLt call (``blas.LtPlan``).
 """
 
 from __future__ import annotations

@@ -267,11 +267,14 @@ def cases(env, quick: bool = False) -> list[BenchCase]:
 # A/B of this round's switches, in one process: python -m tools.bench.suites.gemm_index [out.json]
 # --------------------------------------------------------------------------------------------
 def _desc(iop, h, op, tensors, env_name, env_val, **attrs):
-    """Descriptor created with ``env_name=env_val`` (the switches are read at create)."""
+    """Descriptor created with ``env_name=env_val`` (the switches are read at create).
+
+    ``env_name`` may also be a dict of several switches (``env_val`` is then ignored)."""
     import os
 
-    old = os.environ.get(env_name)
-    os.environ[env_name] = env_val
+    env = env_name if isinstance(env_name, dict) else {env_name: env_val}
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     try:
         tds = [
             None if t is None else iop.create_tensor_descriptor(tuple(t.shape), tuple(t.stride()), _iop_dt(iop, t))
@@ -279,10 +282,16 @@ def _desc(iop, h, op, tensors, env_name, env_val, **attrs):
         ]
         return iop.create_descriptor(op, h, *tds, **attrs)
     finally:
-        if old is None:
-            del os.environ[env_name]
-        else:
-            os.environ[env_name] = old
+        for k, v in old.items():
+            if v is None:
+                del os.environ[k]
+            else:
+                os.environ[k] = v
+
+
+LT_GRAPH = {"INFINIOP_GEMM_LT": "1", "INFINIOP_GEMM_GRAPH": "1"}
+LT_DIRECT = {"INFINIOP_GEMM_LT": "1", "INFINIOP_GEMM_GRAPH": "0"}
+GEMMEX = {"INFINIOP_GEMM_LT": "0", "INFINIOP_GEMM_GRAPH": "0"}
 
 
 def _iop_dt(iop, t):
@@ -349,50 +358,155 @@ def _ab_copy(torch):
     return 2 * src.numel() * 4 / t / 1e3
 
 
+def _bare_entry_points(torch, kl, kg, pa, pb, pc, st, dt):
+    """Host µs of each cuBLAS(Lt) entry point for the same 64³ GEMM, called bare (no calculate).
+
+    Lt through the argtypes binding (as used) and through a binding without argtypes fed only
+    prebuilt ctypes objects; cublasSgemm_v2 (f32) / cublasGemmEx / cublasGemmStridedBatchedEx
+    on the legacy handle through ctypes and, for comparison, through CuPy's Cython wrappers
+    (same handle; they rebind CuPy's current stream when one was ever set); libc ``abs``
+    declared with 16 / 19 / 1 arguments (ctypes + libffi cost alone); a one-call CUDA graph
+    replayed through CuPy's Cython runtime and the capture-status query it needs."""
+    import ctypes
+    import importlib
+
+    blas = importlib.import_module("infiniop_ops.gemm.blas")  # the copy the registry loaded
+    impls = {}
+    lp, plan, bl = kl.lt, kg.plan, kg.blas
+    lt = lp.lt
+    first, second = (pb, pa) if plan.swap else (pa, pb)
+    impls["lt_argtypes"] = lambda: lp.lt.matmul(lt.handle, lp.desc, plan.alpha_ptr, first, lp.la, second, lp.lb,
+                                                plan.beta_ptr, pc, lp.lc, pc, lp.lc, lp.algo, lt.ws_ptr, lt.ws_size, st)  # fmt: skip
+    raw = ctypes.CDLL(lt.lib._name).cublasLtMatmul  # a second function object: no argtypes
+    raw.restype = ctypes.c_int
+    V = ctypes.c_void_p
+    pre = [V(lt.handle), V(lp.desc), V(plan.alpha_ptr), V(first), V(lp.la), V(second), V(lp.lb), V(plan.beta_ptr),
+           V(pc), V(lp.lc), V(pc), V(lp.lc), V(lp.algo), V(lt.ws_ptr), ctypes.c_size_t(lt.ws_size), V(st)]  # fmt: skip
+    impls["lt_prebuilt_noargtypes"] = lambda: raw(*pre)
+    pre2 = list(pre)
+
+    def lt_prebuilt_ptrs_new():  # constants prebuilt, the three per-call pointers wrapped per call
+        pre2[3], pre2[5] = V(first), V(second)
+        pre2[8] = pre2[10] = V(pc)
+        return raw(*pre2)
+
+    impls["lt_prebuilt_ptrs_per_call"] = lt_prebuilt_ptrs_new
+    kg.blas.gemm(plan, pa, pb, pc, 1.0, 0.0, st)  # binds the legacy handle to st
+    lib, hd = bl.lib, bl.handle
+    CI, VP = ctypes.c_int, ctypes.c_void_p
+    gex = ctypes.CDLL(lib._name).cublasGemmEx
+    gex.argtypes = [VP, CI, CI, CI, CI, CI, VP, VP, CI, CI, VP, CI, CI, VP, VP, CI, CI, CI, CI]
+    gex.restype = CI
+    p = plan
+    impls["gemmex_ctypes"] = lambda: gex(hd, p.ta, p.tb, p.cm, p.cn, p.k, p.alpha_ptr, first, p.ctype, p.lda, second,
+                                         p.ctype, p.ldb, p.beta_ptr, pc, p.ctype, p.ldc, p.compute, -1)  # fmt: skip
+    impls["gemmex_tensorop_ctypes"] = lambda: gex(hd, p.ta, p.tb, p.cm, p.cn, p.k, p.alpha_ptr, first, p.ctype, p.lda,
+                                                  second, p.ctype, p.ldb, p.beta_ptr, pc, p.ctype, p.ldc, p.compute, 99)  # fmt: skip
+    impls["gemm_strided_batched_ex_ctypes"] = lambda: bl.gemm(plan, pa, pb, pc, 1.0, 0.0, st)
+    if dt == torch.float32:
+        sg = ctypes.CDLL(lib._name).cublasSgemm_v2
+        sg.argtypes = [VP, CI, CI, CI, CI, CI, VP, VP, CI, VP, CI, VP, VP, CI]
+        sg.restype = CI
+        impls["sgemm_ctypes"] = lambda: sg(hd, p.ta, p.tb, p.cm, p.cn, p.k, p.alpha_ptr, first, p.lda, second, p.ldb,
+                                           p.beta_ptr, pc, p.ldc)  # fmt: skip
+    try:
+        from cupy_backends.cuda.libs import cublas as cyb
+
+        if dt == torch.float32:
+            impls["sgemm_cython"] = lambda: cyb.sgemm(hd, p.ta, p.tb, p.cm, p.cn, p.k, p.alpha_ptr, first, p.lda,
+                                                      second, p.ldb, p.beta_ptr, pc, p.ldc)  # fmt: skip
+        impls["gemmex_cython"] = lambda: cyb.gemmEx(hd, p.ta, p.tb, p.cm, p.cn, p.k, p.alpha_ptr, first, p.ctype, p.lda,
+                                                    second, p.ctype, p.ldb, p.beta_ptr, pc, p.ctype, p.ldc, p.compute, -1)  # fmt: skip
+    except Exception as e:  # noqa: BLE001
+        print("cython cublas unavailable:", e)
+    d16, d19, d1 = (ctypes.CDLL(None).abs for _ in range(3))
+    d16.argtypes, d19.argtypes, d1.argtypes = [VP] * 16, [VP] * 19, [CI]
+    impls["ctypes_dummy_16_args"] = lambda: d16(*ints16)
+    impls["ctypes_dummy_19_args"] = lambda: d19(*ints19)
+    impls["ctypes_dummy_1_arg"] = lambda: d1(1)
+    g = lp._graphs
+    ge = None if not g else next(iter(g.values()))
+    rt = blas._RT
+    if ge is not None:
+        impls["graph_launch_cython"] = lambda: rt.graphLaunch(ge, st)
+        impls["stream_is_capturing_cython"] = lambda: rt.streamIsCapturing(st)
+    impls["torch_mm_out"] = lambda: torch.mm(a_t, b_t, out=c_t)
+    return impls
+
+
+ints16 = [7] * 16
+ints19 = [7] * 19
+a_t = b_t = c_t = None
+
+
 def _ab_host_gemm(torch, iop, h, st, dt, res):
+    global a_t, b_t, c_t
     dev = "cuda"
     a = torch.randn(64, 64, device=dev, dtype=dt)
     b = torch.randn(64, 64, device=dev, dtype=dt)
     c, c2 = torch.empty(64, 64, device=dev, dtype=dt), torch.empty(64, 64, device=dev, dtype=dt)
-    dl = _desc(iop, h, "gemm", [c, a, b], "INFINIOP_GEMM_LT", "1")
-    dg = _desc(iop, h, "gemm", [c, a, b], "INFINIOP_GEMM_LT", "0")
+    a_t, b_t, c_t = a, b, c2
+    dgr = _desc(iop, h, "gemm", [c, a, b], LT_GRAPH, None)
+    dl = _desc(iop, h, "gemm", [c, a, b], LT_DIRECT, None)
+    dg = _desc(iop, h, "gemm", [c, a, b], GEMMEX, None)
     kl, kg = dl._kernel, dg._kernel
     pa, pb, pc = a.data_ptr(), b.data_ptr(), c.data_ptr()
+    # rotating operand sets: 4 sets (all get graphs) and 24 sets (more than GRAPH_MAX: direct calls)
+    sets = [(torch.empty_like(c), torch.randn_like(a), torch.randn_like(b)) for _ in range(24)]
+    rot = [0]
+
+    def rotating(d, n):
+        i = rot[0] = (rot[0] + 1) % n
+        cc, aa, bb = sets[i]
+        d.calculate(None, cc, aa, bb, 1.0, 0.0, stream=st)
+
     impls = {
-        "ours_lt": lambda: dl.calculate(None, c, a, b, 1.0, 0.0, stream=st),
+        "ours_lt_graph": lambda: dgr.calculate(None, c, a, b, 1.0, 0.0, stream=st),
+        "ours_lt_direct": lambda: dl.calculate(None, c, a, b, 1.0, 0.0, stream=st),
         "ours_gemmex": lambda: dg.calculate(None, c, a, b, 1.0, 0.0, stream=st),
         "torch_mm_out": lambda: torch.mm(a, b, out=c2),
-        "lt_plan_only": lambda: kl.lt(pa, pb, pc, 1.0, 0.0, st),
-        "gemmex_only": lambda: kg.blas.gemm(kg.plan, pa, pb, pc, 1.0, 0.0, st),
+        "torch_matmul": lambda: torch.matmul(a, b),
+        "lt_graph_kernel_call": lambda: dgr._kernel([pc, pa, pb], 0, (1.0, 0.0), st),
         "lt_kernel_call": lambda: kl([pc, pa, pb], 0, (1.0, 0.0), st),
+        "ours_lt_graph_4_sets": lambda: rotating(dgr, 4),
+        "ours_lt_graph_24_sets": lambda: rotating(dgr, 24),
+        "ours_lt_direct_24_sets": lambda: rotating(dl, 24),
     }
     out = _host_ab(torch, impls)
-    dl.calculate(None, c, a, b, 1.0, 0.0, stream=st)
-    torch.cuda.synchronize()
-    out["check"] = bool(torch.allclose(c.float(), a.float() @ b.float(), atol=1e-1 if dt != torch.float32 else 1e-3))
+    out["graphs_in_plan"] = len(dgr._kernel.lt._graphs or {})
+    bare = _host_ab(torch, _bare_entry_points(torch, dgr._kernel, kg, pa, pb, pc, st, dt))
+    out.update({"bare_" + k: v for k, v in bare.items()})
+    kg.blas._bound = None  # the Cython wrappers may have rebound the legacy handle
+    checks = {}
+    for name, d in (("graph", dgr), ("direct", dl), ("gemmex", dg)):
+        for alpha, beta in ((1.0, 0.0), (0.5, 2.0)):
+            c.copy_(c2)
+            ref = alpha * (a.float() @ b.float()) + beta * c2.float()
+            for _ in range(4):  # the graph path captures on the 3rd call with these values
+                c.copy_(c2)
+                d.calculate(None, c, a, b, alpha, beta, stream=st)
+            torch.cuda.synchronize()
+            checks[f"{name}_{alpha}_{beta}"] = float((c.float() - ref).abs().max())
+    tol = 1e-3 if dt == torch.float32 else 1e-1
+    out["check"] = all(v < tol for v in checks.values())
+    out["check_max_err"] = checks
     out["lt_used"] = kl.lt is not None
-    import time
-
-    alpha_attr = dl.spec.runtime[0]
-    t0 = time.perf_counter_ns()
-    for _ in range(20000):
-        alpha_attr.coerce(1.0, "gemm")
-    out["coerce_us_per_scalar"] = (time.perf_counter_ns() - t0) / 1e3 / 20000
     if dt == torch.float32:  # cProfile of our calculate (where the host time goes)
         import cProfile
         import io
         import pstats
 
-        pr = cProfile.Profile()
-        pr.enable()
-        for _ in range(2000):
-            dl.calculate(None, c, a, b, 1.0, 0.0, stream=st)
-        pr.disable()
-        torch.cuda.synchronize()
-        sio = io.StringIO()
-        pstats.Stats(pr, stream=sio).sort_stats("tottime").print_stats(12)
-        res["cprofile_calculate_f32_64"] = sio.getvalue()
-        print(sio.getvalue()[:2500], flush=True)
+        for name, d in (("graph", dgr), ("direct", dl)):
+            pr = cProfile.Profile()
+            pr.enable()
+            for _ in range(2000):
+                d.calculate(None, c, a, b, 1.0, 0.0, stream=st)
+            pr.disable()
+            torch.cuda.synchronize()
+            sio = io.StringIO()
+            pstats.Stats(pr, stream=sio).sort_stats("tottime").print_stats(10)
+            res[f"cprofile_calculate_f32_64_{name}"] = sio.getvalue()
+            print(sio.getvalue()[:2000], flush=True)
     return out
 
 
@@ -402,18 +516,30 @@ def _ab_host_linear(torch, iop, h, st):
     w = torch.randn(64, 64, device=dev, dtype=dt)
     bias = torch.randn(64, device=dev, dtype=dt)
     y, y2 = torch.empty(64, 64, device=dev, dtype=dt), torch.empty(64, 64, device=dev, dtype=dt)
-    dl = _desc(iop, h, "linear", [y, x, w, bias], "INFINIOP_GEMM_LT", "1")
-    dg = _desc(iop, h, "linear", [y, x, w, bias], "INFINIOP_GEMM_LT", "0")
-    wl = torch.empty(max(dl.workspace_size, 1), dtype=torch.uint8, device=dev)
-    wg = torch.empty(max(dg.workspace_size, 1), dtype=torch.uint8, device=dev)
-    return _host_ab(
+    ds = {k: _desc(iop, h, "linear", [y, x, w, bias], env, None) for k, env in
+          (("graph", LT_GRAPH), ("direct", LT_DIRECT), ("gemmex", GEMMEX))}  # fmt: skip
+    wss = {k: torch.empty(max(d.workspace_size, 1), dtype=torch.uint8, device=dev) for k, d in ds.items()}
+    out = _host_ab(
         torch,
         {
-            "ours_lt_epilogue": lambda: dl.calculate(wl, y, x, w, bias, stream=st),
-            "ours_old": lambda: dg.calculate(wg, y, x, w, bias, stream=st),
+            "ours_lt_epilogue_graph": lambda: ds["graph"].calculate(wss["graph"], y, x, w, bias, stream=st),
+            "ours_lt_epilogue_direct": lambda: ds["direct"].calculate(wss["direct"], y, x, w, bias, stream=st),
+            "ours_gemmex": lambda: ds["gemmex"].calculate(wss["gemmex"], y, x, w, bias, stream=st),
             "torch_addmm_out": lambda: torch.addmm(bias, x, w.t(), out=y2),
+            "torch_linear": lambda: torch.nn.functional.linear(x, w, bias),
         },
     )
+    ref = torch.addmm(bias.float(), x.float(), w.float().t())
+    errs = {}
+    for k, d in ds.items():
+        for _ in range(4):
+            y.fill_(float("nan"))
+            d.calculate(wss[k], y, x, w, bias, stream=st)
+        torch.cuda.synchronize()
+        errs[k] = float((y.float() - ref).abs().max())
+    out["max_err"] = errs
+    out["check"] = all(v < 1e-1 for v in errs.values())
+    return out
 
 
 def _ab_gemm(torch, iop, h, st, dt, shape):
@@ -424,22 +550,22 @@ def _ab_gemm(torch, iop, h, st, dt, shape):
     a = torch.rand(*lead, m, k, device=dev, dtype=dt) - 0.5
     b = torch.rand(*lead, k, n, device=dev, dtype=dt) - 0.5
     c, c2 = torch.empty(*lead, m, n, device=dev, dtype=dt), torch.empty(*lead, m, n, device=dev, dtype=dt)
-    dl = _desc(iop, h, "gemm", [c, a, b], "INFINIOP_GEMM_LT", "1")
-    dg = _desc(iop, h, "gemm", [c, a, b], "INFINIOP_GEMM_LT", "0")
-    reps = 20 if (dt == torch.float32 and m == 8192) else 50
-    tm = _device_ab(
-        torch,
-        {
-            "lt": lambda: dl.calculate(None, c, a, b, 1.0, 0.0, stream=st),
-            "gemmex": lambda: dg.calculate(None, c, a, b, 1.0, 0.0, stream=st),
-            "torch": lambda: torch.matmul(a, b, out=c2),
-        },
-        reps=reps,
-    )
-    dl.calculate(None, c, a, b, 1.0, 0.0, stream=st)
-    torch.cuda.synchronize()
-    err = float((c.float() - c2.float()).abs().max())
-    return {"op": "gemm", "shape": shape, "dtype": str(dt), **tm, "max_diff_vs_torch": err, "lt_used": dl._kernel.lt is not None}
+    ds = {k: _desc(iop, h, "gemm", [c, a, b], env, None) for k, env in
+          (("lt_graph", LT_GRAPH), ("lt_direct", LT_DIRECT), ("gemmex", GEMMEX))}  # fmt: skip
+    reps = 10 if (dt == torch.float32 and m == 8192) else 40
+    impls = {k: (lambda d=d: d.calculate(None, c, a, b, 1.0, 0.0, stream=st)) for k, d in ds.items()}
+    impls["torch"] = lambda: torch.matmul(a, b, out=c2)
+    tm = _device_ab(torch, impls, reps=reps)
+    errs = {}
+    for key, d in ds.items():
+        c.fill_(float("nan"))
+        d.calculate(None, c, a, b, 1.0, 0.0, stream=st)
+        torch.cuda.synchronize()
+        errs[key] = float((c.float() - c2.float()).abs().max())
+    return {
+        "op": "gemm", "shape": shape, "dtype": str(dt), **tm, "max_diff_vs_torch": errs,
+        "graphs": len(ds["lt_graph"]._kernel.lt._graphs or {}),
+    }  # fmt: skip
 
 
 def _ab_linear_bias(torch, iop, h, st, dt, m=4096, n=4096, k=4096):
@@ -448,25 +574,19 @@ def _ab_linear_bias(torch, iop, h, st, dt, m=4096, n=4096, k=4096):
     w = torch.rand(n, k, device=dev, dtype=dt) - 0.5
     bias = torch.rand(n, device=dev, dtype=dt) - 0.5
     y, y2 = torch.empty(m, n, device=dev, dtype=dt), torch.empty(m, n, device=dev, dtype=dt)
-    dl = _desc(iop, h, "linear", [y, x, w, bias], "INFINIOP_GEMM_LT", "1")
-    dg = _desc(iop, h, "linear", [y, x, w, bias], "INFINIOP_GEMM_LT", "0")
-    wl = torch.empty(max(dl.workspace_size, 1), dtype=torch.uint8, device=dev)
-    wg = torch.empty(max(dg.workspace_size, 1), dtype=torch.uint8, device=dev)
-    tm = _device_ab(
-        torch,
-        {
-            "lt_epilogue": lambda: dl.calculate(wl, y, x, w, bias, stream=st),
-            "old": lambda: dg.calculate(wg, y, x, w, bias, stream=st),
-            "torch_addmm": lambda: torch.addmm(bias, x, w.t(), out=y2),
-        },
-    )
-    dl.calculate(wl, y, x, w, bias, stream=st)
-    torch.cuda.synchronize()
-    return {
-        "op": "linear+bias", "shape": (m, n, k), "dtype": str(dt), **tm,
-        "max_diff_vs_torch": float((y.float() - y2.float()).abs().max()),
-        "epilogue_used": dl._kernel.lt_bias is not None,
-    }  # fmt: skip
+    ds = {k: _desc(iop, h, "linear", [y, x, w, bias], env, None) for k, env in
+          (("lt_epilogue_graph", LT_GRAPH), ("lt_epilogue_direct", LT_DIRECT), ("old", GEMMEX))}  # fmt: skip
+    wss = {k: torch.empty(max(d.workspace_size, 1), dtype=torch.uint8, device=dev) for k, d in ds.items()}
+    impls = {k: (lambda k=k, d=d: d.calculate(wss[k], y, x, w, bias, stream=st)) for k, d in ds.items()}
+    impls["torch_addmm"] = lambda: torch.addmm(bias, x, w.t(), out=y2)
+    tm = _device_ab(torch, impls, reps=40)
+    errs = {}
+    for key, d in ds.items():
+        y.fill_(float("nan"))
+        d.calculate(wss[key], y, x, w, bias, stream=st)
+        torch.cuda.synchronize()
+        errs[key] = float((y.float() - y2.float()).abs().max())
+    return {"op": "linear+bias", "shape": (m, n, k), "dtype": str(dt), **tm, "max_diff_vs_torch": errs}
 
 
 def _ab_scatter(torch, iop, h, st, dt, n=4096):
