@@ -332,7 +332,7 @@ def test_rope_positions(device, algo, dt):
     assert np.all(y.astype(np.float64) == 0), f"rope {tag}: empty table must give zeros, got {y.tolist()}"
 
 
-@pytest.mark.parametrize("shape", ["rows", "flat", "pers", "pers2"])
+@pytest.mark.parametrize("shape", ["rows", "flat", "pers", "pers2", "ex1", "ex2", "ex4", "ex2cs", "ex1w", "ex2w"])
 @pytest.mark.parametrize("dt", [F32, F16, BF16])
 @pytest.mark.parametrize("algo", [0, 1])
 def test_rope_kernel_shapes(device, monkeypatch, shape, dt, algo):
@@ -342,7 +342,8 @@ def test_rope_kernel_shapes(device, monkeypatch, shape, dt, algo):
     monkeypatch.setenv("IOP_ROPE_GRID", "3")
     npd = to_numpy(dt)
     rng = np.random.default_rng(1)
-    for xshape, pshape in (((37, 40, 128), (37,)), ((2, 19, 3, 64), (2, 19)), ((11, 7, 16), (11,))):
+    shapes = ((37, 40, 128), (37,)), ((2, 19, 3, 64), (2, 19)), ((11, 7, 16), (11,)), ((13, 5, 24), (13,)), ((3, 33, 8), (3,))
+    for xshape, pshape in shapes:
         half, table = xshape[-1] // 2, 30
         x = rng.uniform(-2, 2, xshape).astype(npd)
         pos = rng.integers(-1, table + 2, pshape).astype(np.int32)
@@ -356,6 +357,27 @@ def test_rope_kernel_shapes(device, monkeypatch, shape, dt, algo):
         want = run("rope", "cpu", {"y": (xshape, dt)}, ins, algo=algo).astype(np.float64)
         tol = 1e-5 if dt is F32 else 1e-2
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"rope {shape} {dt.name} algo {algo} {xshape}")
+
+
+@pytest.mark.parametrize("shape", ["pers2", "ex1", "ex2", "ex4", "ex2cs", "ex2w"])
+def test_rope_kernel_shapes_cases(device, monkeypatch, shape):
+    """Every quick rope case (strided, permuted, padded, in-place, out-of-range, every pos dtype)
+    through each packed rope kernel (IOP_ROPE), against float64 torch."""
+    from infiniop_py.registry import get_cases
+    from infiniop_py.testing.run import run_case
+
+    if device == "cpu":
+        pytest.skip("IOP_ROPE selects NVIDIA kernels")
+    monkeypatch.setenv("IOP_ROPE", shape)
+    bad = []
+    for case in get_cases("rope"):
+        if "quick" not in case.suites:
+            continue
+        for dt in case.dtypes:
+            r = run_case("rope", case, dt, device)
+            if not (r.ok and r.comparisons):
+                bad.append(f"[{case.description}] {dt.name}: " + "; ".join(r.messages))
+    assert not bad, f"rope {shape}: " + " | ".join(bad)
 
 
 @pytest.mark.parametrize("shape", ["vec1", "vec2", "vec1m8", "pipe", "ex1", "ex2", "ex4", "ex2w"])

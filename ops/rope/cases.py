@@ -90,6 +90,24 @@ for algo in (0, 1):
         case((4, 3, 32), 7, "pos_ids strided", algo=algo, pos_strides=(3,)),
         case((0, 3, 8), 4, "empty seq", algo=algo),
         case((1, 1, 2), 1, "one pair", algo=algo),
+        case((9, 5, 24), 12, "5 heads, dhead 24 (3 pair groups per head)", algo=algo),
+        case((3, 2, 40, 128), 8, "40 heads (partial head chunk)", algo=algo, pos_shape=(3, 2), oob=True),
+        case(
+            (6, 12, 128),
+            10,
+            "in-place, padded (head pitch 136)",
+            algo=algo,
+            x_strides=(12 * 136 + 8, 136, 1),
+            inplace=True,
+        ),
+        case(
+            (5, 7, 64),
+            9,
+            "y padded, x permuted (heads outermost)",
+            algo=algo,
+            x_strides=(64, 5 * 64, 1),
+            y_strides=(7 * 72, 72, 1),
+        ),  # fmt: skip
         case((64, 8, 128), 128, "64x8x128", algo=algo, suites=("full",)),
         case((2, 512, 32, 128), 1024, "2x512x32x128", algo=algo, pos_shape=(2, 512), suites=("full",)),
     ]

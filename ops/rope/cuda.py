@@ -17,18 +17,29 @@ MAX_GRID = 2**31 - 1
 # (rope_units, one unit per thread, one block per (row, head group)), "pers" (rope_units over
 # one resident wave, next position loaded ahead), "pers2" (also the next row's x). IOP_ROPE
 # overrides per descriptor (read at create, for A/B); IOP_ROPE_GRID caps the row blocks (tests).
+# "ex1"/"ex2"/"ex4" (rope_heads: exact grid, one block per (row, head chunk), each thread one
+# pair group of U = 1/2/4 heads, every load first); "ex2cs" also with streaming cache hints;
+# "ex1w"/"ex2w": GPT_J with P doubled (two 16-byte x packs, 16-byte table packs per thread).
 SHAPE = "pers2"
 SHAPES = ("rows", "flat", "pers", "pers2")
+# Default per (algo, itemsize), from the round-3 A/B on the H200 (CUDA-graph kernel time, f16 /
+# bf16 / f32 [4096, 32, 128]): GPT_NEOX halves ex2 (19.4 / 20.5 vs pers2 20.6 / 21.2 us), GPT_J
+# ex1 (20.8 / 21.6 / 37.0 vs 22.0 / 22.1 / 38.6 us); f32 GPT_NEOX stays pers2 (ex4 36.1 vs 36.5,
+# within noise; events 38.2 vs 37.9); f64 was not measured (pers2).
+SHAPE_BY = {(0, 2): "ex1", (0, 4): "ex1", (1, 2): "ex2"}
+EXACT = {"ex1": (1, 0), "ex2": (2, 0), "ex4": (4, 0), "ex2cs": (2, 1), "ex1w": (1, 0), "ex2w": (2, 0)}  # (U, CS)
+EXACT_THREADS = 128
 
 
-def max_pairs(algo: int, isz: int) -> int:
-    """Widest pair group per thread: GPT_J loads 2P contiguous elements, GPT_NEOX P from each half."""
-    return max(1, (8 if algo == 0 else 16) // isz)
+def max_pairs(algo: int, isz: int, wide: bool = False) -> int:
+    """Widest pair group per thread: GPT_J loads 2P contiguous elements, GPT_NEOX P from each half
+    (wide GPT_J: 2P elements in two 16-byte packs)."""
+    return max(1, (8 if algo == 0 and not wide else 16) // isz)
 
 
-def candidates(algo: int, isz: int) -> list[int]:
+def candidates(algo: int, isz: int, wide: bool = False) -> list[int]:
     out, p = [], 1
-    while p <= max_pairs(algo, isz):
+    while p <= max_pairs(algo, isz, wide):
         out.append(p)
         p *= 2
     return out
@@ -42,10 +53,24 @@ def units_name(dtype: DType, algo: int, p: int, pf: int) -> str:
     return f"rope_units<{ctype(dtype)}, {algo}, {p}, {pf}>"
 
 
+def heads_name(dtype: DType, algo: int, p: int, u: int, cs: int) -> str:
+    return f"rope_heads<{ctype(dtype)}, {algo}, {p}, {u}, {cs}>"
+
+
 def compile_units():
     names = [kernel_name(d, a, p) for d in sorted(F) for a in (0, 1) for p in candidates(a, itemsize(d))]
     names += [units_name(d, a, p, pf) for d in sorted(F) for a in (0, 1) for p in candidates(a, itemsize(d))[1:] for pf in (1, 2)]
+    names += [heads_name(d, a, p, u, cs) for d in sorted(F) for a in (0, 1) for p in candidates(a, itemsize(d))[1:]
+              for u, cs in set(EXACT.values())]  # fmt: skip
+    names += [heads_name(d, 0, max_pairs(0, itemsize(d), True), u, 0) for d in sorted(F) for u in (1, 2)
+              if max_pairs(0, itemsize(d), True) > max_pairs(0, itemsize(d))]  # fmt: skip
     return [(SOURCE, names)]
+
+
+def exact_block(nj: int, nhead: int, u: int) -> tuple[int, int, int]:
+    """(threads x, threads y, head chunks) of rope_heads: hb heads per k, about 128 threads."""
+    hb = max(1, min(EXACT_THREADS // nj, -(-nhead // u)))
+    return nj, hb, -(-nhead // (hb * u))
 
 
 def _per_sm(fn_ptr: int, threads: int) -> int:
@@ -57,13 +82,13 @@ def _per_sm(fn_ptr: int, threads: int) -> int:
         return max(1, 2048 // threads)
 
 
-def choose_pairs(info) -> int:
+def choose_pairs(info, wide: bool = False) -> int:
     """Largest P whose packed accesses stay aligned for every row, head and pair group."""
     x, y = info["x"], info["y"]
     algo, half = info.attrs["algo"], info.half
     isz = itemsize(x.dtype)
     best = 1
-    for p in candidates(algo, isz)[1:]:
+    for p in candidates(algo, isz, wide)[1:]:
         unit = 2 * p if algo == 0 else p  # elements per x/y vector access
         if half % p:
             continue
@@ -89,13 +114,23 @@ class RopeKernel(CudaKernel):
         ps = pos.strides if pos.ndim == 2 else (0, pos.strides[0])
         half = info.half
         isz = itemsize(x.dtype)
-        shape = os.environ.get("IOP_ROPE") or SHAPE
-        p = choose_pairs(info)
+        shape = os.environ.get("IOP_ROPE") or SHAPE_BY.get((algo, isz), SHAPE)
+        p = choose_pairs(info, wide=shape.endswith("w") and shape in EXACT)
         rows = batch * seq
         nj = half // p
-        units = p > 1 and shape in SHAPES[1:] and nj <= 256
+        exact = p > 1 and shape in EXACT and nj <= 256 and rows <= MAX_GRID
+        if exact:
+            u, cs = EXACT[shape]
+            ex_block = exact_block(nj, nhead, u)
+            exact = ex_block[2] <= 65535
+        units = not exact and p > 1 and (shape in SHAPES[1:] or shape in EXACT) and nj <= 256
+        if units and shape not in SHAPES:
+            shape = "pers2"  # an exact shape whose grid does not fit
         pf = 2 if shape == "pers2" else 1
-        first = units_name(x.dtype, algo, p, pf) if units else kernel_name(x.dtype, algo, p)
+        if exact:
+            first = heads_name(x.dtype, algo, p, u, cs)
+        else:
+            first = units_name(x.dtype, algo, p, pf) if units else kernel_name(x.dtype, algo, p)
         names = [first] + ([kernel_name(x.dtype, algo, 1)] if p > 1 else [])
         mod = get_module(SOURCE, names, handle.device_id)
 
@@ -128,8 +163,13 @@ class RopeKernel(CudaKernel):
             args = [Slot(order.index(n)) for n in ("y", "x", "pos_ids", "sin_table", "cos_table")] + [meta(pp)]
             return Launch(mod.ptr[name], (min(gx, MAX_GRID), groups), (njp, by), args)
 
-        self.fast = launch_units(names[0], p) if units else launch_for(names[0], p)
-        self.shape = shape if units else "rows"
+        if exact:
+            bx, by, groups = ex_block
+            args = [Slot(order.index(n)) for n in ("y", "x", "pos_ids", "sin_table", "cos_table")] + [meta(p)]
+            self.fast = Launch(mod.ptr[names[0]], (rows, groups), (bx, by), args)
+        else:
+            self.fast = launch_units(names[0], p) if units else launch_for(names[0], p)
+        self.shape = shape if (units or exact) else "rows"
         self.slow = launch_for(names[-1], 1) if p > 1 else self.fast
         vec = (2 * p if algo == 0 else p) * isz
         self.align = [(order.index("x"), vec), (order.index("y"), vec), (order.index("sin_table"), p * isz),

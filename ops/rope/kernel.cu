@@ -190,3 +190,92 @@ __global__ void __launch_bounds__(256) rope_units(T* y, const T* x, const void* 
     }
   }
 }
+
+// Exact-grid variant, loads first: block (nj pair groups, hb heads), grid (rows, head chunks of
+// hb * U heads); each thread rotates one pair group of U heads of one row (heads h0, h0 + hb,
+// ...): the position and every x pack are loaded first, then the one table pack pair shared
+// by the U heads (it depends on the position), then the arithmetic, then every store. No loop:
+// one block per (row, head chunk). Heads past nhead (last chunk) are skipped. CS = 1 loads x
+// and stores y with the streaming (evict-first) cache hint for 16-byte packs.
+template <int CS, class PK>
+__device__ __forceinline__ PK rope_ldx(const void* p) {
+  if constexpr (CS && sizeof(PK) == 16) {
+    unsigned a, b, c, d;
+    asm("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "l"(p));
+    union { uint4 u; PK k; } r;
+    r.u = make_uint4(a, b, c, d);
+    return r.k;
+  } else {
+    return *reinterpret_cast<const PK*>(p);
+  }
+}
+
+template <int CS, class PK>
+__device__ __forceinline__ void rope_stx(void* p, const PK& v) {
+  if constexpr (CS && sizeof(PK) == 16) {
+    union { PK k; uint4 u; } r;
+    r.k = v;
+    asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(r.u.x), "r"(r.u.y), "r"(r.u.z), "r"(r.u.w)
+                 : "memory");
+  } else {
+    *reinterpret_cast<PK*>(p) = v;
+  }
+}
+
+template <class T, int ALGO, int P, int U, int CS>
+__global__ void __launch_bounds__(256, U >= 4 ? 2 : 4) rope_heads(T* y, const T* x, const void* pos, const T* __restrict__ sin_t,
+                                                  const T* __restrict__ cos_t, RopeMeta m) {
+  typedef typename Compute<T>::type C;
+  constexpr int XV = ALGO == 0 ? 2 * P : P;  // elements per x/y access
+  typedef Pack<T, XV> PX;
+  long long b, s;
+  rope_row(m, (long long)blockIdx.x, b, s);
+  const long long p = rope_pos(pos, m.pos_kind, b * m.ps_b + s * m.ps_s);
+  const int i0 = threadIdx.x * P;            // first pair of this thread
+  const int e0 = ALGO == 0 ? 2 * i0 : i0;    // first element of its (first) x access
+  const int h0 = blockIdx.y * (blockDim.y * U) + threadIdx.y;
+  const T* xr = x + b * m.xs_b + s * m.xs_s + e0;
+  PX a[U], c[U];
+#pragma unroll
+  for (int k = 0; k < U; ++k) {
+    const int h = h0 + k * blockDim.y;
+    if (h < m.nhead) {
+      a[k] = rope_ldx<CS, PX>(xr + h * m.xs_h);
+      if constexpr (ALGO == 1) c[k] = rope_ldx<CS, PX>(xr + h * m.xs_h + m.half);
+    }
+  }
+  const bool valid = p >= 0 && p < m.table_len;
+  Pack<T, P> pc, ps;
+  if (valid) {  // uniform per block; never touches the tables otherwise (table_len may be 0)
+    pc = *reinterpret_cast<const Pack<T, P>*>(cos_t + p * m.half + i0);
+    ps = *reinterpret_cast<const Pack<T, P>*>(sin_t + p * m.half + i0);
+  } else {
+#pragma unroll
+    for (int k = 0; k < P; ++k) { pc.v[k] = Conv<T>::from(0.f); ps.v[k] = Conv<T>::from(0.f); }
+  }
+  T* yr = y + b * m.ys_b + s * m.ys_s + e0;
+#pragma unroll
+  for (int k = 0; k < U; ++k) {
+    const int h = h0 + k * blockDim.y;
+    if (h < m.nhead) {
+      PX q0, q1;
+#pragma unroll
+      for (int j = 0; j < P; ++j) {
+        const C cs = iop_load(pc.v[j]), sn = iop_load(ps.v[j]);
+        const C a0 = iop_load(ALGO == 0 ? a[k].v[2 * j] : a[k].v[j]);
+        const C a1 = iop_load(ALGO == 0 ? a[k].v[2 * j + 1] : c[k].v[j]);
+        const C r0 = valid ? a0 * cs - a1 * sn : C(0);
+        const C r1 = valid ? a0 * sn + a1 * cs : C(0);
+        if constexpr (ALGO == 0) {
+          q0.v[2 * j] = Conv<T>::from(r0);
+          q0.v[2 * j + 1] = Conv<T>::from(r1);
+        } else {
+          q0.v[j] = Conv<T>::from(r0);
+          q1.v[j] = Conv<T>::from(r1);
+        }
+      }
+      rope_stx<CS, PX>(yr + h * m.ys_h, q0);
+      if constexpr (ALGO == 1) rope_stx<CS, PX>(yr + h * m.ys_h + m.half, q1);
+    }
+  }
+}

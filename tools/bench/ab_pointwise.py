@@ -46,10 +46,42 @@ def create(op, tensors, attrs, cfg):
                 os.environ[k] = v
 
 
-def bench(label, op, sets, torch_fn, configs, attrs=None, nbytes=None, tol=None):
-    """sets: list of [out, *ins] torch tensors; torch_fn(out, *ins) writes out."""
+def graph_time(fn, ns, k=16):
+    """µs per call inside a replayed CUDA graph of k calls rotating over the ns sets (no host
+    gaps); fn(s, stream) runs set s on the given CUDA stream handle."""
+    cur = torch.cuda.current_stream()
+    side = torch.cuda.Stream()
+    side.wait_stream(cur)
+    with torch.cuda.stream(side):
+        for s in range(ns):
+            fn(s, side.cuda_stream)
+    cur.wait_stream(side)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        cap = torch.cuda.current_stream().cuda_stream
+        for i in range(k):
+            fn(i % ns, cap)
+    g.replay()
+    torch.cuda.synchronize()
+    tt = []
+    for _ in range(15):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        torch.cuda.synchronize()
+        tt.append(a.elapsed_time(b) * 1e3 / k)
+    del g
+    return statistics.median(tt)
+
+
+def bench(label, op, sets, torch_fn, configs, attrs=None, nbytes=None, tol=None, extra=None, graph=False):
+    """sets: list of [out, *ins] torch tensors; torch_fn(out, *ins) writes out. extra: name ->
+    fn(s) timed alongside, not checked (e.g. a copy of the same bytes); graph: also CUDA-graph
+    replay times (ours, torch and extra)."""
     t0 = time.time()
-    impls, outs, paths = {}, {}, {}
+    impls, outs, paths, on_stream = {}, {}, {}, {}
     for name, cfg in configs:
         try:
             d = create(op, sets[0], attrs or {}, cfg)
@@ -62,8 +94,13 @@ def bench(label, op, sets, torch_fn, configs, attrs=None, nbytes=None, tol=None)
         outs[name] = bufs
         conv = [[env.ours(t) for t in b] for b in bufs]
         impls[name] = lambda s, d=d, conv=conv: d.calculate(None, *conv[s], stream=env.stream)
+        on_stream[name] = lambda s, st, d=d, conv=conv: d.calculate(None, *conv[s], stream=st)
     tout = [torch.empty_like(s[0]) for s in sets]
     impls["torch"] = lambda s: torch_fn(tout[s], *sets[s][1:])
+    on_stream["torch"] = lambda s, st: torch_fn(tout[s], *sets[s][1:])
+    for name, fn in (extra or {}).items():
+        impls[name] = fn
+        on_stream[name] = lambda s, st, fn=fn: fn(s)
     ns = len(sets)
     for f in impls.values():
         for i in range(3):
@@ -91,15 +128,31 @@ def bench(label, op, sets, torch_fn, configs, attrs=None, nbytes=None, tol=None)
         err = (a - b).abs()
         checks[n] = (err.max().item(), torch.allclose(a, b, atol=tol or 1e-3, rtol=tol or 1e-3, equal_nan=True))
     row["check"] = checks
+    row["p10_us"] = {n: sorted(v)[len(v) // 10] for n, v in per.items()}
+    row["p90_us"] = {n: sorted(v)[(9 * len(v)) // 10] for n, v in per.items()}
+    gr = {}
+    if graph and not SMOKE:
+        for n in names:
+            try:
+                gr[n] = graph_time(on_stream[n], ns)
+            except Exception as exc:  # noqa: BLE001
+                gr[n + "_err"] = f"{type(exc).__name__}: {str(exc)[:100]}"
+        row["graph_us"] = gr
     log.write(json.dumps(row) + "\n")
     log.flush()
     line = f"{label:22s}"
     for n in names:
         pct = 100 * nbytes / (med[n] * 1e-6) / 1e9 / copy_gbps
         x = med["torch"] / med[n]
-        ok = "" if n == "torch" or checks[n][1] else " FAIL"
+        ok = "" if n == "torch" or n not in checks or checks[n][1] else " FAIL"
         line += f" | {n} {med[n]:.1f} {pct:.0f}% {x:.2f}x{ok}"
     print(line + f"  ({time.time() - t0:.1f}s)", flush=True)
+    if gr:
+        line = f"{'  graph':22s}"
+        for n in names:
+            if n in gr:
+                line += f" | {n} {gr[n]:.1f} {100 * nbytes / (gr[n] * 1e-6) / 1e9 / copy_gbps:.0f}%"
+        print(line + "".join(f" | {k} {v}" for k, v in gr.items() if k.endswith("_err")), flush=True)
 
 
 NEW_SHAPES = ["vec1m8", "ex1", "ex2", "ex4", "ex2w"]
@@ -163,11 +216,17 @@ def rope(dt, algo):
 
     isz = torch.tensor([], dtype=TDT[dt]).element_size()
     nbytes = 2 * seq * nh * dh * isz + seq * (4 + 2 * half * isz)
-    cfgs = [(s, {"IOP_ROPE": s}) for s in ROPE_SHAPES]
-    bench(f"rope {dt} {'NEOX' if algo else 'J'}", "rope", sets, eager, cfgs, attrs={"algo": algo}, nbytes=nbytes, tol=1e-2)
+    cfgs = [(s, {"IOP_ROPE": s} if s != "merged" else {}) for s in ROPE_SHAPES]
+    # the same x -> y bytes as a plain copy: what a transfer of this size reaches (no table)
+    ys = [torch.empty_like(s[1]) for s in sets]
+    extra = {"copy": lambda s: ys[s].copy_(sets[s][1])}
+    bench(f"rope {dt} {'NEOX' if algo else 'J'}", "rope", sets, eager, cfgs, attrs={"algo": algo}, nbytes=nbytes,
+          tol=1e-2, extra=extra, graph=True)  # fmt: skip
 
 
-ROPE_SHAPES = ("rows", "flat", "pers", "pers2")
+# round 3: pers2 (the previous default) against rope_heads (exact grid, U heads per thread);
+# "merged" = no IOP_ROPE (the per-dtype default)
+ROPE_SHAPES = tuple(os.environ.get("AB_ROPE_SHAPES", "pers2,ex1,ex2,ex4,ex2cs,ex1w,ex2w").split(","))
 # dense shapes before this round's DENSE_BY_OP entries (the "confirm" A/B: previous vs merged)
 PREVIOUS = {"gelu": "pipe", "gelu_backward": "pipe", "sigmoid": "vec2", "silu": "vec2"}
 
