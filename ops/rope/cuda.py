@@ -1,4 +1,4 @@
-"""NVIDIA RoPE: rope_units (one (head, pair group) unit per thread, rows walked by a resident wave with the next row prefetched) for packed pair groups; rope_kernel (one block per row) otherwise."""
+"""NVIDIA RoPE: rope_heads (exact grid, one pair group of U heads per thread, every load first; default for GPT_J and half-precision GPT_NEOX), rope_units (resident wave, next row prefetched; f32/f64 GPT_NEOX) for packed pair groups; rope_kernel (one block per row) otherwise."""
 
 from __future__ import annotations
 
