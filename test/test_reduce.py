@@ -178,6 +178,24 @@ def test_reduce_plan_switches(monkeypatch):
     assert plan_reduce((8192, 8192), (8192, 1), (0, 0), (0, 1), DType.F32, 132).last == 1
 
 
+def test_row_softmax_names(monkeypatch):
+    from infiniop_py.dtypes import DType
+    from infiniop_py.reduce.rowwise import raw_cache, row_kernel_name
+
+    assert raw_cache(DType.F16, 8, "log_softmax", 4000) == 1  # log_softmax 32000: raw cache now
+    assert raw_cache(DType.F16, 8, "softmax", 256) == 0 and raw_cache(DType.F16, 8, "causal", 2049) == 1
+    assert row_kernel_name(DType.BF16, "log_softmax", 8, "int", 1, 4000) == "row_softmax<iop_bf16, 1, 8, 8, int, 1>"
+    assert row_kernel_name(DType.F16, "log_softmax", 8, "int", 1, 4000) == "row_softmax<iop_half, 1, 8, 8, int, 1>"
+    assert row_kernel_name(DType.F16, "softmax", 8, "int", 0, 256) == "row_softmax<iop_half, 0, 8, 4, int, 0>"
+    monkeypatch.setenv("IOP_ROWWISE_RAW", "all")
+    assert raw_cache(DType.F16, 8, "softmax", 256) == 1
+    assert row_kernel_name(DType.F16, "softmax", 8, "int", 1, 256) == "row_softmax<iop_half, 0, 8, 4, int, 1>"
+    monkeypatch.setenv("IOP_ROWWISE_RAW", "all8")
+    assert row_kernel_name(DType.F16, "softmax", 8, "int", 1, 256) == "row_softmax<iop_half, 0, 8, 8, int, 1>"
+    monkeypatch.setenv("IOP_ROWWISE_RAW", "nolog")
+    assert raw_cache(DType.F16, 8, "log_softmax", 4000) == 0
+
+
 def test_reduce_plan_kinds():
     from infiniop_py.dtypes import DType
     from infiniop_py.reduce import plan_reduce
@@ -207,7 +225,11 @@ GPU_PLAN_CASES = [
     ("sum", (64, 3, 64, 8), (0, 2)),  # tile over two reduced dims
     ("reduce_mean", (1000, 36), (0,)),
 ]
-GPU_PLAN_ENVS = [{}, {"IOP_REDUCE_FINISH": "2pass", "IOP_REDUCE_COLS": "split"}, {"IOP_REDUCE_FINISH": "last"}]
+GPU_PLAN_ENVS = [
+    {},
+    {"IOP_REDUCE_FINISH": "2pass", "IOP_REDUCE_COLS": "split"},
+    {"IOP_REDUCE_FINISH": "last"},
+]
 
 
 @pytest.mark.gpu
@@ -254,7 +276,7 @@ def test_sum_reduce_max_reduce_mean_nvidia_plan_variants(monkeypatch, env):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("mode", ["", "2pass", "1block"])
+@pytest.mark.parametrize("mode", ["", "2pass", "1block", "last"])
 def test_random_sample_nvidia_greedy_modes(monkeypatch, mode):
     from conftest import gpu_available
 
@@ -276,3 +298,60 @@ def test_random_sample_nvidia_greedy_modes(monkeypatch, mode):
                 d.calculate(ws, r, xv, 0.0, 0.9, 50, 0.8)
                 cp.cuda.get_current_stream().synchronize()
                 assert int(r) == int(np.argmax(x[off : off + n])), (n, dt, off, mode)
+            if n == 151936:  # repeated calls on two streams (per-stream tickets reset)
+                streams = [cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)]
+                for rep in range(4):
+                    r = cp.full((), -1, cp.int64)
+                    d.calculate(ws, r, cp.asarray(x)[:n], 0.0, 0.9, 50, 0.8, stream=streams[rep % 2])
+                    streams[rep % 2].synchronize()
+                    assert int(r) == int(np.argmax(x[:n])), (n, dt, rep, mode)
+
+
+ROW_ENVS = [
+    {},
+    {"IOP_ROWWISE_RAW": "all"},
+    {"IOP_ROWWISE_RAW": "all8"},
+    {"IOP_ROWWISE_RAW": "nolog"},
+    {"IOP_ROWWISE_RAW": "0"},
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("env", ROW_ENVS, ids=["default", "raw_all", "raw_all8", "nolog", "raw0"])
+def test_softmax_log_softmax_nvidia_row_variants(monkeypatch, env):
+    """Every row_softmax variant (raw 16-bit cache of 4 or 8 packs, f32 cache) on
+    rows that select them, aligned and at an odd element offset, with -inf entries."""
+    from conftest import gpu_available
+
+    if not gpu_available():
+        pytest.skip("needs an NVIDIA GPU with CuPy")
+    import cupy as cp
+
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    h = iop.create_handle("nvidia")
+    rng = np.random.default_rng(3)
+    for op in ("softmax", "log_softmax"):
+        for shape in ((3, 2049), (5, 4097), (4, 20000), (2, 32000)):
+            for dt, npdt, tol in ((iop.float16, np.float16, 2e-3), (iop.bfloat16, None, 2e-2), (iop.float32, np.float32, 1e-5)):
+                a = rng.uniform(-8, 8, size=shape)
+                a[:, ::7] = -np.inf
+                if npdt is None:
+                    import ml_dtypes
+
+                    npdt = ml_dtypes.bfloat16
+                x = a.astype(npdt)
+                r = x.astype(np.float64)
+                m = r.max(-1, keepdims=True)
+                ls = r - m - np.log(np.exp(r - m).sum(-1, keepdims=True))
+                want = ls if op == "log_softmax" else np.exp(ls)
+                d = iop.create_descriptor(op, h, D(shape, None, dt), D(shape, None, dt), dim=-1)
+                for off in (0, 1):
+                    xd = cp.asarray(np.concatenate([np.zeros(off, npdt), x.ravel()]))[off:].reshape(shape)
+                    yd = cp.asarray(np.full(shape[0] * shape[1] + off, np.nan, npdt))[off:].reshape(shape)
+                    d.calculate(None, yd, xd)
+                    cp.cuda.get_current_stream().synchronize()
+                    got = cp.asnumpy(yd).astype(np.float64)
+                    fin = np.isfinite(want)
+                    assert np.array_equal(np.isneginf(got), np.isneginf(want)), (op, shape, dt, off)
+                    np.testing.assert_allclose(got[fin], want[fin], rtol=tol, atol=tol, err_msg=f"{op} {shape} {dt} {off}")

@@ -32,33 +32,45 @@ def vec_of(dtype: DType) -> int:
 RAW_MIN_NVEC = 4 * 512  # rows of more 16-byte vectors than a 512-thread f32 cache holds
 
 
-def raw_cache(dtype: DType, vec: int, mode: str, nvec: int | None = None) -> int:
-    """1 when row_softmax caches raw 16-bit packs: half types with 16-byte vectors, rows longer
-    than ``RAW_MIN_NVEC`` vectors (``nvec`` None: whether the variant exists at all), not
-    log_softmax (its raw variant spills at 64 registers). Measured on the H200: raw 8 packs per
-    thread beats the f32 cache (4 packs) at N = 32000 (f16 145 vs 210 us) but loses on short
-    rows, where it converts and exponentiates 8 mostly empty slots (causal 512: 42 vs 27 us).
+def _raw_env() -> str:
+    return os.environ.get("IOP_ROWWISE_RAW", "")
 
-    ``IOP_ROWWISE_RAW=0`` (a tuning switch for A/B benchmarks) disables it."""
-    if os.environ.get("IOP_ROWWISE_RAW") == "0" or mode == "log_softmax":
+
+def raw_cache(dtype: DType, vec: int, mode: str, nvec: int | None = None) -> int:
+    """1 when row_softmax caches raw 16-bit packs (8 per thread, 32 registers: twice the loads
+    in flight of the f32 cache's 4 packs): half types with 16-byte vectors, rows longer than
+    ``RAW_MIN_NVEC`` vectors (``nvec`` None: whether the variant exists at all). Measured on
+    the H200: at N = 32000 raw beats the f32 cache (f16 softmax 145 vs 210 us; log_softmax
+    139-142 vs 203 us since its spill was removed: an opaque zero xor-ed into the cached words
+    before the write pass). On shorter rows it lost or tied: 8 packs (N = 2048-4097, round 4:
+    softmax f16 2049 17.2 vs 15.5 us graph-replayed, log_softmax 2048 11.5 vs 11.8), 4 packs
+    (2048: 12.9 vs 11.8), mostly empty slots (causal 512: 42 vs 27 us).
+
+    Tuning switches for A/B benchmarks (``IOP_ROWWISE_RAW``): ``0`` disables it, ``nolog``
+    keeps the f32 cache for log_softmax (the round-3 rule), ``all`` / ``all8`` use raw for
+    every half row with 16-byte vectors (4 / 8 packs per thread up to ``RAW_MIN_NVEC`` vectors,
+    see ``maxe``)."""
+    env = _raw_env()
+    if env == "0" or (env == "nolog" and mode == "log_softmax"):
         return 0
-    if nvec is not None and nvec <= RAW_MIN_NVEC:
+    if nvec is not None and nvec <= RAW_MIN_NVEC and env not in ("all", "all8"):
         return 0
     return int(itemsize(dtype) == 2 and vec > 1)
 
 
-def maxe(dtype: DType, vec: int, raw: int = 0) -> int:
+def maxe(dtype: DType, vec: int, raw: int = 0, nvec: int | None = None) -> int:
     """Cached vectors per thread: 32 registers of values (32 f32 values, or 8 raw 16-bit packs;
-    4 vectors for f64, whose exp is a call)."""
+    4 vectors for f64, whose exp is a call); ``IOP_ROWWISE_RAW=all`` keeps 4 raw packs on rows
+    of at most ``RAW_MIN_NVEC`` vectors."""
     if dtype is DType.F64:
         return 4
     if raw:
-        return 8
+        return 4 if nvec is not None and nvec <= RAW_MIN_NVEC and _raw_env() == "all" else 8
     return max(1, 32 // vec)
 
 
-def row_kernel_name(dtype: DType, mode: str, vec: int, ti: str = "int", raw: int = 0) -> str:
-    return f"row_softmax<{ctype(dtype)}, {MODES[mode]}, {vec}, {maxe(dtype, vec, raw)}, {ti}, {raw}>"
+def row_kernel_name(dtype: DType, mode: str, vec: int, ti: str = "int", raw: int = 0, nvec: int | None = None) -> str:
+    return f"row_softmax<{ctype(dtype)}, {MODES[mode]}, {vec}, {maxe(dtype, vec, raw, nvec)}, {ti}, {raw}>"
 
 
 def col_kernel_name(dtype: DType, mode: str, ti: str = "int") -> str:
@@ -158,7 +170,7 @@ class RowwiseKernel(CudaKernel):
             for v in [vec, 1] if can_vec else [1]:
                 nvec = -(-max(N, 1) // v)
                 raw = raw_cache(dtype, v, mode, nvec)
-                me = maxe(dtype, v, raw)
+                me = maxe(dtype, v, raw, nvec)
                 # as few threads per row as keep every thread's cache full (MAXE vectors): many
                 # independent 16-byte loads in flight per thread is what reaches the bandwidth;
                 # groups are any multiple of 32 (block_reduce allows it), so no power-of-two
@@ -168,7 +180,7 @@ class RowwiseKernel(CudaKernel):
                 G = min(G, 1024)
                 rpb = 4 if G == 32 else 1
                 meta = meta_rows + struct.pack("<7q", N, lay.sx, lay.sy, R, lay.seq, lay.shift, ne)
-                name = row_kernel_name(dtype, mode, v, ti, raw)
+                name = row_kernel_name(dtype, mode, v, ti, raw, nvec)
                 names.append(name)
                 configs.append((name, (-(-R // rpb),), (G, rpb), meta))
         else:

@@ -425,6 +425,90 @@ __global__ void __launch_bounds__(RM_THREADS) rm_greedy(TO* result, unsigned cha
   if (threadIdx.x == 0) result[0] = Conv<TO>::from((long long)(bi < p.n ? bi : 0));
 }
 
+// Greedy in one launch over many blocks: block b reads entries [b * RM_EPB, (b + 1) * RM_EPB)
+// (16-byte packs after an unaligned head, all loads of a thread issued before the compares),
+// writes its (key, index) partial to the workspace (rm_argmax's partials) and draws an integer
+// ticket; the block that draws B - 1 combines the B partials (rm_global_max: fixed trees, ties
+// -> lower index, so the result does not depend on which block is last), writes the result
+// and resets the ticket. The tickets are descriptor-owned device memory, one per stream.
+#define RM_GTU 4
+template <class T, class TO>
+__global__ void __launch_bounds__(RM_THREADS) rm_greedy_last(TO* result, const T* __restrict__ x, unsigned char* ws,
+                                                            unsigned int* __restrict__ ticket, SampleParams p) {
+  __shared__ unsigned int sk[32];
+  __shared__ int si[32];
+  __shared__ int is_last;
+  constexpr int VEC = 16 / sizeof(T);
+  const int n = (int)p.n, tid = threadIdx.x;
+  RmView v = rm_view(ws, p.n, p.pad_);
+  const int b0 = blockIdx.x * RM_EPB;
+  const int len = min(n - b0, RM_EPB);
+  const T* xb = x + b0;
+  unsigned int bk = 0;
+  int bi = n;
+  int head = (int)((VEC - (reinterpret_cast<unsigned long long>(xb) / sizeof(T)) % VEC) % VEC);
+  if (head > len) head = len;
+  if (tid < head) {
+    bk = RsKey<float>::key(red_load(xb[tid]));
+    bi = b0 + tid;
+  }
+  const Pack<T, VEC>* pv = reinterpret_cast<const Pack<T, VEC>*>(xb + head);
+  const int nv = (len - head) / VEC;
+  Pack<T, VEC> pk[RM_GTU];
+#pragma unroll
+  for (int u = 0; u < RM_GTU; ++u)
+    if (tid + u * RM_THREADS < nv) pk[u] = pv[tid + u * RM_THREADS];
+#pragma unroll
+  for (int u = 0; u < RM_GTU; ++u) {
+    const int q = tid + u * RM_THREADS;
+    if (q < nv) {
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) {
+        const unsigned int kk = RsKey<float>::key(red_load(pk[u].v[k]));
+        const int ii = b0 + head + q * VEC + k;
+        if (rm_before(kk, ii, bk, bi, n)) { bk = kk; bi = ii; }
+      }
+    }
+  }
+  for (int q = tid + RM_GTU * RM_THREADS; q < nv; q += RM_THREADS) {  // RM_EPB / VEC > RM_GTU * RM_THREADS
+    const Pack<T, VEC> pq = pv[q];
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) {
+      const unsigned int kk = RsKey<float>::key(red_load(pq.v[k]));
+      const int ii = b0 + head + q * VEC + k;
+      if (rm_before(kk, ii, bk, bi, n)) { bk = kk; bi = ii; }
+    }
+  }
+  const int done = head + nv * VEC;
+  if (tid < len - done) {
+    const unsigned int kk = RsKey<float>::key(red_load(xb[done + tid]));
+    if (rm_before(kk, b0 + done + tid, bk, bi, n)) { bk = kk; bi = b0 + done + tid; }
+  }
+  rm_block_argmax(bk, bi, n, sk, si);
+  if (tid == 0) {
+    v.pkey[blockIdx.x] = bk;
+    v.pidx[blockIdx.x] = bi;
+    __threadfence();
+    is_last = atomicAdd(ticket, 1u) == (unsigned int)(gridDim.x - 1);
+  }
+  __syncthreads();
+  if (!is_last) return;
+  __threadfence();
+  const int B = (int)gridDim.x;
+  bk = 0;
+  bi = n;
+  for (int q = tid; q < B; q += RM_THREADS) {
+    const unsigned int k2 = __ldcg(v.pkey + q);
+    const int i2 = __ldcg(v.pidx + q);
+    if (rm_before(k2, i2, bk, bi, n)) { bk = k2; bi = i2; }
+  }
+  rm_block_argmax(bk, bi, n, sk, si);
+  if (tid == 0) {
+    result[0] = Conv<TO>::from((long long)(bi < n ? bi : 0));
+    *ticket = 0u;
+  }
+}
+
 // Greedy in one launch: one block of 1024 threads reads all n entries (16-byte packs after an
 // unaligned head, RM_G1U packs in flight per thread) and keeps (key, index) per thread in
 // increasing index order (strict >: the lowest index among equal maxima), then the block argmax

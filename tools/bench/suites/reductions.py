@@ -310,6 +310,92 @@ AB_ROW = {"raw": {}, "f32cache": {"IOP_ROWWISE_RAW": "0"}}
 
 
 def ab_cases():
+    """Round 4 (second run): the raw 16-bit cache with 8 packs per thread on mid softmax /
+    log_softmax rows (``raw8``; measured then as the default against the f32 cache, and not
+    kept), raw cache for log_softmax 32000 (spill removed) against the f32 cache (``old``),
+    one-launch multi-block greedy sampling; 8192^2 half reductions for the record. The third
+    element of a tuple asks for CUDA-graph replay timing too."""
+    out = []
+    mid = {"new": {}, "raw8": {"IOP_ROWWISE_RAW": "all8"}}
+    for dt, ns in (("f16", (1000, 2048, 2049, 4096, 4097)), ("bf16", (2048, 4096, 4097))):
+        for op in ("softmax", "log_softmax"):
+            for n in ns:
+                out.append((softmax_case(op, dt, (4096, n)), mid, True))
+    for dt in ("f16", "bf16"):
+        out.append((softmax_case("log_softmax", dt, (4096, 32000)), {"new": {}, "old": {"IOP_ROWWISE_RAW": "nolog"}}, False))
+    out.append((softmax_case("softmax", "f16", (4096, 32000)), {"new": {}}, False))
+    for dt in ("f16", "bf16"):
+        out.append((reduce_case("sum", dt, (8192, 8192), (1,)), {"new": {}}, False))
+        out.append((reduce_case("sum", dt, (8192, 8192), None), {"new": {}}, False))
+    for dt in DTYPES:
+        g = {"new": {}, "2pass": {"IOP_SAMPLE_GREEDY": "2pass"}}
+        out.append((sample_case(dt, 151936, (0.0, 0.9, 50, 0.8)), g, True))
+    out.append((sample_case("f32", 32000, (0.0, 0.9, 50, 0.8)), {"new": {}, "last": {"IOP_SAMPLE_GREEDY": "last"}}, True))
+    return out
+
+
+def ab_cases_round4a():
+    """Round 4, first run (subset still runnable): raw cache with 4 packs for mid rows, packs
+    per thread of the 8192^2 row plan, greedy modes. ILP accumulators in reduce_rows and
+    row_softmax were measured in that run too and removed (neutral or slower)."""
+    out = []
+    row = {"new": {}, "raw4": {"IOP_ROWWISE_RAW": "all"}}
+    for dt, ns in (("f16", (2048, 2049, 4096, 4097)), ("bf16", (2048, 4097))):
+        for op in ("softmax", "log_softmax"):
+            for n in ns:
+                out.append((softmax_case(op, dt, (4096, n)), row, True))
+    for dt in DTYPES:
+        out.append((reduce_case("sum", dt, (8192, 8192), (1,)), {"new": {}, "ppt8": {"IOP_REDUCE_PPT": "8"}}, False))
+    g = {"new": {}, "2pass": {"IOP_SAMPLE_GREEDY": "2pass"}, "1block": {"IOP_SAMPLE_GREEDY": "1block"}}
+    for dt in DTYPES:
+        out.append((sample_case(dt, 151936, (0.0, 0.9, 50, 0.8)), g, True))
+    return out
+
+
+def graph_times(env, calls, nsets, k=24, reps=30):
+    """µs per call inside replayed CUDA graphs: for each implementation ``calls[name](s, stream)``
+    is captured ``k`` times on a side stream (sets rotating, as in the event timing), after a
+    warm-up on that stream (per-stream tickets and caches exist before capture); the graphs are
+    replayed alternately ``reps`` times (CUDA events around each replay) and the median replay
+    is divided by ``k``."""
+    import numpy as np
+
+    torch = env.torch
+    side = torch.cuda.Stream()
+    graphs, out = {}, {}
+    for name, fn in calls.items():
+        try:
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for i in range(max(3, nsets)):
+                    fn(i % nsets, side.cuda_stream)
+            side.synchronize()
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g, stream=side):
+                for i in range(k):
+                    fn(i % nsets, side.cuda_stream)
+            g.replay()
+            env.sync()
+            graphs[name] = g
+        except Exception as exc:  # report, keep the other implementations
+            out[name + "_error"] = f"{type(exc).__name__}: {exc}"[:200]
+    names = list(graphs)
+    seq, labels = [], []
+    for r in range(reps):
+        for n in names if r % 2 == 0 else names[::-1]:
+            seq.append((n, graphs[n].replay))
+            labels.append(n)
+    times = env.time_calls(seq)
+    per = {n: [] for n in names}
+    for n, t in zip(labels, times):
+        per[n].append(t / k)
+    for n in names:
+        out[n] = float(np.median(per[n]))
+    del graphs
+    return out
+
+
+def ab_cases_round3():
     """Round 3: one-launch column tiles (vs the split + finish pair), last-block finish for small
     full reductions, one-block greedy random_sample."""
     out = []
@@ -359,15 +445,18 @@ def ab_main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--match", default="")
     ap.add_argument("--out", default="")
+    ap.add_argument("--no-graph", action="store_true")
     args = ap.parse_args(argv)
     env = make_env(False)
     copy = env.copy_bandwidth()
     bw = copy["GBps"]
     print(f"# A/B, copy bandwidth {bw:.0f} GB/s, {args.reps} reps interleaved", flush=True)
     rows = []
-    for case, variants in ab_cases():
+    for item in ab_cases():
+        case, variants = item[0], item[1]
+        want_graph = len(item) > 2 and item[2] and not args.no_graph
         label = f"{case.op} {case.case} {case.dtype}"
-        if args.match and args.match not in label:
+        if args.match and not any(m in label for m in args.match.split("|")):
             continue
         works, calls = {}, {}
         for name, envs in variants.items():
@@ -386,6 +475,7 @@ def ab_main(argv=None) -> int:
                 w.atol, w.rtol = _tolerance(case.dtype)
             calls[name] = ours_call(env, w)
         w0 = next(iter(works.values()))
+        sets0 = w0.nsets
         calls["torch"] = w0.torch_eager
         names = list(calls)
         nsets = {n: (works[n].nsets if n in works else w0.nsets) for n in names}
@@ -426,7 +516,23 @@ def ab_main(argv=None) -> int:
             flag = "" if n == "torch" or res[n]["ok"] else " CHECK-FAILED"
             parts.append(f"{n} {med[n]:.1f}us {pct:.0f}% x{med['torch'] / med[n]:.2f}{flag}")
         print(f"{label:<48} " + " | ".join(parts), flush=True)
-        rows.append({"case": label, "bytes": nbytes, "results": res})
+        row = {"case": label, "bytes": nbytes, "results": res}
+        if want_graph:
+            gcalls = {n: ours_call_stream(env, works[n]) for n in works}
+            gcalls["torch"] = lambda s, st, f=w0.torch_eager: f(s)
+            try:
+                gt = graph_times(env, gcalls, sets0)
+            except Exception as exc:
+                gt = {"error": f"{type(exc).__name__}: {exc}"[:200]}
+            row["graph_us"] = gt
+            gp = []
+            for n in names:
+                if n in gt:
+                    pct = 100.0 * nbytes / (gt[n] * 1e-6) / 1e9 / bw
+                    gp.append(f"{n} {gt[n]:.2f}us {pct:.0f}% x{gt.get('torch', float('nan')) / gt[n]:.2f}")
+            errs = [f"{k}={v}" for k, v in gt.items() if k.endswith("error")]
+            print(f"{'  graph':<48} " + " | ".join(gp + errs), flush=True)
+        rows.append(row)
         for w in works.values():
             w.release()
         del works, calls
@@ -435,6 +541,24 @@ def ab_main(argv=None) -> int:
         with open(args.out, "w") as f:
             json.dump({"copy": copy, "rows": rows}, f, indent=1)
     return 0
+
+
+def ours_call_stream(env, work):
+    """``f(s, stream)``: our calculate on set ``s`` launched on ``stream`` (graph capture)."""
+    calc = work.descriptor.calculate
+    bufs = [[None if t is None else env.ours(t) for t in tensors] for tensors in work.buffers]
+    rt = tuple(work.runtime)
+    size = int(getattr(work.descriptor, "workspace_size", 0) or 0)
+    ws = None
+    if size:
+        if work.workspace is None:
+            work.workspace = env.torch.empty(size, dtype=env.torch.uint8, device=env.device)
+        ws = env.ours(work.workspace)
+
+    def run(s, stream):
+        calc(ws, *bufs[s], *rt, stream=stream)
+
+    return run
 
 
 if __name__ == "__main__":
