@@ -309,7 +309,9 @@ __global__ void __launch_bounds__(RS_THREADS) random_sample(TO* result, const T*
 //               then the mass bucket; reuses list 0 when it is the same bucket
 //   rm_compact  (again, k' < n) list 1 for the mass bucket
 //   rm_final    one block: radix select in list 1 -> the entry; writes the result
-// Greedy: rm_argmax + rm_greedy. The workspace holds the control block, partials and 2 lists.
+// Greedy: rm_greedy1 (one block, n <= 65536), rm_greedy_last (one launch, last block finishes)
+// or rm_argmax + rm_greedy (IOP_SAMPLE_GREEDY=2pass). The workspace holds the control block,
+// partials and 2 lists.
 
 #define RM_BINS 2048
 #define RM_TOPBITS 11
