@@ -201,6 +201,32 @@ def test_backward_bitwise_deterministic(op, device):
             assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
 
 
+RING = {  # f32 D = 2048: 256-thread row groups, the cp.async ring kernels (several steps per block)
+    "rms_norm_backward": (("grad_x", "grad_w"), lambda r: {"grad_y": r((1500, 2048)), "x": r((1500, 2048)), "w": r((2048,))}),
+    "layer_norm_backward": (
+        ("grad_input", "grad_weight", "grad_bias"),
+        lambda r: {
+            "grad_output": r((1500, 2048)),
+            "weight": r((2048,)),
+            "input_standardization": r((1500, 2048)),
+            "input_std_deviation": np.abs(r((1500,))) + 0.5,
+        },
+    ),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("op", sorted(RING))
+def test_backward_bitwise_deterministic_ring(op, device):
+    outs, make = RING[op]
+    rng = np.random.default_rng(2)
+    ins = make(lambda s: rng.uniform(-2, 2, s).astype(np.float32))
+    results = [_run(op, outs, ins, device) for _ in range(3)]
+    for r in results[1:]:
+        for a, b in zip(results[0], r):
+            assert np.array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
 def _run(op, outs, ins, device):
     h = iop.create_handle(device)
     spec_in = {n: td(a.shape) for n, a in ins.items()}

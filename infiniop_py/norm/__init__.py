@@ -347,11 +347,32 @@ def allow_dyn_smem(fn, nbytes: int) -> bool:
     return True
 
 
-def pipe_grid(plan: RowPlan, tpr: int, sms: int, fn, dyn_smem: int) -> tuple[int, int]:
-    """(blocks, threads) of a persistent pipelined kernel: one wave of resident blocks."""
-    block = RowPlan.block(tpr)
+def pipe_grid(plan: RowPlan, tpr: int, sms: int, fn, dyn_smem: int, block: int | None = None) -> tuple[int, int]:
+    """(blocks, threads) of a persistent pipelined kernel: one wave of resident blocks of
+    ``block`` threads (default ``RowPlan.block(tpr)``; row groups of tpr threads each)."""
+    block = block or RowPlan.block(tpr)
     per_sm = resident_blocks(fn, block, dyn_smem) if fn is not None else max(1, 1024 // block)
-    return max(1, min(RowPlan.groups(plan.rows, tpr), sms * per_sm)), block
+    groups = -(-plan.rows // (block // tpr))
+    return max(1, min(groups, sms * per_sm)), block
+
+
+# Variant bits of the backward *_cp kernels (template parameter OPT; ops/*_backward/kernel.cu):
+# 1 reciprocal std from a shared table (layer_norm), 2 one barrier per row, 4 16-byte partial
+# stores, 8 two 256-thread row groups per block.
+BWD_OPT = 0
+
+
+def bwd_opt() -> int:
+    """OPT of the backward *_cp kernels: BWD_OPT, or INFINIOP_NORM_BWD_OPT (0-15) for A/B runs."""
+    v = _env_int("INFINIOP_NORM_BWD_OPT", BWD_OPT)
+    return v if 0 <= v <= 15 else BWD_OPT
+
+
+def bwd_block(tpr: int, opt: int) -> int:
+    """Threads per block of a backward *_cp kernel (norm_bwd_block in norm.cuh)."""
+    if tpr >= 256:
+        return 512 if (opt & 8) and tpr == 256 else tpr
+    return 256
 
 
 def colsum_version() -> int:

@@ -12,6 +12,12 @@
 #define NORM_MAXL 8
 #define NORM_MAXT 7
 
+// Threads per block of a backward row kernel: TPR (>= 256) or 256 (several row groups); with
+// OPT bit 8 (the *_cp kernels), 256-thread groups run two per block.
+__host__ __device__ constexpr int norm_bwd_block(int tpr, int opt) {
+  return tpr >= 256 ? (((opt & 8) != 0 && tpr == 256) ? 512 : tpr) : 256;
+}
+
 // Leading ("row") dimensions of up to NORM_MAXT tensors that share them, plus each tensor's
 // stride along the normalised (last) dimension. lshape is innermost last.
 struct NormRows {
@@ -69,6 +75,31 @@ __device__ __forceinline__ void norm_group_sum(A (&v)[K], A* sm) {
       v[k] = s;
     }
     __syncthreads();
+  }
+}
+
+// Like norm_group_sum with one block barrier instead of two: sm is this row's buffer of
+// ROWS * (TPR / 32) * K values, and the caller alternates between two such buffers from one
+// row to the next (the barrier of row i + 1 orders row i's reads before row i + 2's writes).
+template <int TPR, int ROWS, int K, class A>
+__device__ __forceinline__ void norm_group_sum1(A (&v)[K], A* sm) {
+#pragma unroll
+  for (int k = 0; k < K; ++k) v[k] = norm_warp_sum(v[k]);
+  if (TPR > 32) {
+    constexpr int W = TPR / 32;
+    const int slot = threadIdx.x / TPR;
+    const int w = (threadIdx.x % TPR) / 32;
+    if ((threadIdx.x & 31) == 0) {
+#pragma unroll
+      for (int k = 0; k < K; ++k) sm[(slot * W + w) * K + k] = v[k];
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      A s = A(0);
+      for (int i = 0; i < W; ++i) s += sm[(slot * W + i) * K + k];
+      v[k] = s;
+    }
   }
 }
 
@@ -254,6 +285,58 @@ __device__ __forceinline__ void norm_store_partial(A (&acc)[NP][VEC], A* part, l
     for (int p = 0; p < NP; ++p) {
 #pragma unroll
       for (int j = 0; j < VEC; ++j) sm[slot * CAP + (p * TPR + lane) * VEC + j] = acc[p][j];
+    }
+    __syncthreads();
+    for (int c = threadIdx.x; c < CAP && c < D; c += TPR * ROWS) {
+      A s = A(0);
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r) s += sm[r * CAP + c];
+      dst[c] = s;
+    }
+    __syncthreads();
+  }
+}
+
+// Elements [i * n, (i + 1) * n) of a register array as one Pack of n (built by value, so the
+// array stays in registers).
+template <class V, class A, int N>
+__device__ __forceinline__ V norm_vpack(const A (&a)[N], int i) {
+  constexpr int n = (int)(sizeof(V) / sizeof(A));
+  V v;
+#pragma unroll
+  for (int k = 0; k < n; ++k) v.v[k] = a[i * n + k];
+  return v;
+}
+
+// norm_store_partial with vector accesses (same sums, same order, same results): a row slot's
+// VEC accumulators of a pack go out as 16-byte stores (ROWS == 1: to the workspace; ROWS > 1: to
+// shared memory, then the slots are added column by column as before). Vector path only
+// (D % VEC == 0, part 16-byte aligned).
+template <int TPR, int ROWS, int VEC, int NP, class A>
+__device__ __forceinline__ void norm_store_partial_v(A (&acc)[NP][VEC], A* part, long long D, A* sm) {
+  constexpr int VB = VEC * (int)sizeof(A);
+  static_assert(VB % 16 == 0, "vector partial store needs 16-byte packs");
+  constexpr int NV = VB / 16;
+  typedef Pack<A, 16 / sizeof(A)> V;
+  const int lane = threadIdx.x % TPR;
+  A* dst = part + (long long)blockIdx.x * D;
+  if constexpr (ROWS == 1) {
+#pragma unroll
+    for (int p = 0; p < NP; ++p) {
+      const long long e = ((long long)p * TPR + lane) * VEC;
+      if (e < D) {
+#pragma unroll
+        for (int i = 0; i < NV; ++i) reinterpret_cast<V*>(dst + e)[i] = norm_vpack<V>(acc[p], i);
+      }
+    }
+  } else {
+    constexpr int CAP = TPR * NP * VEC;
+    const int slot = threadIdx.x / TPR;
+    __syncthreads();
+#pragma unroll
+    for (int p = 0; p < NP; ++p) {
+#pragma unroll
+      for (int i = 0; i < NV; ++i) reinterpret_cast<V*>(sm + slot * CAP + (p * TPR + lane) * VEC)[i] = norm_vpack<V>(acc[p], i);
     }
     __syncthreads();
     for (int c = threadIdx.x; c < CAP && c < D; c += TPR * ROWS) {

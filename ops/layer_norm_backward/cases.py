@@ -66,6 +66,7 @@ CASES = [
     *many_rows(
         lb((700, 2048), dy=(2056, 1), h=(2064, 1), bias=False), "700x2048, padded rows, no grad_bias (f32: 256-thread groups)"
     ),
+    *many_rows(lb((601, 2048)), "601x2048: odd row count (two 256-thread groups per block: a dead last slot)"),
     Case(lb((16, 5632)), DT, "16x5632", suites=("full",), data=data),
     Case(lb((32, 20, 512)), DT, "32x20x512", suites=("full",), data=data),
     Case(lb((512, 4096)), DT, "512x4096", suites=("full",), data=data),

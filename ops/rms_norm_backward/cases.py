@@ -39,6 +39,8 @@ CASES = [
     Case(rb((3, 16384)), DT, "16384 (1024-thread groups)"),
     *many_rows(rb((600, 3000)), "600x3000: 256-thread groups (half), partial last pack"),
     *many_rows(rb((700, 2048), x=(2056, 1), gx=(2064, 1)), "700x2048, padded x and grad_x (f32: 256-thread groups)"),
+    *many_rows(rb((601, 2048)), "601x2048: odd row count (two 256-thread groups per block: a dead last slot)"),
+    Case(rb((601, 4096), wdt=DType.F32), HALF, "601x4096 f32 w/grad_w (256-thread ring groups)"),
     Case(rb((9, 256), wdt=DType.F32), HALF, "f32 w/grad_w"),
     Case(rb((5, 4096), wdt=DType.F32), HALF, "f32 w/grad_w 4096"),
     Case(rb((16, 5632)), DT, "16x5632", suites=("full",)),

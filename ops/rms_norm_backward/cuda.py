@@ -10,6 +10,7 @@ from infiniop_py.cuda.compiler import Launch, Slot, get_module
 from infiniop_py.cuda.kernel import CudaKernel, ctype
 from infiniop_py.dtypes import DType
 from infiniop_py.norm import (
+    BWD_OPT,
     NP_BWD,
     TPRS,
     Pick,
@@ -19,6 +20,8 @@ from infiniop_py.norm import (
     acc_size,
     align_up,
     allow_dyn_smem,
+    bwd_block,
+    bwd_opt,
     bwd_per_sm,
     col_sum2_launch,
     col_sum_launch,
@@ -40,9 +43,9 @@ COMBOS = [(DType.F16, DType.F16), (DType.F16, DType.F32), (DType.BF16, DType.BF1
 VEC = {DType.F16: 8, DType.BF16: 8, DType.F32: 4, DType.F64: 2}
 
 
-def name(t: DType, tw: DType, vec: int, tpr: int | None, stages: int = 0) -> str:
+def name(t: DType, tw: DType, vec: int, tpr: int | None, stages: int = 0, opt: int = 0) -> str:
     if stages:
-        return f"rms_norm_bwd_cp<{ctype(t)}, {ctype(tw)}, {vec}, {tpr}, {stages}>"
+        return f"rms_norm_bwd_cp<{ctype(t)}, {ctype(tw)}, {vec}, {tpr}, {stages}, {opt}>"
     if tpr is None:
         return f"rms_norm_bwd_big<{ctype(t)}, {ctype(tw)}>"
     return f"rms_norm_bwd<{ctype(t)}, {ctype(tw)}, {vec}, {tpr}>"
@@ -65,12 +68,13 @@ class RMSNormBackwardKernel(CudaKernel):
             (1, plan.tpr, 0)
         ]
         cv = colsum_version()
-        exprs = [name(t, tw, v, p, st) for v, p, st in variants] + [col_name(tw, t, cv)]
+        opt = bwd_opt()
+        exprs = [name(t, tw, v, p, st, opt if st else 0) for v, p, st in variants] + [col_name(tw, t, cv)]
         mod = get_module(SOURCE, exprs, handle.device_id)
         v0, p0, s0 = variants[0]
-        if s0 and not allow_dyn_smem(getattr(mod, "kernels", {}).get(exprs[0]), pipe_smem(s0, 2, NP_BWD, RowPlan.block(p0))):
+        if s0 and not allow_dyn_smem(getattr(mod, "kernels", {}).get(exprs[0]), pipe_smem(s0, 2, NP_BWD, bwd_block(p0, opt))):
             variants[0] = (v0, p0, 0)  # no opt-in for the ring: the register-prefetch kernel
-            exprs = [name(t, tw, v, p, st) for v, p, st in variants] + [col_name(tw, t, cv)]
+            exprs = [name(t, tw, v, p, st, opt if st else 0) for v, p, st in variants] + [col_name(tw, t, cv)]
             mod = get_module(SOURCE, exprs, handle.device_id)
         eps = ctypes.c_double(info.attrs["epsilon"])
         gw_stride = ti["grad_w"].strides[0]
@@ -87,8 +91,8 @@ class RMSNormBackwardKernel(CudaKernel):
                 continue
             shm = 0
             if st:
-                shm = pipe_smem(st, 2, NP_BWD, RowPlan.block(p))
-                grid, block = pipe_grid(plan, p, sms, getattr(mod, "kernels", {}).get(e), shm)
+                shm = pipe_smem(st, 2, NP_BWD, bwd_block(p, opt))
+                grid, block = pipe_grid(plan, p, sms, getattr(mod, "kernels", {}).get(e), shm, bwd_block(p, opt))
             else:
                 grid, block = persistent_grid(plan, p, sms, bwd_per_sm(mod, e, p))
             need = max(need, grid * D * acc_size(t))
@@ -115,7 +119,8 @@ def compile_units():
     for t, tw in COMBOS:
         for p in TPRS:
             exprs += [name(t, tw, VEC[t], p), name(t, tw, 1, p)]
-            exprs += [name(t, tw, VEC[t], p, st) for st in (2, 3, 4)]
+            exprs += [name(t, tw, VEC[t], p, st, o) for st in (2, 3, 4) for o in sorted({0, BWD_OPT, 15})]
+            exprs += [name(t, tw, VEC[t], p, 3, o) for o in (1, 2, 4, 8) if o not in (0, BWD_OPT, 15)]
         exprs += [name(t, tw, 1, None), col_name(tw, t), col_name(tw, t, 2)]
     return [(SOURCE, exprs)]
 

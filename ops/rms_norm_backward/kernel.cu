@@ -131,19 +131,25 @@ rms_norm_bwd_big(T* gx, typename Compute<T>::type* part, const T* gy, const T* x
 // Pipelined variant (vector path only): the rows of x and dy a group will need S - 1 steps
 // ahead are copied to shared memory with cp.async (norm.cuh), so 2 * (S - 1) rows per group
 // are in flight without holding registers. Dynamic shared memory: S * 2 * NP * B * 16 bytes.
-template <class T, class TW, int VEC, int TPR, int S>
-__global__ void __launch_bounds__(TPR >= 256 ? TPR : 256)
+// OPT (bit mask, as layer_norm_bwd_cp; 0 is the round-3 kernel; bit 1 has no effect here):
+//   2: one block barrier per row (not for 1024-thread groups: it spilled there); 4: 16-byte partial-row stores; 8: two 256-thread row groups
+//   per block (half the partial rows), combined through the ring's shared memory.
+template <class T, class TW, int VEC, int TPR, int S, int OPT = 0>
+__global__ void __launch_bounds__(norm_bwd_block(TPR, OPT))
 rms_norm_bwd_cp(T* gx, typename Compute<T>::type* part, const T* gy, const T* x, const TW* __restrict__ w,
                 const NormRows m, double eps) {
   typedef typename Compute<T>::type A;
   constexpr int NP = NORM_NP_BWD;
-  constexpr int ROWS = TPR >= 256 ? 1 : 256 / TPR;
-  constexpr int B = TPR * ROWS;
+  constexpr int B = norm_bwd_block(TPR, OPT);
+  constexpr int ROWS = B / TPR;
+  constexpr bool B1 = (OPT & 2) != 0 && TPR < 1024, PV = (OPT & 4) != 0, RING_SMP = (OPT & 8) != 0 || ROWS == 1;
   constexpr unsigned PS = B * 16;        // bytes between packs
   constexpr unsigned TS = NP * PS;       // between tensors
   constexpr unsigned SS = 2 * TS;        // between stages
-  __shared__ A sm[ROWS * (TPR / 32) * 2];
-  __shared__ A smp[ROWS > 1 ? ROWS * TPR * NP * VEC : 1];
+  constexpr int GS = ROWS * (TPR / 32) * 2;  // one group-sum buffer
+  __shared__ A sm[B1 ? 2 * GS : GS];
+  __shared__ A smp[RING_SMP ? 1 : ROWS * TPR * NP * VEC];
+  A* const smpp = RING_SMP ? reinterpret_cast<A*>(norm_dsm) : smp;
   const int lane = threadIdx.x % TPR;
   const int slot = threadIdx.x / TPR;
   const long long D = m.D;
@@ -170,7 +176,7 @@ rms_norm_bwd_cp(T* gx, typename Compute<T>::type* part, const T* gy, const T* x,
 #pragma unroll
     for (int j = 0; j < VEC; ++j) acc[p][j] = A(0);
   }
-  int rd = 0, wr = S - 1;
+  int rd = 0, wr = S - 1, par = 0;
   for (long long g = blockIdx.x; g < ngroups; g += gridDim.x) {
     issue(g + (long long)(S - 1) * gridDim.x, wr);
     norm_cp_commit();
@@ -192,7 +198,12 @@ rms_norm_bwd_cp(T* gx, typename Compute<T>::type* part, const T* gy, const T* x,
         s[1] += norm_cv<A>(wk[p], j) * norm_cv<A>(dk[p], j) * xv;
       }
     }
-    norm_group_sum<TPR, ROWS, 2>(s, sm);
+    if constexpr (B1) {
+      norm_group_sum1<TPR, ROWS, 2>(s, sm + par * GS);
+      par ^= 1;
+    } else {
+      norm_group_sum<TPR, ROWS, 2>(s, sm);
+    }
     if (live) {
       const A rinv = A(1) / sqrt(s[0] / A(D) + A(eps));
       const A c = s[1] / A(D) * rinv;  // mean(u * xh)
@@ -215,5 +226,10 @@ rms_norm_bwd_cp(T* gx, typename Compute<T>::type* part, const T* gy, const T* x,
     }
   }
   norm_cp_wait<0>();
-  norm_store_partial<TPR, ROWS, VEC, NP>(acc, part, D, smp);
+  if constexpr (RING_SMP && ROWS > 1) __syncthreads();  // every thread's ring reads are done
+  if constexpr (PV) {
+    norm_store_partial_v<TPR, ROWS, VEC, NP>(acc, part, D, smpp);
+  } else {
+    norm_store_partial<TPR, ROWS, VEC, NP>(acc, part, D, smpp);
+  }
 }

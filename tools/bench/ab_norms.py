@@ -5,7 +5,9 @@
 
 The variants are the tuning switches of ``infiniop_py/norm`` (environment variables read when a
 descriptor is created: INFINIOP_NORM_FWD_S, INFINIOP_NORM_BWD_S, INFINIOP_NORM_COLSUM,
-INFINIOP_NORM_R), so every variant is a separate descriptor on the same buffers. Per case:
+INFINIOP_NORM_R, INFINIOP_NORM_BWD_OPT as ``o0`` ... ``o15``), so every variant is a separate
+descriptor on the same buffers. ``<variant>_s1`` / ``<variant>_s2`` time only the row kernel / the
+column sum of that variant (a split of its time; results not checked). Per case:
 
 - "ev": CUDA events around each call, variants and peers interleaved (order reversed every
   other repetition), rotating among input sets that together exceed 4x the L2, as tools/bench.
@@ -46,10 +48,17 @@ KNOWN = {
         "s3": {"INFINIOP_NORM_BWD_S": "3"},
         "s4": {"INFINIOP_NORM_BWD_S": "4"},
         "cs1": {"INFINIOP_NORM_COLSUM": "1"},
+        # OPT bits of the backward *_cp kernels (infiniop_py/norm BWD_OPT): 1 std table
+        # (layer_norm), 2 one barrier per row, 4 16-byte partial stores, 8 two row groups per block
+        **{f"o{k}": {"INFINIOP_NORM_BWD_OPT": str(k)} for k in range(16)},
+        **{f"o{k}s{d}": {"INFINIOP_NORM_BWD_OPT": str(k), "INFINIOP_NORM_BWD_S": str(d)} for k in range(16) for d in (2, 3, 4)},
     },
 }
+# A variant name with the suffix "_s1" / "_s2" times only the first (row kernel) / the last
+# (column sum) launch of that variant's vector path: a diagnostic split of the time, whose
+# results are incomplete (not checked).
 VARIANTS = {"fwd": {"cur": {}}, "bwd": {"cur": {}}}
-ENV_KEYS = ("INFINIOP_NORM_FWD_S", "INFINIOP_NORM_BWD_S", "INFINIOP_NORM_COLSUM", "INFINIOP_NORM_R")
+ENV_KEYS = ("INFINIOP_NORM_FWD_S", "INFINIOP_NORM_BWD_S", "INFINIOP_NORM_COLSUM", "INFINIOP_NORM_R", "INFINIOP_NORM_BWD_OPT")
 EPS = 1e-5
 TOL = {"f32": (1e-3, 1e-3), "f16": (2e-2, 2e-2), "bf16": (5e-2, 5e-2)}
 TDT = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
@@ -109,7 +118,7 @@ def main():
     ap.add_argument("--bwd-variants", default="cur")
     a = ap.parse_args()
     for k, arg in (("fwd", a.fwd_variants), ("bwd", a.bwd_variants)):
-        VARIANTS[k] = {v: KNOWN[k][v] for v in arg.split(",")}
+        VARIANTS[k] = {v: KNOWN[k][v.rsplit("_s", 1)[0] if v.endswith(("_s1", "_s2")) else v] for v in arg.split(",")}
     ops = a.ops.split(",")
     dts = a.dtypes.split(",")
     ns_of = {"fwd": [int(x) for x in a.fwd_ns.split(",")], "bwd": [int(x) for x in a.ns.split(",")]}
@@ -156,6 +165,16 @@ def copy_bw(torch):
     del src, dst
     torch.cuda.empty_cache()
     return bw
+
+
+def split_stage(d, which):
+    """Keep only the first ("1") or the last ("2") launch of descriptor d's vector path."""
+    from infiniop_py.norm import Seq
+
+    pick = d._kernel.pick
+    launches = pick.vec.launches if pick.vec is not None and hasattr(pick.vec, "launches") else None
+    if launches:
+        pick.vec = Seq(launches[0] if which == "1" else launches[-1])
 
 
 def run_case(torch, iop, h, op, dt, n, copy, l2, reps):
@@ -211,6 +230,8 @@ def run_case(torch, iop, h, op, dt, n, copy, l2, reps):
     for var, env in VARIANTS[kind(op)].items():
         set_env(env)
         d = make_desc(iop, h, op, dt, n)
+        if var.endswith(("_s1", "_s2")):
+            split_stage(d, var[-1])
         ws = torch.empty(max(d.workspace_size, 1), dtype=torch.uint8, device="cuda")
         descs[var] = (d, ws)
 
@@ -228,6 +249,9 @@ def run_case(torch, iop, h, op, dt, n, copy, l2, reps):
     ref = [ref] if not isinstance(ref, (tuple, list)) else list(ref)
     checks = {}
     for var in ours:
+        if var.endswith(("_s1", "_s2")):
+            checks[var] = {"ok": True, "max_err": None, "det": True, "split": True}
+            continue
         for i in sets[0][2]:
             sets[0][0][i].fill_(float("nan"))
         impls[var](0)
