@@ -358,14 +358,23 @@ def pipe_grid(plan: RowPlan, tpr: int, sms: int, fn, dyn_smem: int, block: int |
 
 # Variant bits of the backward *_cp kernels (template parameter OPT; ops/*_backward/kernel.cu):
 # 1 reciprocal std from a shared table (layer_norm), 2 one barrier per row, 4 16-byte partial
-# stores, 8 two 256-thread row groups per block.
-BWD_OPT = 0
+# stores, 8 two 256-thread row groups per block. Chosen per row-group size from the H200 A/B
+# (docs/perf/norms.md, round 5): 256-thread groups run two per block (8: half the partial rows,
+# written through shared memory with coalesced stores), 512-thread groups store their partial
+# rows with 16-byte stores (4); 1024-thread groups keep the round-3 kernel for layer_norm (4
+# spilled more there and measured 3 % slower) and use 4 for rms_norm. Bits 1 and 2 measured
+# mixed (up to 8 % slower in graph replay) and stay off.
+BWD_OPTS = {"layer": {256: 8, 512: 4}, "rms": {256: 8, 512: 4, 1024: 4}}
+OPTS_COMPILED = (0, 4, 8, 15)  # OPT values compile_units lists for every ring depth (plus 1, 2 at S = 3)
 
 
-def bwd_opt() -> int:
-    """OPT of the backward *_cp kernels: BWD_OPT, or INFINIOP_NORM_BWD_OPT (0-15) for A/B runs."""
-    v = _env_int("INFINIOP_NORM_BWD_OPT", BWD_OPT)
-    return v if 0 <= v <= 15 else BWD_OPT
+def bwd_opt(kind: str, tpr: int | None) -> int:
+    """OPT of a backward *_cp kernel (kind "layer" or "rms"); INFINIOP_NORM_BWD_OPT (0-15)
+    overrides it for every row length, for A/B runs only."""
+    v = _env_int("INFINIOP_NORM_BWD_OPT", -1)
+    if 0 <= v <= 15:
+        return v
+    return BWD_OPTS[kind].get(tpr, 0)
 
 
 def bwd_block(tpr: int, opt: int) -> int:

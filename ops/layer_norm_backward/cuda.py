@@ -10,8 +10,8 @@ from infiniop_py.cuda.compiler import Launch, Slot, get_module
 from infiniop_py.cuda.kernel import CudaKernel, ctype
 from infiniop_py.dtypes import DType, F
 from infiniop_py.norm import (
-    BWD_OPT,
     NP_BWD,
+    OPTS_COMPILED,
     TPRS,
     Pick,
     RowPlan,
@@ -73,7 +73,7 @@ class LayerNormBackwardKernel(CudaKernel):
             (1, plan.tpr, 0)
         ]
         cv = colsum_version()
-        opt = bwd_opt()
+        opt = bwd_opt("layer", plan.vec_tpr)
         exprs = [name(t, v, p, st, opt if st else 0) for v, p, st in variants] + [col_name(t, cv)]
         mod = get_module(SOURCE, exprs, handle.device_id)
         v0, p0, s0 = variants[0]
@@ -125,8 +125,8 @@ def compile_units():
     for t in sorted(F):
         for p in TPRS:
             exprs += [name(t, VEC[t], p), name(t, 1, p)]
-            exprs += [name(t, VEC[t], p, st, o) for st in (2, 3, 4) for o in sorted({0, BWD_OPT, 15})]
-            exprs += [name(t, VEC[t], p, 3, o) for o in (1, 2, 4, 8) if o not in (0, BWD_OPT, 15)]
+            exprs += [name(t, VEC[t], p, st, o) for st in (2, 3, 4) for o in OPTS_COMPILED]
+            exprs += [name(t, VEC[t], p, 3, o) for o in (1, 2)]
         exprs += [name(t, 1, None), col_name(t), col_name(t, 2)]
     return [(SOURCE, exprs)]
 
