@@ -204,6 +204,7 @@ def test_gemm_on_side_stream_and_cstyle():
     h = iop.create_handle("nvidia")
     d = iop.infiniopCreateGemmDescriptor(h, td((64, 16)), td((64, 32)), td((32, 16)))
     s = cp.cuda.Stream(non_blocking=True)
+    cp.cuda.Device().synchronize()  # the uploads ran on the current stream, not on s
     iop.infiniopGemm(d, None, 0, c, a, b, 0.5, 2.0, s)
     s.synchronize()
     ref = 0.5 * (cp.asnumpy(a).astype(np.float64) @ cp.asnumpy(b)) + 2.0 * cp.asnumpy(c0)

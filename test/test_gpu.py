@@ -39,6 +39,7 @@ def test_buffer_kinds_and_streams(h):
 
     s = cp.cuda.Stream(non_blocking=True)
     c[...] = cp.nan
+    cp.cuda.Device().synchronize()  # the poison ran on the current stream, not on s
     d.calculate(None, c, a, b, stream=s)
     s.synchronize()
     np.testing.assert_array_equal(cp.asnumpy(c), want)
@@ -46,11 +47,13 @@ def test_buffer_kinds_and_streams(h):
     ta, tb = torch.from_numpy(a_np).cuda(), torch.from_numpy(b_np).cuda()
     tc = torch.full((64, 33), float("nan"), device="cuda")
     ts = torch.cuda.Stream()
+    torch.cuda.synchronize()  # the poison ran on torch's current stream, not on ts
     d.calculate(None, tc, ta, tb, stream=ts)
     ts.synchronize()
     np.testing.assert_array_equal(tc.cpu().numpy(), want)
 
     tc.fill_(float("nan"))
+    torch.cuda.synchronize()
     iop.infiniopAdd(d, None, 0, tc.data_ptr(), ta.data_ptr(), tb, ts.cuda_stream)
     ts.synchronize()
     np.testing.assert_array_equal(tc.cpu().numpy(), want)

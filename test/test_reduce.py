@@ -258,6 +258,7 @@ def test_sum_reduce_max_reduce_mean_nvidia_plan_variants(monkeypatch, env):
             outs = []
             for rep in range(4):  # tickets reset between calls; alternate streams
                 y = cp.full(want.shape, cp.nan, npdt)
+                cp.cuda.Device().synchronize()  # the fill ran on the current stream, not on streams[*]
                 d.calculate(ws, y, xd, stream=streams[rep % 2])
                 streams[rep % 2].synchronize()
                 outs.append(cp.asnumpy(y))
@@ -302,7 +303,9 @@ def test_random_sample_nvidia_greedy_modes(monkeypatch, mode):
                 streams = [cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)]
                 for rep in range(4):
                     r = cp.full((), -1, cp.int64)
-                    d.calculate(ws, r, cp.asarray(x)[:n], 0.0, 0.9, 50, 0.8, stream=streams[rep % 2])
+                    xv = cp.asarray(x)[:n]
+                    cp.cuda.Device().synchronize()  # fill and upload ran on the current stream
+                    d.calculate(ws, r, xv, 0.0, 0.9, 50, 0.8, stream=streams[rep % 2])
                     streams[rep % 2].synchronize()
                     assert int(r) == int(np.argmax(x[:n])), (n, dt, rep, mode)
 

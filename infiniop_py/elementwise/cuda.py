@@ -27,7 +27,11 @@ UNROLL = 1  # 16-byte packs per thread per step on the dense path (1, 2, 4, 8 me
 # or within 1% on cheap ops (exp, relu, add, tanh: vec1 used 36-40 registers, 75% occupancy);
 # "pipe" is best for the long gelu bodies and vec2 for sigmoid/silu. DENSE_BY_OP maps an
 # operator to its shape; IOP_EW_DENSE overrides both per descriptor (read at create, for A/B).
-DENSE = "vec1m8"
+# Default since the final H200 check of this round (every elementwise/pointwise op at 8192^2,
+# f32/f16/bf16, one process per shape, docs/perf/pointwise.md "Default dense shape"): "ex1" is
+# never slower than vec1m8 by more than noise and fixes where (f16/bf16 128 -> 111 us), equal
+# (f32 163 -> 140, bf16 94 -> 80), clip f32 (269 -> 245) and div f32 (199 -> 188).
+DENSE = "ex1"
 DENSE_SHAPES = ("vec1", "vec2", "vec1m8", "pipe", "ex1", "ex2", "ex4", "ex2w")
 # ew_exact shapes: (packs per thread U, threads per block NT).
 EXACT = {"ex1": (1, 128), "ex2": (2, 128), "ex4": (4, 128), "ex2w": (2, 256)}
