@@ -278,3 +278,117 @@ __global__ void __launch_bounds__(1024) ce_loss_finish(T* loss, const typename A
   c = block_reduce<SumOp, A>(c, sh, tid, blockDim.x);
   if (tid == 0) loss[0] = Conv<T>::from(s / c);
 }
+
+// row_softmax_warp: softmax / log_softmax of 16-bit rows of at most 32 * P 16-byte packs (plus
+// an unaligned head and tail of < 8 elements), y at x's 16-byte alignment. One warp per row,
+// 4 rows per 128-thread block, no block barriers (warp shuffles only). Every lane issues all
+// of its P pack loads before any arithmetic and keeps the packs raw in registers (4 words
+// each); the max pass runs on packed pairs (max.NaN.{f16,bf16}x2, no conversion), the sum and
+// write passes convert; outputs are packed pairwise (cvt.rn.*x2.f32) and stored as 16 bytes.
+// MINB (blocks per SM in __launch_bounds__) sets the register cap: 65536 / (128 * MINB).
+template <class T> struct RawPair;
+template <> struct RawPair<iop_half> {
+  __device__ static __forceinline__ unsigned int max2(unsigned int a, unsigned int b) {
+    unsigned int d;
+    asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+  }
+  __device__ static __forceinline__ unsigned int pack2(float lo, float hi) {
+    unsigned int d;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+    return d;
+  }
+};
+template <> struct RawPair<iop_bf16> {
+  __device__ static __forceinline__ unsigned int max2(unsigned int a, unsigned int b) {
+    unsigned int d;
+    asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+  }
+  __device__ static __forceinline__ unsigned int pack2(float lo, float hi) {
+    unsigned int d;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+    return d;
+  }
+};
+
+template <class T, int MODE, int P, int MINB>
+__global__ void __launch_bounds__(128, MINB) row_softmax_warp(T* y, const T* x, const int* __restrict__ tgt,
+                                                              float* __restrict__ ws, RowMeta p) {
+  const int lane = threadIdx.x;
+  const long long r = (long long)blockIdx.x * blockDim.y + threadIdx.y;
+  if (r >= p.R) return;  // the whole warp: nothing below synchronises beyond the warp
+  long long off[3];
+  dim_offsets<3>(p.rows, r, off);
+  const T* px = x + off[0];
+  T* py = y + off[1];
+  const int N = (int)p.N;
+  int head = (int)((8 - (reinterpret_cast<unsigned long long>(px) >> 1)) & 7);
+  if (head > N) head = N;
+  const int nv = (N - head) >> 3;
+  const int tail0 = head + nv * 8;
+  const int ntail = N - tail0;
+  const float NINF = red_neg_inf(0.f);
+  const unsigned int WNINF = RawBits<T>::ninf | (RawBits<T>::ninf << 16);
+  typedef Pack<unsigned int, 4> W4;
+  const W4* xv = reinterpret_cast<const W4*>(px + head);
+  unsigned int w[P][4];
+  float hv = NINF, tv = NINF;
+  if (lane < head) hv = red_load(px[lane]);
+#pragma unroll
+  for (int e = 0; e < P; ++e) {
+    const int v = lane + 32 * e;
+    if (v < nv) {
+      const W4 q = xv[v];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) w[e][i] = q.v[i];
+    } else {
+      w[e][0] = w[e][1] = w[e][2] = w[e][3] = WNINF;
+    }
+  }
+  if (lane < ntail) tv = red_load(px[tail0 + lane]);
+  // max on packed pairs: 4 independent chains
+  unsigned int mw[4] = {w[0][0], w[0][1], w[0][2], w[0][3]};
+#pragma unroll
+  for (int e = 1; e < P; ++e)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) mw[i] = RawPair<T>::max2(mw[i], w[e][i]);
+  mw[0] = RawPair<T>::max2(RawPair<T>::max2(mw[0], mw[1]), RawPair<T>::max2(mw[2], mw[3]));
+  float m = MaxOp::combine<float>(MaxOp::combine<float>(hv, tv),
+                                  MaxOp::combine<float>(rw_get<T>(mw[0], 0), rw_get<T>(mw[0], 1)));
+  m = warp_reduce<MaxOp, float>(m);
+  float s0 = RowMath<T>::exp_(hv - m) + RowMath<T>::exp_(tv - m), s1 = 0.f;
+#pragma unroll
+  for (int e = 0; e < P; ++e)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      s0 += RowMath<T>::exp_(rw_get<T>(w[e][i], 0) - m);
+      s1 += RowMath<T>::exp_(rw_get<T>(w[e][i], 1) - m);
+    }
+  float s = warp_reduce<SumOp, float>(s0 + s1);
+  const float inv = 1.f / s;
+  const float lg = RowMath<T>::log_(s);
+  {  // an opaque zero xor-ed into the words: ptxas converts them again instead of keeping the
+    // sum pass's converted values live (as in row_softmax's raw cache)
+    const unsigned int z = (unsigned int)(p.ne >> 40);
+#pragma unroll
+    for (int e = 0; e < P; ++e)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) asm volatile("xor.b32 %0, %0, %1;" : "+r"(w[e][i]) : "r"(z));
+  }
+  if (lane < head) py[lane] = Conv<T>::from(rw_value<T, MODE>(hv, m, inv, lg));
+  W4* yv = reinterpret_cast<W4*>(py + head);
+#pragma unroll
+  for (int e = 0; e < P; ++e) {
+    const int v = lane + 32 * e;
+    if (v < nv) {
+      W4 o;
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        o.v[i] = RawPair<T>::pack2(rw_value<T, MODE>(rw_get<T>(w[e][i], 0), m, inv, lg),
+                                 rw_value<T, MODE>(rw_get<T>(w[e][i], 1), m, inv, lg));
+      yv[v] = o;
+    }
+  }
+  if (lane < ntail) py[tail0 + lane] = Conv<T>::from(rw_value<T, MODE>(tv, m, inv, lg));
+}

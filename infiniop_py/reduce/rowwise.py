@@ -69,6 +69,35 @@ def maxe(dtype: DType, vec: int, raw: int = 0, nvec: int | None = None) -> int:
     return max(1, 32 // vec)
 
 
+WARP_PACKS = (4, 8, 16)  # packs per lane of row_softmax_warp instantiations
+WARP_MINB = {4: 12, 8: 8, 16: 5}  # blocks of 128 threads per SM in __launch_bounds__ (register cap)
+WARP_MAX_NV = 32 * 16  # default rule: rows of at most this many whole 16-byte packs
+
+
+def warp_packs(dtype: DType, mode: str, n: int) -> int:
+    """Packs per lane of ``row_softmax_warp`` (one warp per row, no block barriers) for a
+    16-bit softmax / log_softmax row of N elements on the 16-byte path; 0: not used.
+
+    ``IOP_ROWWISE_WARP`` (tuning switch for A/B): ``0`` never, ``all`` every row that fits 16
+    packs per lane; ``IOP_ROWWISE_WARP_MINB`` overrides the blocks-per-SM launch bound."""
+    env = os.environ.get("IOP_ROWWISE_WARP", "")
+    if env == "0" or mode not in ("softmax", "log_softmax") or itemsize(dtype) != 2:
+        return 0
+    nv = n // 8  # whole packs at the best alignment (the kernel's slots cover any alignment)
+    if nv > 32 * WARP_PACKS[-1] or (env != "all" and nv > WARP_MAX_NV):
+        return 0
+    return next(q for q in WARP_PACKS if 32 * q >= nv)
+
+
+def warp_minb(p: int) -> int:
+    env = os.environ.get("IOP_ROWWISE_WARP_MINB", "")
+    return int(env) if env else WARP_MINB[p]
+
+
+def warp_kernel_name(dtype: DType, mode: str, p: int, minb: int | None = None) -> str:
+    return f"row_softmax_warp<{ctype(dtype)}, {MODES[mode]}, {p}, {warp_minb(p) if minb is None else minb}>"
+
+
 def row_kernel_name(dtype: DType, mode: str, vec: int, ti: str = "int", raw: int = 0, nvec: int | None = None) -> str:
     return f"row_softmax<{ctype(dtype)}, {MODES[mode]}, {vec}, {maxe(dtype, vec, raw, nvec)}, {ti}, {raw}>"
 
@@ -85,6 +114,8 @@ def all_names(dtype: DType, mode: str, ti: str = "int") -> list[str]:
     ]
     if raw_cache(dtype, vec_of(dtype), mode):  # the raw-cache variant for long rows
         names.insert(1, row_kernel_name(dtype, mode, vec_of(dtype), ti, 1))
+    if mode in ("softmax", "log_softmax") and itemsize(dtype) == 2:
+        names += [warp_kernel_name(dtype, mode, q, WARP_MINB[q]) for q in WARP_PACKS]
     if mode == "ce_loss":
         names.append(f"ce_loss_finish<{ctype(dtype)}>")
     return names
@@ -169,6 +200,13 @@ class RowwiseKernel(CudaKernel):
         if row_path:
             for v in [vec, 1] if can_vec else [1]:
                 nvec = -(-max(N, 1) // v)
+                wp = warp_packs(dtype, mode, N) if v > 1 else 0
+                if wp:  # one warp per row, 4 rows per block, exact grid
+                    meta = meta_rows + struct.pack("<7q", N, lay.sx, lay.sy, R, lay.seq, lay.shift, 1)
+                    name = warp_kernel_name(dtype, mode, wp)
+                    names.append(name)
+                    configs.append((name, (-(-R // 4),), (32, 4), meta))
+                    continue
                 raw = raw_cache(dtype, v, mode, nvec)
                 me = maxe(dtype, v, raw, nvec)
                 # as few threads per row as keep every thread's cache full (MAXE vectors): many

@@ -310,6 +310,19 @@ AB_ROW = {"raw": {}, "f32cache": {"IOP_ROWWISE_RAW": "0"}}
 
 
 def ab_cases():
+    """Round 6: one warp per row (``row_softmax_warp``, raw packs in registers, no block
+    barriers) against the block kernel (``old``: ``IOP_ROWWISE_WARP=0``) on half softmax /
+    log_softmax rows; 8192 (outside the warp rule) for the record. Graph replay for all."""
+    out = []
+    ab = {"new": {}, "old": {"IOP_ROWWISE_WARP": "0"}}
+    for dt, ns in (("f16", (1000, 2048, 2049, 4096, 4097, 8192)), ("bf16", (2048, 2049, 4096, 4097))):
+        for op in ("softmax", "log_softmax"):
+            for n in ns:
+                out.append((softmax_case(op, dt, (4096, n)), ab if n < 8192 else {"new": {}}, True))
+    return out
+
+
+def ab_cases_round4b():
     """Round 4 (second run): the raw 16-bit cache with 8 packs per thread on mid softmax /
     log_softmax rows (``raw8``; measured then as the default against the f32 cache, and not
     kept), raw cache for log_softmax 32000 (spill removed) against the f32 cache (``old``),
