@@ -365,10 +365,13 @@ def test_row_softmax_warp_rule(monkeypatch):
     from infiniop_py.reduce.rowwise import all_names, warp_kernel_name, warp_packs
 
     assert warp_packs(DType.F16, "softmax", 2049) == 8 and warp_packs(DType.BF16, "log_softmax", 4097) == 16
-    assert warp_packs(DType.F16, "softmax", 1000) == 4 and warp_packs(DType.F16, "softmax", 4104) == 0
+    assert warp_packs(DType.F16, "log_softmax", 1000) == 4 and warp_packs(DType.F16, "softmax", 1000) == 0
+    assert warp_packs(DType.F16, "softmax", 4104) == 0 and warp_packs(DType.F16, "softmax", 8192) == 0
     assert warp_packs(DType.F32, "softmax", 2048) == 0 and warp_packs(DType.F16, "causal", 2048) == 0
     assert warp_kernel_name(DType.F16, "softmax", 16) == "row_softmax_warp<iop_half, 0, 16, 5>"
     assert warp_kernel_name(DType.BF16, "log_softmax", 8) in all_names(DType.BF16, "log_softmax")
+    monkeypatch.setenv("IOP_ROWWISE_WARP", "all")
+    assert warp_packs(DType.F16, "softmax", 1000) == 4 and warp_packs(DType.F16, "softmax", 8199) == 32
     monkeypatch.setenv("IOP_ROWWISE_WARP", "0")
     assert warp_packs(DType.F16, "softmax", 2049) == 0
 
@@ -394,7 +397,7 @@ def test_softmax_log_softmax_nvidia_warp_rows(monkeypatch, env):
     h = iop.create_handle("nvidia")
     rng = np.random.default_rng(11)
     for op in ("softmax", "log_softmax"):
-        for R, N in ((1, 2049), (3, 3001), (5, 4097), (7, 1000), (4, 2048), (6, 4096), (9, 17), (2, 520)):
+        for R, N in ((1, 2049), (3, 3001), (5, 4097), (7, 1000), (4, 2048), (6, 4096), (9, 17), (2, 520), (2, 8192), (3, 8195)):
             for dt, npdt, tol in ((iop.float16, np.float16, 2e-3), (iop.bfloat16, ml_dtypes.bfloat16, 2e-2)):
                 a = rng.uniform(-8, 8, size=(R, N))
                 a[:, 5::11] = -np.inf

@@ -310,6 +310,22 @@ AB_ROW = {"raw": {}, "f32cache": {"IOP_ROWWISE_RAW": "0"}}
 
 
 def ab_cases():
+    """Round 6, second run: the warp kernel with 32 packs per lane (``all``) on rows of 8192
+    against the block kernel, the rule at N = 1000 (softmax keeps the block kernel), and a
+    repeat of 2048 / 4097. The first run's list is ``ab_cases_round6a``."""
+    out = []
+    for dt in ("f16", "bf16"):
+        for op in ("softmax", "log_softmax"):
+            out.append((softmax_case(op, dt, (4096, 8192)), {"new": {}, "warp32": {"IOP_ROWWISE_WARP": "all"}}, True))
+    for op in ("softmax", "log_softmax"):
+        ab = {"new": {}, "old": {"IOP_ROWWISE_WARP": "0"}, "all": {"IOP_ROWWISE_WARP": "all"}}
+        out.append((softmax_case(op, "f16", (4096, 1000)), ab, True))
+        for n in (2048, 4097):
+            out.append((softmax_case(op, "f16", (4096, n)), {"new": {}, "old": {"IOP_ROWWISE_WARP": "0"}}, True))
+    return out
+
+
+def ab_cases_round6a():
     """Round 6: one warp per row (``row_softmax_warp``, raw packs in registers, no block
     barriers) against the block kernel (``old``: ``IOP_ROWWISE_WARP=0``) on half softmax /
     log_softmax rows; 8192 (outside the warp rule) for the record. Graph replay for all."""
