@@ -366,7 +366,8 @@ def test_row_softmax_warp_rule(monkeypatch):
 
     assert warp_packs(DType.F16, "softmax", 2049) == 8 and warp_packs(DType.BF16, "log_softmax", 4097) == 16
     assert warp_packs(DType.F16, "log_softmax", 1000) == 4 and warp_packs(DType.F16, "softmax", 1000) == 0
-    assert warp_packs(DType.F16, "softmax", 4104) == 0 and warp_packs(DType.F16, "softmax", 8192) == 0
+    assert warp_packs(DType.F16, "softmax", 4104) == 0 and warp_packs(DType.F16, "softmax", 7175) == 0
+    assert warp_packs(DType.F16, "softmax", 8192) == 32 and warp_packs(DType.F16, "softmax", 8200) == 0
     assert warp_packs(DType.F32, "softmax", 2048) == 0 and warp_packs(DType.F16, "causal", 2048) == 0
     assert warp_kernel_name(DType.F16, "softmax", 16) == "row_softmax_warp<iop_half, 0, 16, 5>"
     assert warp_kernel_name(DType.BF16, "log_softmax", 8) in all_names(DType.BF16, "log_softmax")

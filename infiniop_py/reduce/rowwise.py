@@ -71,17 +71,21 @@ def maxe(dtype: DType, vec: int, raw: int = 0, nvec: int | None = None) -> int:
 
 WARP_PACKS = (4, 8, 16, 32)  # packs per lane of row_softmax_warp instantiations
 WARP_MINB = {4: 12, 8: 8, 16: 5, 32: 3}  # blocks of 128 threads per SM in __launch_bounds__ (register cap)
-WARP_MAX_NV = 32 * 16  # default rule: rows of at most this many whole 16-byte packs
+WARP_MAX_NV = 32 * 16  # default rule: rows of at most this many whole 16-byte packs ...
+WARP_MIN_NV32 = 896  # ... or of 897-1024 (32 packs per lane, at least 7/8 of the slots filled)
 
 
 def warp_packs(dtype: DType, mode: str, n: int) -> int:
     """Packs per lane of ``row_softmax_warp`` (one warp per row, no block barriers) for a
     16-bit softmax / log_softmax row of N elements on the 16-byte path; 0: not used.
 
-    Default: rows of at most ``WARP_MAX_NV`` packs (N <= 4103; softmax only above 128 packs),
-    measured on the H200 (graph replay, 4096 rows, f16): 2048 11.28 vs 11.85 us, 2049 11.86 vs
-    15.56, 4096 20.12 vs 20.97, 4097 21.61 vs 25.44 (softmax; log_softmax alike, also 1000:
-    6.52 vs 6.87, while softmax 1000 lost 7.18 vs 6.89).
+    Default (H200, CUDA-graph replay, 4096 rows, warp vs block kernel): rows of at most
+    ``WARP_MAX_NV`` packs, N <= 4103 (f16 softmax 2048 11.28 vs 11.85 us, 2049 11.86 vs 15.56,
+    4096 20.12 vs 20.97, 4097 21.61 vs 25.44; log_softmax and bf16 alike; log_softmax 1000 6.52
+    vs 6.87, but softmax 1000 lost, 7.18 / 7.10 vs 6.89 / 6.87: softmax keeps the block kernel
+    up to 128 packs), and rows of ``WARP_MIN_NV32`` + 1 ... 1024 packs, N = 7176-8199, with 32
+    packs per lane (only 8192 measured: f16 softmax 40.73 vs 40.77 us, log_softmax 37.88 vs
+    40.18, bf16 38.59 vs 41.30 / 36.08 vs 40.60).
 
     ``IOP_ROWWISE_WARP`` (tuning switch for A/B): ``0`` never, ``all`` every row that fits 32
     packs per lane; ``IOP_ROWWISE_WARP_MINB`` overrides the blocks-per-SM launch bound."""
@@ -89,7 +93,7 @@ def warp_packs(dtype: DType, mode: str, n: int) -> int:
     if env == "0" or mode not in ("softmax", "log_softmax") or itemsize(dtype) != 2:
         return 0
     nv = n // 8  # whole packs at the best alignment (the kernel's slots cover any alignment)
-    if nv > 32 * WARP_PACKS[-1] or (env != "all" and nv > WARP_MAX_NV):
+    if nv > 32 * WARP_PACKS[-1] or (env != "all" and WARP_MAX_NV < nv <= WARP_MIN_NV32):
         return 0
     if env != "all" and mode == "softmax" and nv <= 128:  # softmax 1000: block kernel measured faster
         return 0
