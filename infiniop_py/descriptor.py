@@ -103,13 +103,13 @@ class Descriptor:
         self._last = [None] * len(order)  # (weakref, address) of the last buffer per tensor
         self._ws_last = None  # (weakref, address, revalidator) of the last checked workspace
         self._nrt = len(spec.runtime)
-        # runtime scalars that all default to None (e.g. sum's C-style repeat) may be omitted
-        self._rt_optional = bool(spec.runtime) and all(a.default is None for a in spec.runtime)
-        # runtime scalars that all have defaults (e.g. gemm's alpha/beta) may be omitted
-        # positionally: their parsed defaults, precomputed (None if one is required).
+        # Runtime scalars that all have defaults may be omitted positionally: their parsed
+        # defaults, precomputed (None if one is required; () when every default is None, e.g.
+        # sum's C-style repeats, so kernels see "nothing given").
         self._rt_defaults = None
         if spec.runtime and all(a.default is not REQUIRED for a in spec.runtime):
-            self._rt_defaults = tuple(a.coerce(a.default, spec.name) for a in spec.runtime)
+            vals = tuple(a.coerce(a.default, spec.name) for a in spec.runtime)
+            self._rt_defaults = () if all(v is None for v in vals) else vals
         self._rt_floats = all(a.kind == "float" and a.choices is None for a in spec.runtime)
         self._destroyed = False
 
@@ -154,8 +154,6 @@ class Descriptor:
                     rt = self._coerce_rt(rt)
             else:
                 rt = ()
-        elif nargs == ntensor and self._rt_optional:
-            rt = ()
         elif nargs == ntensor and self._rt_defaults is not None:
             rt = self._rt_defaults
         else:
