@@ -419,13 +419,18 @@ def standard_workload(
     torch_fn: Callable | None = None,
     attrs: dict | None = None,
     exact: bool = False,
+    assign: bool = False,
+    descs: list | None = None,
 ) -> Workload:
     """A workload with one output: ``make_set() -> (outputs_and_inputs, torch_inputs)``.
 
     ``outputs_and_inputs`` are torch tensors in calculate's order (the output first);
     ``eager(out, *torch_inputs)`` is torch's call writing ``out`` (a second output buffer of the
-    same layout, so ours and torch never share a result); ``torch_fn(*torch_inputs)`` is the
-    pure function for torch.compile. Sets are added until they cover the rotation.
+    same layout, so ours and torch never share a result); with ``assign``, ``eager(*torch_inputs)``
+    returns torch's result instead (peers without an ``out=`` form). ``torch_fn(*torch_inputs)``
+    is the pure function for torch.compile. ``descs`` overrides the tensor descriptors derived
+    from the first set. Sets are added until they cover the rotation; a workspace, if the
+    descriptor needs one, is allocated once by ``ours_call``.
     """
     from infiniop_py.registry import resolve
 
@@ -442,14 +447,23 @@ def standard_workload(
     first = one()
     set_bytes, _ = traffic(reads=[t for t in first[0] if t is not None], writes=[first[2]])
     sets = [first] + [one() for _ in range(rotation(env, set_bytes) - 1)]
-    descs = [None if t is None else env.descriptor_of(t) for t in first[0]]
+    descs = descs or [None if t is None else env.descriptor_of(t) for t in first[0]]
     d = env.iop.create_descriptor(op, env.handle, *descs, **(attrs or {}))
     outs = [s[2] for s in sets]
     ins = [s[1] for s in sets]
+    if assign:
+
+        def run(s):
+            outs[s] = eager(*ins[s])
+    else:
+
+        def run(s):
+            eager(outs[s], *ins[s])
+
     return Workload(
         descriptor=d,
         buffers=[s[0] for s in sets],
-        torch_eager=lambda s: eager(outs[s], *ins[s]),
+        torch_eager=run,
         out_torch=outs,
         inputs=ins,
         torch_fn=torch_fn,

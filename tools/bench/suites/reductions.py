@@ -16,7 +16,7 @@ replaces the peer output (the allocation is what a torch user pays too).
 
 from __future__ import annotations
 
-from ..core import BenchCase, Skip, Workload, rotation, traffic
+from ..core import BenchCase, standard_workload
 
 NAME = "reductions"
 DTYPES = ("f32", "f16", "bf16")
@@ -24,65 +24,8 @@ TDT = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 
 
 def _workload(env, op, make_set, eager, attrs=None, assign=False, descs=None):
-    """make_set() -> (bufs in calculate order, torch inputs); eager(out, *inputs) or, with
-    ``assign``, eager(*inputs) returning torch's result."""
-    from infiniop_py.registry import resolve
-
-    if resolve(op) is None:
-        raise Skip(f"operator '{op}' is not registered")
-
-    def one():
-        bufs, inputs = make_set()
-        out = bufs[0]
-        peer = env.torch.empty_strided(tuple(out.shape), tuple(out.stride()), dtype=out.dtype, device=out.device)
-        env.poison(peer)
-        return bufs, inputs, peer
-
-    first = one()
-    set_bytes, _ = traffic(reads=[t for t in first[0] if t is not None], writes=[first[2]])
-    sets = [first] + [one() for _ in range(rotation(env, set_bytes) - 1)]
-    descs = descs or [env.descriptor_of(t) for t in first[0]]
-    d = env.iop.create_descriptor(op, env.handle, *descs, **(attrs or {}))
-    outs = [s[2] for s in sets]
-    ins = [s[1] for s in sets]
-    if assign:
-
-        def run(s):
-            outs[s] = eager(*ins[s])
-    else:
-
-        def run(s):
-            eager(outs[s], *ins[s])
-
-    if d.workspace_size:  # the shared harness passes workspace=None: give ours a real one
-        ws = env.torch.empty(d.workspace_size, dtype=env.torch.uint8, device=env.device)
-        d = _WithWorkspace(d, ws, env)
-    return Workload(descriptor=d, buffers=[s[0] for s in sets], torch_eager=run, out_torch=outs, inputs=ins)
-
-
-class _WithWorkspace:
-    """A descriptor whose calculate always uses a preallocated workspace.
-
-    The workspace goes in as a CuPy view (checked once per object by calculate; a torch tensor
-    is re-described on every call): what a caller keeping one workspace does.
-    ``IOP_BENCH_WS=torch`` passes the torch tensor instead (an A/B switch)."""
-
-    def __init__(self, d, ws, env=None):
-        import os
-
-        self.d, self.keep, self.ws = d, ws, ws
-        if env is not None and env.gpu and os.environ.get("IOP_BENCH_WS") != "torch":
-            try:
-                self.ws = env.ours(ws, "cupy")
-            except Exception:  # no CuPy view: the torch tensor it is
-                self.ws = ws
-        self.workspace_size = d.workspace_size
-
-    def calculate(self, _ws, *args, **kw):
-        return self.d.calculate(self.ws, *args, **kw)
-
-    def destroy(self):
-        self.d.destroy()
+    """``standard_workload`` for this family (most peers return their result: ``assign``)."""
+    return standard_workload(env, op, make_set, eager, attrs=attrs, assign=assign, descs=descs)
 
 
 def reduce_case(op, dtype, shape, axes, quick=False):
@@ -449,7 +392,7 @@ def ab_cases_round2():
         for op in ("sum", "reduce_max", "reduce_mean"):
             out.append((reduce_case(op, dt, (8192, 8192), (1,)), AB_RED))
         out.append((reduce_case("sum", dt, (8192, 8192), None), AB_FULL))
-        small = {"new": {}, "v1": {"IOP_REDUCE_PLAN": "v1"}, "new_torchws": {"IOP_BENCH_WS": "torch"}}
+        small = {"new": {}, "v1": {"IOP_REDUCE_PLAN": "v1"}}  # (round 2 also timed a torch-tensor workspace)
         out.append((reduce_case("sum", dt, (4, 512, 896), None), small))
         out.append((reduce_case("reduce_mean", dt, (4, 512, 896), (-1,)), {"new": {}, "v1": {"IOP_REDUCE_PLAN": "v1"}}))
     for dt in ("f16", "bf16"):
