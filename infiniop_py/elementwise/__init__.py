@@ -119,13 +119,18 @@ def _executor():
     return _pool
 
 
-def parallel_chunks(fn, dst: np.ndarray, args) -> None:
-    """``fn(dst_part, *arg_parts)`` over slices of the longest axis (all operands share the shape)."""
+def parallel_chunks(fn, dst: np.ndarray, args, keep_axis: int | None = None) -> None:
+    """``fn(dst_part, *arg_parts)`` over slices of the longest axis (all operands share the shape).
+
+    ``keep_axis``: an axis that must stay whole in every part (e.g. the one a row-wise op reduces)."""
     n = dst.size
-    if n < 2 * CHUNK or dst.ndim == 0 or (os.cpu_count() or 1) == 1:
+    shape = list(dst.shape)
+    if keep_axis is not None and dst.ndim:
+        shape[keep_axis % dst.ndim] = 0
+    if n < 2 * CHUNK or dst.ndim == 0 or (os.cpu_count() or 1) == 1 or max(shape, default=0) < 2:
         fn(dst, *args)
         return
-    axis = int(np.argmax(dst.shape))
+    axis = int(np.argmax(shape))
     length = dst.shape[axis]
     pieces = max(1, min(n // CHUNK, length))
     bounds = [length * k // pieces for k in range(pieces + 1)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dtypes import DType, F, to_numpy
+from ..dtypes import DType, F
 from ..spec import Attr, Checker, Info, OpSpec, inp, out
 from ..status import Status
 from . import acc_numpy
@@ -13,18 +13,21 @@ from .rowwise import ROWWISE_SOURCE, RowLayout, RowwiseKernel, all_names, split_
 
 def softmax_numpy(x: np.ndarray, axis: int, log: bool, dtype: DType, valid=None) -> np.ndarray:
     """Max-subtracted (log-)softmax in the accumulator type; ``valid`` masks excluded entries."""
-    a = x.astype(acc_numpy(dtype), copy=False)
+    a = np.array(x, dtype=acc_numpy(dtype))  # a private copy: worked on in place below
     if valid is not None:
         a = np.where(valid, a, -np.inf)
     with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
         m = np.max(a, axis=axis, keepdims=True)
-        z = a - m
-        e = np.exp(z)
-        s = np.sum(e, axis=axis, keepdims=True)
-        r = z - np.log(s) if log else e / s
+        np.subtract(a, m, out=a)
+        if log:
+            s = np.sum(np.exp(a), axis=axis, keepdims=True)
+            np.subtract(a, np.log(s), out=a)
+        else:
+            np.exp(a, out=a)
+            np.divide(a, np.sum(a, axis=axis, keepdims=True), out=a)
     if valid is not None:
-        r = np.where(valid, r, 0)
-    return r
+        a = np.where(valid, a, 0)
+    return a
 
 
 def softmax_spec(name: str, stem: str, log: bool, gguf_names=()) -> OpSpec:
@@ -40,6 +43,8 @@ def softmax_spec(name: str, stem: str, log: bool, gguf_names=()) -> OpSpec:
         return Info(check.op, check.tensors, check.attrs, axis=axis)
 
     def cpu(info: Info):
+        from ..elementwise import parallel_chunks
+
         axis = info.axis
         dtype = info.tensors["input"].dtype
 
@@ -47,7 +52,11 @@ def softmax_spec(name: str, stem: str, log: bool, gguf_names=()) -> OpSpec:
             y = views["output"]
             if y.size == 0:
                 return
-            y[...] = softmax_numpy(views["input"], axis, log, dtype).astype(to_numpy(dtype))
+
+            def part(yp, xp):  # rows are independent: thread over the other axes
+                yp[...] = softmax_numpy(xp, axis, log, dtype)
+
+            parallel_chunks(part, y, (views["input"],), keep_axis=axis)
 
         return run
 
