@@ -272,7 +272,7 @@ def variant_nvidia(name: str, variant: Callable, reads, attrs, combos):
         expr = variant(info.tensors[info.out_name].dtype, choices)
         f = factories.get(expr)
         if f is None:
-            f = factories[expr] = make_nvidia(tag(expr), expr, reads, attr_names, combos)
+            f = factories[expr] = make_nvidia(tag(expr), expr, reads, attr_names, combos, op=name)
         return f(info, handle)
 
     def compile_units():
@@ -285,7 +285,7 @@ def variant_nvidia(name: str, variant: Callable, reads, attrs, combos):
                     group.append(combo)
         units = []
         for expr, group in groups.items():
-            units += make_nvidia(tag(expr), expr, reads, attr_names, lambda g=group: g).compile_units()
+            units += make_nvidia(tag(expr), expr, reads, attr_names, lambda g=group: g, op=name).compile_units()
         return units
 
     factory.compile_units = compile_units

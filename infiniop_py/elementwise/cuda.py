@@ -82,9 +82,15 @@ def _targs(name, tout, tins):
     return ", ".join([f"Op_{name}", tout, *tins])
 
 
+def chosen_shape(op: str | None, width: int) -> str:
+    """The measured dense shape for an operator (DENSE_BY_OP keys: "op" or "op/<widest operand
+    bytes>"), without the IOP_EW_DENSE override."""
+    return DENSE_BY_OP.get(f"{op}/{width}") or DENSE_BY_OP.get(op, DENSE)
+
+
 def dense_shape(op: str | None = None, width: int = 0) -> str:
-    """The dense shape for an operator; DENSE_BY_OP keys are "op" or "op/<widest operand bytes>"."""
-    shape = os.environ.get("IOP_EW_DENSE") or DENSE_BY_OP.get(f"{op}/{width}") or DENSE_BY_OP.get(op, DENSE)
+    """The dense shape a descriptor uses: IOP_EW_DENSE (A/B runs) or ``chosen_shape``."""
+    shape = os.environ.get("IOP_EW_DENSE") or chosen_shape(op, width)
     return shape if shape in DENSE_SHAPES else DENSE
 
 
@@ -324,12 +330,16 @@ class ElementwiseKernel(CudaKernel):
         self.launch(ptrs, ws_ptr, rt, current_stream_ptr() if stream is None else stream_ptr(stream))
 
 
-def make_nvidia(name: str, expr: str, reads, attr_names, combos):
+def make_nvidia(name: str, expr: str, reads, attr_names, combos, op: str | None = None):
     """Factory for the descriptor; ``factory.compile_units()`` lists instantiations for the compile check.
 
     Every dtype combination is compiled on each path; the broadcast/staging masks, which do
-    not change the types involved, are represented by the first input's mask.
+    not change the types involved, are represented by the first input's mask. The dense path
+    is checked in the shapes a descriptor of ``op`` (default ``name``) selects: the default and
+    the op's measured entry. Other shapes, reachable only through the IOP_EW_DENSE tuning
+    switch, compile on demand at create (the GPU tests run every shape on a few ops).
     """
+    op = op or name
 
     def factory(info: Info, handle):
         return ElementwiseKernel(info, handle, name, expr, reads, attr_names)
@@ -343,7 +353,9 @@ def make_nvidia(name: str, expr: str, reads, attr_names, combos):
             sizes = [itemsize(d) for d in (out_dt, *in_dts)]
             vec = max(1, 16 // max(sizes))
             names += vec_names(name, tout, tins, nin, vec, DENSE)
-            names += [dense_name(name, tout, tins, nin, vec, sh) for sh in DENSE_SHAPES if sh != DENSE]
+            chosen = chosen_shape(op, max(sizes))
+            if chosen != DENSE:
+                names.append(dense_name(name, tout, tins, nin, vec, chosen))
             names += [strided_name(name, tout, tins, nin, ix) for ix in ("unsigned int", "long long")]
             if vec > 1:
                 names += [rowvec_name(name, tout, tins, nin, vec, m) for m in ((0, 2) if nin else (0,))]

@@ -365,7 +365,6 @@ def pipe_grid(plan: RowPlan, tpr: int, sms: int, fn, dyn_smem: int, block: int |
 # spilled more there and measured 3 % slower) and use 4 for rms_norm. Bits 1 and 2 measured
 # mixed (up to 8 % slower in graph replay) and stay off.
 BWD_OPTS = {"layer": {256: 8, 512: 4}, "rms": {256: 8, 512: 4, 1024: 4}}
-OPTS_COMPILED = (0, 4, 8, 15)  # OPT values compile_units lists for every ring depth (plus 1, 2 at S = 3)
 
 
 def bwd_opt(kind: str, tpr: int | None) -> int:
