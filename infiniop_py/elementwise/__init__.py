@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..dtypes import DType, H
+from ..halfconv import copy_into, to_f32
 from ..spec import Attr, Checker, Info, OpSpec, inp, out
 from ..status import Status
 
@@ -86,7 +87,7 @@ def make_cpu(numpy_fn, attr_names, compute_dtype=None):
                 args = [_upcast(a) if a.dtype.itemsize == 2 and a.dtype.kind not in "iub" else a for a in args]
                 if cdt is not None:
                     args = [a.astype(cdt) for a in args]
-                np.copyto(dst, numpy_fn(*args, *attrs), casting="unsafe")
+                copy_into(dst, numpy_fn(*args, *attrs))
 
         def run(views, ws, rt):
             dst = views[out_name]
@@ -102,8 +103,12 @@ def _upcast(a: np.ndarray) -> np.ndarray:
     """f16/bf16 -> f32, converting a broadcast (zero-stride) operand once, not once per use."""
     if a.size > 1 and 0 in a.strides:
         idx = tuple(slice(0, 1) if st == 0 and d > 1 else slice(None) for d, st in zip(a.shape, a.strides, strict=True))
-        return np.broadcast_to(a[idx].astype(F32), a.shape)
-    return a.astype(F32)
+        return np.broadcast_to(_to_f32(a[idx]), a.shape)
+    return _to_f32(a)
+
+
+def _to_f32(a: np.ndarray) -> np.ndarray:
+    return to_f32(a) if a.dtype == np.float16 else a.astype(F32)
 
 
 CHUNK = 1 << 17  # elements per task on the CPU thread pool

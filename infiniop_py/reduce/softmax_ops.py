@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtypes import DType, F
+from ..halfconv import copy_into
 from ..spec import Attr, Checker, Info, OpSpec, inp, out
 from ..status import Status
 from . import acc_numpy
@@ -54,7 +55,7 @@ def softmax_spec(name: str, stem: str, log: bool, gguf_names=()) -> OpSpec:
                 return
 
             def part(yp, xp):  # rows are independent: thread over the other axes
-                yp[...] = softmax_numpy(xp, axis, log, dtype)
+                copy_into(yp, softmax_numpy(xp, axis, log, dtype))
 
             parallel_chunks(part, y, (views["input"],), keep_axis=axis)
 

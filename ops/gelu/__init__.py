@@ -69,6 +69,7 @@ def _cpu(info):
     import numpy as np
 
     from infiniop_py.elementwise import make_cpu, parallel_chunks
+    from infiniop_py.halfconv import copy_into
 
     generic = make_cpu(gelu_numpy, ("approximate",))(info)
     out_dt = info.tensors["output"].dtype
@@ -85,7 +86,7 @@ def _cpu(info):
                 np.multiply(xf, cdf, out=dst)
             else:
                 np.multiply(xf, cdf, out=cdf)
-                np.copyto(dst, cdf, casting="unsafe")
+                copy_into(dst, cdf)
 
     def run(views, ws, rt):
         dst = views["output"]

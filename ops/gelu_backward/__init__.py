@@ -4,6 +4,7 @@ import numpy as np
 
 from infiniop_py.dtypes import F, H
 from infiniop_py.elementwise import elementwise_op, float_expr
+from infiniop_py.halfconv import copy_into
 from infiniop_py.spec import Attr
 
 from ..gelu.npmath import INV_SQRT2, INV_SQRT_2PI, SQRT_2_OVER_PI, erf
@@ -109,7 +110,7 @@ def _cpu(info):
                 np.multiply(cdf, g, out=dst)
             else:
                 np.multiply(cdf, to_f32(g), out=cdf)
-                np.copyto(dst, cdf, casting="unsafe")
+                copy_into(dst, cdf)
 
     def run(views, ws, rt):
         dst = views["grad_input"]
