@@ -211,10 +211,13 @@ class Options:
     graph_calls: int = 50
 
 
-def _time_interleaved(env: Env, impls: dict[str, Callable[[int], Any]], nsets: int, reps: int, start_call: int):
+def _time_interleaved(
+    env: Env, impls: dict[str, Callable[[int], Any]], nsets: int, reps: int, start_call: int, queued: bool = False
+):
     """Per-impl lists of µs; call ``c`` of the whole sequence uses set ``c % nsets``.
 
-    Returns (times, last_set, last_result) per implementation.
+    Returns (times, last_set, last_result) per implementation; ``queued``: device time per call
+    (:meth:`Env.time_calls_queued`), and the fraction of held calls as ``last_result["held"]``.
     """
     names = list(impls)
     calls, labels, sets = [], [], []
@@ -232,7 +235,10 @@ def _time_interleaved(env: Env, impls: dict[str, Callable[[int], Any]], nsets: i
             labels.append(name)
             sets.append(s)
             c += 1
-    times = env.time_calls(calls)
+    if queued:
+        times, results["held"] = env.time_calls_queued(calls)
+    else:
+        times = env.time_calls(calls)
     per = {n: [] for n in names}
     last_set = {}
     for name, t, s in zip(labels, times, sets):
@@ -309,6 +315,8 @@ def run_case(env: Env, case: BenchCase, opts: Options, copy_gbps: float) -> dict
         row["x_torch"] = med["torch"] / med["ours"] if med.get("ours") else None
         if "compile" in med and med.get("ours"):
             row["x_compile"] = med["compile"] / med["ours"]
+        if env.gpu and ok:
+            row.update(device_time(env, work, impls, opts, nbytes, copy_gbps))
         if case.host_wall:
             row["host_wall_us"] = host_wall(env, work, opts)
             if env.gpu:
@@ -326,6 +334,44 @@ def run_case(env: Env, case: BenchCase, opts: Options, copy_gbps: float) -> dict
         del work
     row["wall_s"] = time.perf_counter() - t_start
     return row
+
+
+def device_time(env: Env, work: Workload, impls: dict, opts: Options, nbytes: int, copy_gbps: float) -> dict:
+    """The same interleaved calls again, each batch enqueued behind a blocking kernel (device time
+    per call without host latency), and a torch copy moving the same number of bytes timed the
+    same way: the bandwidth a transfer of this size reaches (launch, ramp-up and drain are a
+    larger share of a 20 µs call than of the 1 GiB copy that sets ``copy_gbps``)."""
+    per, _, results = _time_interleaved(env, impls, work.nsets, opts.reps, 0, queued=True)
+    out: dict[str, Any] = {"device_us": {name: stats(ts) for name, ts in per.items()}}
+    out["device_held"] = results.get("held")
+    med = {name: st["median"] for name, st in out["device_us"].items()}
+    if copy_gbps and nbytes:
+        out["device_pct_copy"] = {name: 100.0 * nbytes / (m * 1e-6) / 1e9 / copy_gbps for name, m in med.items() if m > 0}
+        copy = _same_bytes_copy(env, nbytes)
+        if copy is not None:
+            cper, _, _ = _time_interleaved(env, {"copy": copy[0]}, copy[1], max(20, opts.reps // 2), 0, queued=True)
+            cm = stats(cper["copy"])["median"]
+            out["same_bytes_copy_us"] = cm
+            out["same_bytes_copy_pct"] = 100.0 * nbytes / (cm * 1e-6) / 1e9 / copy_gbps
+    if med.get("ours"):
+        out["device_x_torch"] = med["torch"] / med["ours"]
+    return out
+
+
+def _same_bytes_copy(env: Env, nbytes: int):
+    """(call(set), nsets): torch ``dst.copy_(src)`` of nbytes / 2 bytes, rotated past the L2."""
+    torch = env.torch
+    half = nbytes // 2 // 16 * 16
+    if half < 16 * 1024 or half > 2 * GIB:
+        return None
+    nsets = rotation(env, 2 * half)
+    n = half // 4
+    bufs = [(torch.ones(n, dtype=torch.float32, device=env.device), torch.empty(n, device=env.device)) for _ in range(nsets)]
+
+    def call(s):
+        bufs[s][1].copy_(bufs[s][0])
+
+    return call, nsets
 
 
 def _compiled(env: Env, work: Workload, row: dict):

@@ -92,6 +92,10 @@ class Env:
             out.append((time.perf_counter_ns() - t0) / 1e3)
         return out
 
+    def time_calls_queued(self, calls):
+        """Device time per call with the host kept ahead of the device; on the CPU: time_calls."""
+        return self.time_calls(calls), 1.0
+
     def copy_bandwidth(self) -> dict:  # pragma: no cover - overridden
         raise NotImplementedError
 
@@ -173,6 +177,51 @@ class GpuEnv(Env):
             end.record()
         self.sync()
         return [start.elapsed_time(end) * 1e3 for start, end in events]
+
+    QUEUE_BATCH = 32  # calls enqueued behind one blocking kernel
+    _hold_cycles = 1 << 21  # its length; doubled until it outlasts the host's enqueueing
+
+    def time_calls_queued(self, calls):
+        """CUDA events around each call, enqueued while the stream is held by a spinning kernel.
+
+        :meth:`time_calls` records the events as the host reaches them; a call whose kernels
+        take less device time than the host needs to issue the next call then starts on an
+        idle device, and its start event counts the host's launch latency. Here every batch of
+        calls is enqueued behind ``torch.cuda._sleep`` (a kernel that spins for a set number of
+        clock cycles, the blocking-kernel method of NVIDIA's nvbench), so the device runs the
+        whole batch back to back and each event pair measures the call's device time,
+        including the device-side gaps between its launches but not host latency. A batch the
+        device drained before the host finished enqueueing it is discarded and re-run behind a
+        longer hold. Returns (µs per call, fraction of calls timed in held batches): calls that
+        synchronise with the host (``.item()``, a host-side sort) cannot be held, and after
+        the hold reaches ~0.5 s the batch is kept as it ran.
+        """
+        torch = self.torch
+        Event = torch.cuda.Event
+        out, held_calls = [], 0
+        cycles = self._hold_cycles
+        i = 0
+        while i < len(calls):
+            batch = calls[i : i + self.QUEUE_BATCH]
+            events = [(Event(enable_timing=True), Event(enable_timing=True)) for _ in batch]
+            gate = Event()
+            torch.cuda._sleep(cycles)
+            gate.record()
+            for (start, end), (_, fn) in zip(events, batch):
+                start.record()
+                fn()
+                end.record()
+            held = not gate.query()  # the hold was still spinning when the last call was issued
+            self.sync()
+            if not held and cycles < (1 << 30):
+                cycles *= 2
+                continue
+            if held:
+                held_calls += len(batch)
+                self._hold_cycles = cycles  # the next cases start from a hold that worked
+            out += [start.elapsed_time(end) * 1e3 for start, end in events]
+            i += len(batch)
+        return out, held_calls / max(1, len(calls))
 
     def copy_bandwidth(self, nbytes: int = GIB, reps: int = 20) -> dict:
         """Device-to-device copy of 1 GiB (read + write counted), torch and CuPy, median of ``reps``."""

@@ -215,12 +215,20 @@ def rope_case(dtype, seq=4096, nhead=32, dhead=128, algo=1, quick=False) -> Benc
 def cases(env, quick: bool = False) -> list[BenchCase]:
     out = []
     big = (8192, 8192)
-    if not env.gpu:
+    if not env.gpu:  # every op and dtype at 2048^2 (--quick: the f32 subset at 4096^2)
+        mid = (2048, 2048)
         for label in ("exp", "sigmoid", "gelu", "relu"):
             out.append(unary_case(label, "f32", (4096, 4096), quick=True))
         out.append(binary_case("swiglu", "f32", (4096, 4096), quick=True))
         out.append(cast_case("f32", "f16", (4096, 4096), quick=True))
         out.append(rope_case("f32", seq=512, quick=True))
+        for dt in DTYPES:
+            out += [unary_case(label, dt, mid) for label in _unary(env.torch)]
+            out += [binary_case(op, dt, mid) for op in ("sigmoid_backward", "relu_backward", "gelu_backward", "swiglu")]
+            out += [clip_case(dt, mid), where_case(dt, mid), compare_case("equal", dt, mid)]
+            out += [compare_case("logical_and", dt, mid), rope_case(dt, seq=512), rope_case(dt, seq=512, algo=0)]
+        for src, dst in (("f32", "f16"), ("f16", "f32"), ("f32", "bf16"), ("bf16", "f32")):
+            out.append(cast_case(src, dst, mid))
         return out
     # most important first (an interrupted run keeps what it measured)
     for dt in DTYPES:
