@@ -92,6 +92,7 @@ for algo in (0, 1):
         case((1, 1, 2), 1, "one pair", algo=algo),
         case((9, 5, 24), 12, "5 heads, dhead 24 (3 pair groups per head)", algo=algo),
         case((3, 2, 40, 128), 8, "40 heads (partial head chunk)", algo=algo, pos_shape=(3, 2), oob=True),
+        case((3, 2, 1024), 5, "dhead 1024 (up to 256 pair groups per head)", algo=algo),
         case(
             (6, 12, 128),
             10,

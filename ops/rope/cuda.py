@@ -1,4 +1,4 @@
-"""NVIDIA RoPE: rope_heads (exact grid, one pair group of U heads per thread, every load first; default for GPT_J and half-precision GPT_NEOX), rope_units (resident wave, next row prefetched; f32/f64 GPT_NEOX) for packed pair groups; rope_kernel (one block per row) otherwise."""
+"""NVIDIA RoPE for packed pair groups: rope_grid (exact grid (head chunks, rows), 32-bit offsets, one pair group of U heads per thread, every load first; default for GPT_J and f32 GPT_NEOX), rope_heads (the same with 64-bit offsets and grid (rows, head chunks); half-precision GPT_NEOX, and the fallback of rope_grid), rope_units (resident wave, next row prefetched; f64); rope_kernel (one block per row) otherwise."""
 
 from __future__ import annotations
 
@@ -22,13 +22,21 @@ MAX_GRID = 2**31 - 1
 # "ex1w"/"ex2w": GPT_J with P doubled (two 16-byte x packs, 16-byte table packs per thread).
 SHAPE = "pers2"
 SHAPES = ("rows", "flat", "pers", "pers2")
-# Default per (algo, itemsize), from the round-3 A/B on the H200 (CUDA-graph kernel time, f16 /
-# bf16 / f32 [4096, 32, 128]): GPT_NEOX halves ex2 (19.4 / 20.5 vs pers2 20.6 / 21.2 us), GPT_J
-# ex1 (20.8 / 21.6 / 37.0 vs 22.0 / 22.1 / 38.6 us); f32 GPT_NEOX stays pers2 (ex4 36.1 vs 36.5,
-# within noise; events 38.2 vs 37.9); f64 was not measured (pers2).
-SHAPE_BY = {(0, 2): "ex1", (0, 4): "ex1", (1, 2): "ex2"}
+# Default per (algo, itemsize), from the H200 A/Bs (CUDA-graph kernel time, f16 / bf16 / f32
+# [4096, 32, 128]). Round 3: GPT_NEOX halves ex2 (19.4 / 20.5 vs pers2 20.6 / 21.2 us), GPT_J ex1
+# (20.8 / 21.6 / 37.0 vs 22.0 / 22.1 / 38.6 us). Round 4: GPT_J g2 (19.1 / 20.5 / 35.1 vs ex1
+# 20.5 / 21.3 / 36.9 us), f32 GPT_NEOX g2b (35.3 vs pers2 36.3 us); GPT_NEOX halves keep ex2
+# (every g shape within 0.1-0.5 us of it); f64 was not measured (pers2).
+SHAPE_BY = {(0, 2): "g2", (0, 4): "g2", (1, 2): "ex2", (1, 4): "g2b"}
+# the round-3 defaults, for the A/B of previous vs merged (tools/bench/ab_pointwise.py)
+PREVIOUS_BY = {(0, 2): "ex1", (0, 4): "ex1", (1, 2): "ex2", (1, 4): "pers2"}
 EXACT = {"ex1": (1, 0), "ex2": (2, 0), "ex4": (4, 0), "ex2cs": (2, 1), "ex1w": (1, 0), "ex2w": (2, 0)}  # (U, CS)
 EXACT_THREADS = 128
+# Round 4 (rope_grid: rope_heads with 32-bit offsets, grid (head chunks, rows) so the chunks of a
+# row run in consecutive blocks): name -> (U heads per thread, NT max threads per block). Used
+# when every offset fits in 31 bits and nj <= NT; otherwise the rope_heads shape of the same U.
+GRID = {"g1": (1, 128), "g2": (2, 128), "g1b": (1, 256), "g2b": (2, 256), "g1c": (1, 512), "g4": (4, 128), "g2s": (2, 64)}
+GRID_ROWS = 65535  # grid.y cap; rows past it go to grid.z
 
 
 def max_pairs(algo: int, isz: int, wide: bool = False) -> int:
@@ -57,6 +65,28 @@ def heads_name(dtype: DType, algo: int, p: int, u: int, cs: int) -> str:
     return f"rope_heads<{ctype(dtype)}, {algo}, {p}, {u}, {cs}>"
 
 
+def grid_name(dtype: DType, algo: int, p: int, u: int, nt: int) -> str:
+    return f"rope_grid<{ctype(dtype)}, {algo}, {p}, {u}, {nt}>"
+
+
+def grid_block(nj: int, nhead: int, u: int, nt: int) -> tuple[int, int, int]:
+    """(threads x, threads y, head chunks) of rope_grid: hb heads per k, at most nt threads."""
+    hb = max(1, min(nt // nj, -(-nhead // u)))
+    return nj, hb, -(-nhead // (hb * u))
+
+
+def fits32(info) -> bool:
+    """Every element offset of x, y, pos_ids and the tables below 2^31 (non-negative strides)."""
+    lim = 2**31 - 1
+    for n in ("x", "y", "pos_ids"):
+        t = info[n]
+        if any(st < 0 for st in t.strides):
+            return False
+        if sum((d - 1) * st for d, st in zip(t.shape, t.strides) if d > 0) >= lim:
+            return False
+    return info.table_len * info.half < lim and info["x"].numel < lim
+
+
 def compile_units():
     names = [kernel_name(d, a, p) for d in sorted(F) for a in (0, 1) for p in candidates(a, itemsize(d))]
     names += [units_name(d, a, p, pf) for d in sorted(F) for a in (0, 1) for p in candidates(a, itemsize(d))[1:] for pf in (1, 2)]
@@ -64,6 +94,8 @@ def compile_units():
               for u, cs in set(EXACT.values())]  # fmt: skip
     names += [heads_name(d, 0, max_pairs(0, itemsize(d), True), u, 0) for d in sorted(F) for u in (1, 2)
               if max_pairs(0, itemsize(d), True) > max_pairs(0, itemsize(d))]  # fmt: skip
+    names += [grid_name(d, a, p, u, nt) for d in sorted(F) for a in (0, 1) for p in candidates(a, itemsize(d))[1:]
+              for u, nt in GRID.values()]  # fmt: skip
     return [(SOURCE, names)]
 
 
@@ -118,16 +150,22 @@ class RopeKernel(CudaKernel):
         p = choose_pairs(info, wide=shape.endswith("w") and shape in EXACT)
         rows = batch * seq
         nj = half // p
-        exact = p > 1 and shape in EXACT and nj <= 256 and rows <= MAX_GRID
+        grid = p > 1 and shape in GRID and nj <= GRID[shape][1] and fits32(info)
+        if shape in GRID and not grid:
+            shape = f"ex{GRID[shape][0]}"  # offsets past 31 bits or a wide row: rope_heads
+        exact = not grid and p > 1 and shape in EXACT and nj <= 256 and rows <= MAX_GRID
         if exact:
             u, cs = EXACT[shape]
             ex_block = exact_block(nj, nhead, u)
             exact = ex_block[2] <= 65535
-        units = not exact and p > 1 and (shape in SHAPES[1:] or shape in EXACT) and nj <= 256
+        units = not grid and not exact and p > 1 and (shape in SHAPES[1:] or shape in EXACT) and nj <= 256
         if units and shape not in SHAPES:
             shape = "pers2"  # an exact shape whose grid does not fit
         pf = 2 if shape == "pers2" else 1
-        if exact:
+        if grid:
+            g_u, g_nt = GRID[shape]
+            first = grid_name(x.dtype, algo, p, g_u, g_nt)
+        elif exact:
             first = heads_name(x.dtype, algo, p, u, cs)
         else:
             first = units_name(x.dtype, algo, p, pf) if units else kernel_name(x.dtype, algo, p)
@@ -163,13 +201,22 @@ class RopeKernel(CudaKernel):
             args = [Slot(order.index(n)) for n in ("y", "x", "pos_ids", "sin_table", "cos_table")] + [meta(pp)]
             return Launch(mod.ptr[name], (min(gx, MAX_GRID), groups), (njp, by), args)
 
-        if exact:
+        if grid:
+            bx, by, groups = grid_block(nj, nhead, g_u, g_nt)
+            m32 = struct.pack(
+                "<14i", rows, seq, info.table_len, xs[0], xs[1], xs[2], ys[0], ys[1], ys[2], ps[0], ps[1],
+                nhead, half, POS_KIND[pos.dtype],
+            )  # fmt: skip
+            args = [Slot(order.index(n)) for n in ("y", "x", "pos_ids", "sin_table", "cos_table")] + [m32]
+            gy = min(rows, max(1, int(os.environ.get("IOP_ROPE_GRID") or GRID_ROWS)))  # tests: small cap -> grid.z
+            self.fast = Launch(mod.ptr[names[0]], (groups, gy, -(-rows // gy)), (bx, by), args)
+        elif exact:
             bx, by, groups = ex_block
             args = [Slot(order.index(n)) for n in ("y", "x", "pos_ids", "sin_table", "cos_table")] + [meta(p)]
             self.fast = Launch(mod.ptr[names[0]], (rows, groups), (bx, by), args)
         else:
             self.fast = launch_units(names[0], p) if units else launch_for(names[0], p)
-        self.shape = shape if (units or exact) else "rows"
+        self.shape = shape if (units or exact or grid) else "rows"
         self.slow = launch_for(names[-1], 1) if p > 1 else self.fast
         vec = (2 * p if algo == 0 else p) * isz
         self.align = [(order.index("x"), vec), (order.index("y"), vec), (order.index("sin_table"), p * isz),

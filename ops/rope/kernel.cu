@@ -279,3 +279,81 @@ __global__ void __launch_bounds__(256, U >= 4 ? 2 : 4) rope_heads(T* y, const T*
     }
   }
 }
+
+// Round 4: rope_heads with 32-bit index math and the head chunks of a row in consecutive
+// blocks. Grid (head chunks, rows): blockIdx.x is the chunk, so the blocks dispatched together
+// cover whole rows of x/y (contiguous streams, like a copy) and share the table row; past
+// 65535 rows the row is blockIdx.y + blockIdx.z * gridDim.y (no loop). Block (nj, hb), NT threads at most;
+// each thread one pair group of U heads (h0, h0 + hb, ...), every x load first, then the table
+// packs (the only loads behind the position), then the stores. The host selects it only when
+// every element offset of x, y, pos_ids and the tables fits in 31 bits (non-negative strides).
+struct RopeMeta32 {
+  int rows, seq, table_len;
+  int xs_b, xs_s, xs_h;
+  int ys_b, ys_s, ys_h;
+  int ps_b, ps_s;
+  int nhead, half, pos_kind;
+};
+
+template <class T, int ALGO, int P, int U, int NT>
+__global__ void __launch_bounds__(NT, ((U >= 4 ? 512 : 1024) / NT) > 0 ? ((U >= 4 ? 512 : 1024) / NT) : 1)
+    rope_grid(T* y, const T* x, const void* pos, const T* __restrict__ sin_t, const T* __restrict__ cos_t,
+              RopeMeta32 m) {
+  typedef typename Compute<T>::type C;
+  constexpr int XV = ALGO == 0 ? 2 * P : P;  // elements per x/y access
+  typedef Pack<T, XV> PX;
+  const int i0 = threadIdx.x * P;          // first pair of this thread
+  const int e0 = ALGO == 0 ? 2 * i0 : i0;  // first element of its (first) x access
+  const int h0 = blockIdx.x * (blockDim.y * U) + threadIdx.y;
+  const int row = blockIdx.y + blockIdx.z * gridDim.y;
+  if (row < m.rows) {
+    int b, s;
+    if (m.seq == m.rows) { b = 0; s = row; } else { b = row / m.seq; s = row - b * m.seq; }
+    const long long p = rope_pos(pos, m.pos_kind, b * m.ps_b + s * m.ps_s);
+    const int xo = b * m.xs_b + s * m.xs_s + e0;
+    PX a[U], c[U];
+#pragma unroll
+    for (int k = 0; k < U; ++k) {
+      const int h = h0 + k * blockDim.y;
+      if (h < m.nhead) {
+        a[k] = *reinterpret_cast<const PX*>(x + (xo + h * m.xs_h));
+        if constexpr (ALGO == 1) c[k] = *reinterpret_cast<const PX*>(x + (xo + h * m.xs_h + m.half));
+      }
+    }
+    const bool valid = p >= 0 && p < m.table_len;
+    Pack<T, P> pc, ps;
+    if (valid) {  // uniform per block; never touches the tables otherwise (table_len may be 0)
+      const int to = (int)p * m.half + i0;
+      pc = *reinterpret_cast<const Pack<T, P>*>(cos_t + to);
+      ps = *reinterpret_cast<const Pack<T, P>*>(sin_t + to);
+    } else {
+#pragma unroll
+      for (int k = 0; k < P; ++k) { pc.v[k] = Conv<T>::from(0.f); ps.v[k] = Conv<T>::from(0.f); }
+    }
+    const int yo = b * m.ys_b + s * m.ys_s + e0;
+#pragma unroll
+    for (int k = 0; k < U; ++k) {
+      const int h = h0 + k * blockDim.y;
+      if (h < m.nhead) {
+        PX q0, q1;
+#pragma unroll
+        for (int j = 0; j < P; ++j) {
+          const C cs = iop_load(pc.v[j]), sn = iop_load(ps.v[j]);
+          const C a0 = iop_load(ALGO == 0 ? a[k].v[2 * j] : a[k].v[j]);
+          const C a1 = iop_load(ALGO == 0 ? a[k].v[2 * j + 1] : c[k].v[j]);
+          const C r0 = valid ? a0 * cs - a1 * sn : C(0);
+          const C r1 = valid ? a0 * sn + a1 * cs : C(0);
+          if constexpr (ALGO == 0) {
+            q0.v[2 * j] = Conv<T>::from(r0);
+            q0.v[2 * j + 1] = Conv<T>::from(r1);
+          } else {
+            q0.v[j] = Conv<T>::from(r0);
+            q1.v[j] = Conv<T>::from(r1);
+          }
+        }
+        *reinterpret_cast<PX*>(y + (yo + h * m.ys_h)) = q0;
+        if constexpr (ALGO == 1) *reinterpret_cast<PX*>(y + (yo + h * m.ys_h + m.half)) = q1;
+      }
+    }
+  }
+}

@@ -46,34 +46,44 @@ def create(op, tensors, attrs, cfg):
                 os.environ[k] = v
 
 
-def graph_time(fn, ns, k=16):
+def graph_times(fns, ns, k=32, rounds=25):
     """µs per call inside a replayed CUDA graph of k calls rotating over the ns sets (no host
-    gaps); fn(s, stream) runs set s on the given CUDA stream handle."""
+    gaps), for every name of fns (name -> fn(s, stream) running set s on the given CUDA stream
+    handle). All graphs are captured first, then replayed round-robin (order reversed every other
+    round) so that clock or thermal drift spreads over every implementation; median per name."""
     cur = torch.cuda.current_stream()
-    side = torch.cuda.Stream()
-    side.wait_stream(cur)
-    with torch.cuda.stream(side):
-        for s in range(ns):
-            fn(s, side.cuda_stream)
-    cur.wait_stream(side)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        cap = torch.cuda.current_stream().cuda_stream
-        for i in range(k):
-            fn(i % ns, cap)
-    g.replay()
-    torch.cuda.synchronize()
-    tt = []
-    for _ in range(15):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        torch.cuda.synchronize()
-        tt.append(a.elapsed_time(b) * 1e3 / k)
-    del g
-    return statistics.median(tt)
+    graphs, errs = {}, {}
+    for n, fn in fns.items():
+        try:
+            side = torch.cuda.Stream()
+            side.wait_stream(cur)
+            with torch.cuda.stream(side):
+                for s in range(ns):
+                    fn(s, side.cuda_stream)
+            cur.wait_stream(side)
+            torch.cuda.synchronize()
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                cap = torch.cuda.current_stream().cuda_stream
+                for i in range(k):
+                    fn(i % ns, cap)
+            g.replay()
+            torch.cuda.synchronize()
+            graphs[n] = g
+        except Exception as exc:  # noqa: BLE001
+            errs[n + "_err"] = f"{type(exc).__name__}: {str(exc)[:100]}"
+    tt = {n: [] for n in graphs}
+    names = list(graphs)
+    for r in range(rounds):
+        for n in names if r % 2 == 0 else names[::-1]:
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            graphs[n].replay()
+            b.record()
+            torch.cuda.synchronize()
+            tt[n].append(a.elapsed_time(b) * 1e3 / k)
+    graphs.clear()
+    return {**{n: statistics.median(v) for n, v in tt.items()}, **errs}
 
 
 def bench(label, op, sets, torch_fn, configs, attrs=None, nbytes=None, tol=None, extra=None, graph=False):
@@ -132,11 +142,7 @@ def bench(label, op, sets, torch_fn, configs, attrs=None, nbytes=None, tol=None,
     row["p90_us"] = {n: sorted(v)[(9 * len(v)) // 10] for n, v in per.items()}
     gr = {}
     if graph and not SMOKE:
-        for n in names:
-            try:
-                gr[n] = graph_time(on_stream[n], ns)
-            except Exception as exc:  # noqa: BLE001
-                gr[n + "_err"] = f"{type(exc).__name__}: {str(exc)[:100]}"
+        gr = graph_times({n: on_stream[n] for n in names}, ns)
         row["graph_us"] = gr
     log.write(json.dumps(row) + "\n")
     log.flush()
@@ -216,7 +222,10 @@ def rope(dt, algo):
 
     isz = torch.tensor([], dtype=TDT[dt]).element_size()
     nbytes = 2 * seq * nh * dh * isz + seq * (4 + 2 * half * isz)
-    cfgs = [(s, {"IOP_ROPE": s} if s != "merged" else {}) for s in ROPE_SHAPES]
+    from ops.rope.cuda import PREVIOUS_BY
+
+    prev = PREVIOUS_BY.get((algo, min(isz, 4)), "pers2")
+    cfgs = [(s, {} if s == "merged" else {"IOP_ROPE": prev if s == "prev" else s}) for s in ROPE_SHAPES]
     # the same x -> y bytes as a plain copy: what a transfer of this size reaches (no table)
     ys = [torch.empty_like(s[1]) for s in sets]
     extra = {"copy": lambda s: ys[s].copy_(sets[s][1])}
@@ -225,8 +234,9 @@ def rope(dt, algo):
 
 
 # round 3: pers2 (the previous default) against rope_heads (exact grid, U heads per thread);
-# "merged" = no IOP_ROPE (the per-dtype default)
-ROPE_SHAPES = tuple(os.environ.get("AB_ROPE_SHAPES", "pers2,ex1,ex2,ex4,ex2cs,ex1w,ex2w").split(","))
+# round 4: rope_grid (32-bit offsets, grid (head chunks, rows)) g1/g2/g1b/g2b/g1c against the
+# round-3 defaults; "merged" = no IOP_ROPE (the per-dtype default), "prev" = the round-3 default
+ROPE_SHAPES = tuple(os.environ.get("AB_ROPE_SHAPES", "prev,merged,ex2,g2,g2b,g4,g2s").split(","))
 # dense shapes before this round's DENSE_BY_OP entries (the "confirm" A/B: previous vs merged)
 PREVIOUS = {"gelu": "pipe", "gelu_backward": "pipe", "sigmoid": "vec2", "silu": "vec2"}
 
