@@ -24,18 +24,24 @@ SHAPE = "pers2"
 SHAPES = ("rows", "flat", "pers", "pers2")
 # Default per (algo, itemsize), from the H200 A/Bs (CUDA-graph kernel time, f16 / bf16 / f32
 # [4096, 32, 128]). Round 3: GPT_NEOX halves ex2 (19.4 / 20.5 vs pers2 20.6 / 21.2 us), GPT_J ex1
-# (20.8 / 21.6 / 37.0 vs 22.0 / 22.1 / 38.6 us). Round 4: GPT_J g2 (19.1 / 20.5 / 35.1 vs ex1
-# 20.5 / 21.3 / 36.9 us), f32 GPT_NEOX g2b (35.3 vs pers2 36.3 us); GPT_NEOX halves keep ex2
-# (every g shape within 0.1-0.5 us of it); f64 was not measured (pers2).
-SHAPE_BY = {(0, 2): "g2", (0, 4): "g2", (1, 2): "ex2", (1, 4): "g2b"}
+# (20.8 / 21.6 / 37.0 vs 22.0 / 22.1 / 38.6 us). Round 4 (run 2, same process): GPT_J f16 g2
+# (19.5 vs ex1 20.3 us; g4 19.8), GPT_J bf16 g4 (20.3 vs ex1 21.0, g2 20.7), GPT_J f32 g4 (35.3
+# vs ex1 36.8, g2 35.7), f32 GPT_NEOX g2b (35.3 vs pers2 36.2); GPT_NEOX halves keep ex2 (every
+# g shape 0.3-1 us slower); f64 was not measured (pers2). SHAPE_BY_DTYPE overrides per dtype.
+SHAPE_BY = {(0, 2): "g2", (0, 4): "g4", (1, 2): "ex2", (1, 4): "g2b"}
+SHAPE_BY_DTYPE = {(0, DType.BF16): "g4"}
 # the round-3 defaults, for the A/B of previous vs merged (tools/bench/ab_pointwise.py)
 PREVIOUS_BY = {(0, 2): "ex1", (0, 4): "ex1", (1, 2): "ex2", (1, 4): "pers2"}
 EXACT = {"ex1": (1, 0), "ex2": (2, 0), "ex4": (4, 0), "ex2cs": (2, 1), "ex1w": (1, 0), "ex2w": (2, 0)}  # (U, CS)
 EXACT_THREADS = 128
 # Round 4 (rope_grid: rope_heads with 32-bit offsets, grid (head chunks, rows) so the chunks of a
-# row run in consecutive blocks): name -> (U heads per thread, NT max threads per block). Used
-# when every offset fits in 31 bits and nj <= NT; otherwise the rope_heads shape of the same U.
-GRID = {"g1": (1, 128), "g2": (2, 128), "g1b": (1, 256), "g2b": (2, 256), "g1c": (1, 512), "g4": (4, 128), "g2s": (2, 64)}
+# row run in consecutive blocks): name -> (U heads per thread, NT max threads per block, MB
+# blocks per SM the register allocation must allow). Used when every offset fits in 31 bits and
+# nj <= NT; otherwise the rope_heads shape of the same U. g2r: g2 held to 32 registers.
+GRID = {
+    "g1": (1, 128, 8), "g2": (2, 128, 8), "g1b": (1, 256, 4), "g2b": (2, 256, 4), "g1c": (1, 512, 2),
+    "g4": (4, 128, 4), "g2s": (2, 64, 16), "g2r": (2, 128, 16),
+}  # fmt: skip
 GRID_ROWS = 65535  # grid.y cap; rows past it go to grid.z
 
 
@@ -65,8 +71,8 @@ def heads_name(dtype: DType, algo: int, p: int, u: int, cs: int) -> str:
     return f"rope_heads<{ctype(dtype)}, {algo}, {p}, {u}, {cs}>"
 
 
-def grid_name(dtype: DType, algo: int, p: int, u: int, nt: int) -> str:
-    return f"rope_grid<{ctype(dtype)}, {algo}, {p}, {u}, {nt}>"
+def grid_name(dtype: DType, algo: int, p: int, u: int, nt: int, mb: int) -> str:
+    return f"rope_grid<{ctype(dtype)}, {algo}, {p}, {u}, {nt}, {mb}>"
 
 
 def grid_block(nj: int, nhead: int, u: int, nt: int) -> tuple[int, int, int]:
@@ -94,8 +100,8 @@ def compile_units():
               for u, cs in set(EXACT.values())]  # fmt: skip
     names += [heads_name(d, 0, max_pairs(0, itemsize(d), True), u, 0) for d in sorted(F) for u in (1, 2)
               if max_pairs(0, itemsize(d), True) > max_pairs(0, itemsize(d))]  # fmt: skip
-    names += [grid_name(d, a, p, u, nt) for d in sorted(F) for a in (0, 1) for p in candidates(a, itemsize(d))[1:]
-              for u, nt in GRID.values()]  # fmt: skip
+    names += [grid_name(d, a, p, u, nt, mb) for d in sorted(F) for a in (0, 1) for p in candidates(a, itemsize(d))[1:]
+              for u, nt, mb in GRID.values()]  # fmt: skip
     return [(SOURCE, names)]
 
 
@@ -146,7 +152,7 @@ class RopeKernel(CudaKernel):
         ps = pos.strides if pos.ndim == 2 else (0, pos.strides[0])
         half = info.half
         isz = itemsize(x.dtype)
-        shape = os.environ.get("IOP_ROPE") or SHAPE_BY.get((algo, isz), SHAPE)
+        shape = os.environ.get("IOP_ROPE") or SHAPE_BY_DTYPE.get((algo, x.dtype)) or SHAPE_BY.get((algo, isz), SHAPE)
         p = choose_pairs(info, wide=shape.endswith("w") and shape in EXACT)
         rows = batch * seq
         nj = half // p
@@ -163,8 +169,8 @@ class RopeKernel(CudaKernel):
             shape = "pers2"  # an exact shape whose grid does not fit
         pf = 2 if shape == "pers2" else 1
         if grid:
-            g_u, g_nt = GRID[shape]
-            first = grid_name(x.dtype, algo, p, g_u, g_nt)
+            g_u, g_nt, g_mb = GRID[shape]
+            first = grid_name(x.dtype, algo, p, g_u, g_nt, g_mb)
         elif exact:
             first = heads_name(x.dtype, algo, p, u, cs)
         else:

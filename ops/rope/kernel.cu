@@ -287,6 +287,7 @@ __global__ void __launch_bounds__(256, U >= 4 ? 2 : 4) rope_heads(T* y, const T*
 // each thread one pair group of U heads (h0, h0 + hb, ...), every x load first, then the table
 // packs (the only loads behind the position), then the stores. The host selects it only when
 // every element offset of x, y, pos_ids and the tables fits in 31 bits (non-negative strides).
+// MB: the blocks per SM ptxas must fit (register cap 65536 / (MB * NT)).
 struct RopeMeta32 {
   int rows, seq, table_len;
   int xs_b, xs_s, xs_h;
@@ -295,8 +296,39 @@ struct RopeMeta32 {
   int nhead, half, pos_kind;
 };
 
-template <class T, int ALGO, int P, int U, int NT>
-__global__ void __launch_bounds__(NT, ((U >= 4 ? 512 : 1024) / NT) > 0 ? ((U >= 4 ? 512 : 1024) / NT) : 1)
+// Round a compute array to a storage pack; half types two elements per cvt (f16x2 / bf16x2,
+// round to nearest even per element, as Conv).
+template <class T> struct RopeX2 { static constexpr bool ok = false; };
+template <> struct RopeX2<iop_half> {
+  static constexpr bool ok = true;
+  __device__ static unsigned cvt(float lo, float hi) {
+    unsigned u; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(u) : "f"(hi), "f"(lo)); return u;
+  }
+};
+template <> struct RopeX2<iop_bf16> {
+  static constexpr bool ok = true;
+  __device__ static unsigned cvt(float lo, float hi) {
+    unsigned u; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(u) : "f"(hi), "f"(lo)); return u;
+  }
+};
+
+template <class T, int N, class C>
+__device__ __forceinline__ Pack<T, N> rope_pack(const C (&f)[N]) {
+  Pack<T, N> r;
+  if constexpr (N % 2 == 0 && RopeX2<T>::ok) {
+    union { Pack<T, N> p; unsigned u[N / 2]; } w;
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) w.u[i] = RopeX2<T>::cvt(f[2 * i], f[2 * i + 1]);
+    r = w.p;
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; ++i) r.v[i] = Conv<T>::from(f[i]);
+  }
+  return r;
+}
+
+template <class T, int ALGO, int P, int U, int NT, int MB>
+__global__ void __launch_bounds__(NT, MB)
     rope_grid(T* y, const T* x, const void* pos, const T* __restrict__ sin_t, const T* __restrict__ cos_t,
               RopeMeta32 m) {
   typedef typename Compute<T>::type C;
@@ -326,33 +358,38 @@ __global__ void __launch_bounds__(NT, ((U >= 4 ? 512 : 1024) / NT) > 0 ? ((U >= 
       const int to = (int)p * m.half + i0;
       pc = *reinterpret_cast<const Pack<T, P>*>(cos_t + to);
       ps = *reinterpret_cast<const Pack<T, P>*>(sin_t + to);
-    } else {
+    } else {  // zero table and zero x: every product is 0 (no select per element; x may hold inf)
 #pragma unroll
       for (int k = 0; k < P; ++k) { pc.v[k] = Conv<T>::from(0.f); ps.v[k] = Conv<T>::from(0.f); }
+#pragma unroll
+      for (int k = 0; k < U; ++k) {
+#pragma unroll
+        for (int j = 0; j < XV; ++j) { a[k].v[j] = Conv<T>::from(0.f); c[k].v[j] = Conv<T>::from(0.f); }
+      }
     }
     const int yo = b * m.ys_b + s * m.ys_s + e0;
 #pragma unroll
     for (int k = 0; k < U; ++k) {
       const int h = h0 + k * blockDim.y;
       if (h < m.nhead) {
-        PX q0, q1;
+        C f0[XV], f1[XV];
 #pragma unroll
         for (int j = 0; j < P; ++j) {
           const C cs = iop_load(pc.v[j]), sn = iop_load(ps.v[j]);
           const C a0 = iop_load(ALGO == 0 ? a[k].v[2 * j] : a[k].v[j]);
           const C a1 = iop_load(ALGO == 0 ? a[k].v[2 * j + 1] : c[k].v[j]);
-          const C r0 = valid ? a0 * cs - a1 * sn : C(0);
-          const C r1 = valid ? a0 * sn + a1 * cs : C(0);
+          const C r0 = a0 * cs - a1 * sn;
+          const C r1 = a0 * sn + a1 * cs;
           if constexpr (ALGO == 0) {
-            q0.v[2 * j] = Conv<T>::from(r0);
-            q0.v[2 * j + 1] = Conv<T>::from(r1);
+            f0[2 * j] = r0;
+            f0[2 * j + 1] = r1;
           } else {
-            q0.v[j] = Conv<T>::from(r0);
-            q1.v[j] = Conv<T>::from(r1);
+            f0[j] = r0;
+            f1[j] = r1;
           }
         }
-        *reinterpret_cast<PX*>(y + (yo + h * m.ys_h)) = q0;
-        if constexpr (ALGO == 1) *reinterpret_cast<PX*>(y + (yo + h * m.ys_h + m.half)) = q1;
+        *reinterpret_cast<PX*>(y + (yo + h * m.ys_h)) = rope_pack<T>(f0);
+        if constexpr (ALGO == 1) *reinterpret_cast<PX*>(y + (yo + h * m.ys_h + m.half)) = rope_pack<T>(f1);
       }
     }
   }

@@ -236,7 +236,7 @@ def rope(dt, algo):
 # round 3: pers2 (the previous default) against rope_heads (exact grid, U heads per thread);
 # round 4: rope_grid (32-bit offsets, grid (head chunks, rows)) g1/g2/g1b/g2b/g1c against the
 # round-3 defaults; "merged" = no IOP_ROPE (the per-dtype default), "prev" = the round-3 default
-ROPE_SHAPES = tuple(os.environ.get("AB_ROPE_SHAPES", "prev,merged,ex2,g2,g2b,g4,g2s").split(","))
+ROPE_SHAPES = tuple(os.environ.get("AB_ROPE_SHAPES", "prev,merged,g2,g2b,g4,g2s,g2r").split(","))
 # dense shapes before this round's DENSE_BY_OP entries (the "confirm" A/B: previous vs merged)
 PREVIOUS = {"gelu": "pipe", "gelu_backward": "pipe", "sigmoid": "vec2", "silu": "vec2"}
 
