@@ -334,7 +334,26 @@ def test_rope_positions(device, algo, dt):
 
 @pytest.mark.parametrize(
     "shape",
-    ["rows", "flat", "pers", "pers2", "ex1", "ex2", "ex4", "ex2cs", "ex1w", "ex2w", "g1", "g2", "g1b", "g2b", "g1c", "g4", "g2s"],
+    [
+        "rows",
+        "flat",
+        "pers",
+        "pers2",
+        "ex1",
+        "ex2",
+        "ex4",
+        "ex2cs",
+        "ex1w",
+        "ex2w",
+        "g1",
+        "g2",
+        "g1b",
+        "g2b",
+        "g1c",
+        "g4",
+        "g2s",
+        "g2r",
+    ],
 )
 @pytest.mark.parametrize("dt", [F32, F16, BF16])
 @pytest.mark.parametrize("algo", [0, 1])
@@ -362,7 +381,9 @@ def test_rope_kernel_shapes(device, monkeypatch, shape, dt, algo):
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"rope {shape} {dt.name} algo {algo} {xshape}")
 
 
-@pytest.mark.parametrize("shape", ["pers2", "ex1", "ex2", "ex4", "ex2cs", "ex2w", "g1", "g2", "g1b", "g2b", "g1c", "g4", "g2s"])
+@pytest.mark.parametrize(
+    "shape", ["pers2", "ex1", "ex2", "ex4", "ex2cs", "ex2w", "g1", "g2", "g1b", "g2b", "g1c", "g4", "g2s", "g2r"]
+)
 def test_rope_kernel_shapes_cases(device, monkeypatch, shape):
     """Every quick rope case (strided, permuted, padded, in-place, out-of-range, every pos dtype)
     through each packed rope kernel (IOP_ROPE), against float64 torch."""
