@@ -7,11 +7,13 @@ gives NaN. Scalar bounds are full-shape tensors with zero strides.
 import numpy as np
 
 from infiniop_py.dtypes import SI, F
-from infiniop_py.elementwise import elementwise_op
+from infiniop_py.elementwise import elementwise_op, writes_into
 
 
-def _numpy(x, lo, hi):
-    return np.maximum(np.minimum(x, hi), lo)  # NaN propagates through both
+@writes_into
+def _numpy(out, x, lo, hi):
+    np.minimum(x, hi, out=out)
+    np.maximum(out, lo, out=out)  # NaN propagates through both
 
 
 def _reference(x, min_val, max_val):

@@ -3,12 +3,19 @@
 import numpy as np
 
 from infiniop_py.dtypes import F
-from infiniop_py.elementwise import elementwise_op
+from infiniop_py.elementwise import elementwise_op, writes_into
 from infiniop_py.spec import Attr
 
 
-def _numpy(x, slope):
-    return np.where(x >= 0, x, x * x.dtype.type(slope))  # NaN: slope * NaN = NaN
+@writes_into
+def _numpy(out, x, slope):
+    # max(x, 0) + slope * min(x, 0), branch-free: exactly x or slope * x (the other term is
+    # +-0); NaN and +-inf come through as torch's x >= 0 ? x : slope * x gives them
+    zero, inf = x.dtype.type(0), x.dtype.type(np.inf)
+    t = np.clip(x, -inf, zero, out=np.empty(out.shape, out.dtype))  # np.clip: SIMD, unlike minimum
+    np.multiply(t, x.dtype.type(slope), out=t)
+    np.clip(x, zero, inf, out=out)
+    np.add(out, t, out=out)
 
 
 def _reference(input, negative_slope=0.01):

@@ -3,11 +3,16 @@
 import numpy as np
 
 from infiniop_py.dtypes import F
-from infiniop_py.elementwise import elementwise_op
+from infiniop_py.elementwise import UINT_OF, elementwise_op, writes_into
 
 
-def _numpy(x, g):
-    return np.where((x > 0) | np.isnan(x), g, g.dtype.type(0))
+@writes_into
+def _numpy(out, x, g):
+    # g where x > 0 or x is NaN, i.e. where not x <= 0; elsewhere +0 (the bits of g masked)
+    u = UINT_OF[out.dtype.itemsize]
+    keep = np.less_equal(x, x.dtype.type(0), out=np.empty(out.shape, bool)).view(np.uint8).astype(u)
+    np.subtract(keep, u(1), out=keep)  # 0 where x <= 0, all ones elsewhere
+    np.bitwise_and(np.asarray(g, out.dtype).view(u), keep, out=out.view(u))
 
 
 def _reference(input, grad_output):

@@ -3,12 +3,17 @@
 import numpy as np
 
 from infiniop_py.dtypes import F
-from infiniop_py.elementwise import elementwise_op
+from infiniop_py.elementwise import elementwise_op, writes_into
+
+from ..sigmoid import sigmoid_into
 
 
-def _numpy(x, g):
-    s = 1 / (1 + np.exp(-x))
-    return g * s * (1 - s)
+@writes_into
+def _numpy(out, x, g):
+    sigmoid_into(out, x)  # s
+    t = np.subtract(out.dtype.type(1), out)  # 1 - s
+    np.multiply(out, g, out=out)
+    np.multiply(out, t, out=out)
 
 
 def _reference(input, grad_output):

@@ -10,7 +10,14 @@ false, NaN is true).
 import numpy as np
 
 from infiniop_py.dtypes import SI, DType, F, is_float
-from infiniop_py.elementwise import elementwise_op, split_compile_units
+from infiniop_py.elementwise import elementwise_op, select_into, split_compile_units, writes_into
+
+
+@writes_into(bitwise=True)
+def _numpy(out, condition, a, b):
+    """A branch-free select on the bits of a and b in their own dtype (no f32 round trip)."""
+    select_into(out, np.not_equal(condition, 0), a, b)
+
 
 DATA = F | SI | {DType.U8, DType.BOOL}
 _BY_SIZE = {1: DType.U8, 2: DType.U16, 4: DType.U32, 8: DType.U64}
@@ -55,7 +62,7 @@ SPEC = elementwise_op(
     out="c",
     ins=("condition", "a", "b"),
     cuda="return condition != T(0) ? a : b;",
-    numpy=lambda cond, a, b: np.where(cond != 0, a, b),
+    numpy=_numpy,
     dtypes=DATA,
     dtype_rule=_dtypes,
     type_combos=_combos,
