@@ -457,3 +457,102 @@ def test_softmax_cpu_threaded_chunks(op, shape, dim):
     np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
     d.calculate(None, x, x)
     np.testing.assert_allclose(x, want, rtol=1e-5, atol=1e-5)
+
+
+HYB_ENVS = [
+    {},
+    {"IOP_ROWWISE_HYB": "all"},
+    {"IOP_ROWWISE_HYB": "all", "IOP_ROWWISE_HYB_P": "4", "IOP_ROWWISE_HYB_G": "96", "IOP_ROWWISE_HYB_CS": "1"},
+    {"IOP_ROWWISE_HYB": "0"},
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("env", HYB_ENVS, ids=["default", "hyb_all", "hyb_p4_g96_cs", "hyb0"])
+def test_softmax_log_softmax_nvidia_hyb_rows(monkeypatch, env):
+    """row_softmax_hyb (row cached in registers + shared memory) on long and short rows, odd
+    lengths, contiguous and with row stride N + 3 (every row at another alignment), in place,
+    -inf entries, an all -inf row (NaN), large magnitudes; f32 / f16 / bf16; second call
+    bitwise equal."""
+    from conftest import gpu_available
+
+    if not gpu_available():
+        pytest.skip("needs an NVIDIA GPU with CuPy")
+    import cupy as cp
+    import ml_dtypes
+
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    h = iop.create_handle("nvidia")
+    rng = np.random.default_rng(12)
+    types = (
+        (iop.float32, np.float32, 2e-5, 1e4),
+        (iop.float16, np.float16, 2e-3, 3e4),
+        (iop.bfloat16, ml_dtypes.bfloat16, 2e-2, 1e5),
+    )
+    for op in ("softmax", "log_softmax"):
+        for R, N, big in (
+            (3, 32000, False),
+            (2, 32001, False),
+            (4, 20000, True),
+            (3, 40007, False),
+            (2, 17, False),
+            (3, 2049, True),
+        ):
+            for dt, npdt, tol, hi in types:
+                sz = np.dtype(npdt).itemsize
+                a = rng.uniform(-hi, hi, size=(R, N)) if big else rng.uniform(-8, 8, size=(R, N))
+                a[:, 5::11] = -np.inf
+                if big:
+                    a[:, 1] = a[:, 2] = hi
+                if R > 2:
+                    a[1] = -np.inf
+                x = a.astype(npdt)
+                r = x.astype(np.float64)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    m = r.max(-1, keepdims=True)
+                    ls = (r - m) - np.log(np.exp(r - m).sum(-1, keepdims=True))
+                want = ls if op == "log_softmax" else np.exp(ls)
+                for stride, inplace in ((N, False), (N + 3, False), (N, True), (N + 3, True)):
+                    sh = (R, N)
+                    st = (stride, 1)
+                    d = iop.create_descriptor(op, h, D(sh, st, dt), D(sh, st, dt), dim=-1)
+                    buf = np.full((R, stride), 7, npdt)
+                    buf[:, :N] = x
+                    xb = cp.asarray(buf.ravel())
+                    xd = cp.lib.stride_tricks.as_strided(xb, sh, (stride * sz, sz))
+                    if inplace:
+                        yb, yd = xb, xd
+                    else:
+                        yb = cp.asarray(np.full(R * stride, 5, npdt))
+                        yd = cp.lib.stride_tricks.as_strided(yb, sh, (stride * sz, sz))
+                    d.calculate(None, yd, xd)
+                    cp.cuda.get_current_stream().synchronize()
+                    out = cp.asnumpy(yb).reshape(R, stride)
+                    got = out[:, :N].astype(np.float64)
+                    tag = f"{op} {R}x{N} {dt} stride {stride} inplace {inplace} big {big}"
+                    if stride > N:  # gap columns untouched
+                        assert np.all(out[:, N:].astype(np.float64) == (7 if inplace else 5)), tag
+                    assert np.array_equal(np.isnan(got), np.isnan(want)), tag
+                    fin = np.isfinite(want)
+                    assert np.array_equal(np.isneginf(got), np.isneginf(want)), tag
+                    np.testing.assert_allclose(got[fin], want[fin], rtol=tol, atol=tol, err_msg=tag)
+                    if not inplace:
+                        d.calculate(None, yd, xd)
+                        cp.cuda.get_current_stream().synchronize()
+                        assert np.array_equal(cp.asnumpy(yb).view(np.uint8), out.ravel().view(np.uint8)), tag
+
+
+def test_softmax_hyb_rule(monkeypatch):
+    from infiniop_py.dtypes import DType
+    from infiniop_py.reduce.rowwise import hyb_plan
+
+    monkeypatch.delenv("IOP_ROWWISE_HYB", raising=False)
+    assert hyb_plan(DType.F32, "softmax", 32000) == (8, 256, 24, 0)
+    assert hyb_plan(DType.F16, "log_softmax", 32000) == (8, 192, 13, 0)
+    assert hyb_plan(DType.F16, "softmax", 2049) is None and hyb_plan(DType.F16, "softmax", 65537) is None
+    assert hyb_plan(DType.F32, "softmax", 65536) == (8, 1024, 8, 0)
+    assert hyb_plan(DType.F64, "softmax", 32000) is None
+    assert hyb_plan(DType.F32, "causal", 32000) is None
+    monkeypatch.setenv("IOP_ROWWISE_HYB", "0")
+    assert hyb_plan(DType.F32, "softmax", 32000) is None

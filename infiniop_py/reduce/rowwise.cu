@@ -7,6 +7,8 @@
 //               registers (up to MAXE vectors of VEC elements per thread), so it is read once and
 //               written once; 16-byte vectors with a scalar head and tail when rows are
 //               contiguous. Longer rows fall back to an online max/sum pass plus a write pass.
+// row_softmax_hyb  softmax / log_softmax rows of 16385-65536 on the 16-byte path: one block per
+//               row, the row cached half in registers, half in shared memory (see below).
 // col_softmax   the dim is not the fastest: one thread per row, neighbouring threads on
 //               neighbouring rows (coalesced), online max/sum pass then a write pass.
 // ce_loss_finish  sums the per-row partials of cross_entropy_loss in a fixed order.
@@ -391,4 +393,198 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_warp(T* y, const T* x, 
     }
   }
   if (lane < ntail) py[tail0 + lane] = Conv<T>::from(rw_value<T, MODE>(tv, m, inv, lg));
+}
+
+// row_softmax_hyb: softmax / log_softmax of a contiguous row (y at x's 16-byte alignment) by one
+// block of G threads (blockDim.x, a multiple of 32), the row read from global memory once and
+// cached half in registers, half in shared memory: thread tid keeps packs tid + e * G (e < P)
+// as 4 raw words in registers and packs tid + (P + j) * G (j < p.ne) in dynamic shared memory,
+// copied there with cp.async (it reads back only its own slots, so no barrier is needed).
+// Moving part of the cache out of the register file lets 2 (f32) / 4 (16-bit) rows of 32000 be
+// resident per SM where the register-only cache of row_softmax holds 1 / 2, so one row's
+// reductions and exponentials overlap other rows' loads and stores. The unaligned head and tail
+// (< 16 bytes each) are one scalar element per thread. CS: streaming stores (st.global.cs).
+template <class T> struct HybW;
+template <> struct HybW<float> {
+  static const unsigned int ninf = 0xff800000u;
+  static const int EPW = 1;
+  __device__ static __forceinline__ float get(unsigned int w, int) { return __uint_as_float(w); }
+  __device__ static __forceinline__ unsigned int wmax(unsigned int a, unsigned int b) {
+    return __float_as_uint(MaxOp::combine<float>(__uint_as_float(a), __uint_as_float(b)));
+  }
+  __device__ static __forceinline__ unsigned int put(float lo, float) { return __float_as_uint(lo); }
+};
+template <> struct HybW<iop_half> {
+  static const unsigned int ninf = 0xFC00FC00u;
+  static const int EPW = 2;
+  __device__ static __forceinline__ float get(unsigned int w, int k) { return rw_get<iop_half>(w, k); }
+  __device__ static __forceinline__ unsigned int wmax(unsigned int a, unsigned int b) { return RawPair<iop_half>::max2(a, b); }
+  __device__ static __forceinline__ unsigned int put(float lo, float hi) { return RawPair<iop_half>::pack2(lo, hi); }
+};
+template <> struct HybW<iop_bf16> {
+  static const unsigned int ninf = 0xFF80FF80u;
+  static const int EPW = 2;
+  __device__ static __forceinline__ float get(unsigned int w, int k) { return rw_get<iop_bf16>(w, k); }
+  __device__ static __forceinline__ unsigned int wmax(unsigned int a, unsigned int b) { return RawPair<iop_bf16>::max2(a, b); }
+  __device__ static __forceinline__ unsigned int put(float lo, float hi) { return RawPair<iop_bf16>::pack2(lo, hi); }
+};
+
+template <int CS> __device__ __forceinline__ void hyb_store(Pack<unsigned int, 4>* d, const Pack<unsigned int, 4>& o) {
+  if (CS)
+    asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(d), "r"(o.v[0]), "r"(o.v[1]), "r"(o.v[2]), "r"(o.v[3])
+                 : "memory");
+  else
+    *d = o;
+}
+
+template <class T, int MODE, int P, int CS>
+__global__ void __launch_bounds__(1024) row_softmax_hyb(T* y, const T* x, const int* __restrict__ tgt,
+                                                        float* __restrict__ ws, RowMeta p) {
+  typedef HybW<T> H;
+  typedef Pack<unsigned int, 4> W4;
+  extern __shared__ __align__(16) unsigned char hyb_raw[];
+  __shared__ float sred[32];
+  W4* sh = reinterpret_cast<W4*>(hyb_raw);
+  const int EPP = 16 / (int)sizeof(T);  // elements per 16-byte pack
+  const int G = blockDim.x, tid = threadIdx.x;
+  const int S = (int)(p.ne & 0xffff);  // shared-memory packs per thread
+  const long long r = blockIdx.x;
+  long long off[3];
+  dim_offsets<3>(p.rows, r, off);
+  const T* px = x + off[0];
+  T* py = y + off[1];
+  const int N = (int)p.N;
+  int head = (int)((EPP - (reinterpret_cast<unsigned long long>(px) / sizeof(T)) % EPP) % EPP);
+  if (head > N) head = N;
+  const int nv = (N - head) / EPP;
+  const int tail0 = head + nv * EPP;
+  const int ntail = N - tail0;
+  const float NINF = red_neg_inf(0.f);
+  const W4* xv = reinterpret_cast<const W4*>(px + head);
+  W4* yv = reinterpret_cast<W4*>(py + head);
+  // shared-memory slots first (they are consumed after the register slots)
+  for (int j = 0; j < S; ++j) {
+    const int v = tid + (P + j) * G;
+    W4* d = sh + j * G + tid;
+    if (v < nv) {
+      const unsigned int da = (unsigned int)__cvta_generic_to_shared(d);
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(da), "l"(xv + v) : "memory");
+    } else {
+      W4 q;
+      q.v[0] = q.v[1] = q.v[2] = q.v[3] = H::ninf;
+      *d = q;
+    }
+  }
+  unsigned int w[P][4];
+#pragma unroll
+  for (int e = 0; e < P; ++e) {
+    const int v = tid + e * G;
+    if (v < nv) {
+      const W4 q = xv[v];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) w[e][i] = q.v[i];
+    } else {
+      w[e][0] = w[e][1] = w[e][2] = w[e][3] = H::ninf;
+    }
+  }
+  float hv = NINF, tv = NINF;
+  if (tid < head) hv = red_load(px[tid]);
+  if (tid < ntail) tv = red_load(px[tail0 + tid]);
+  asm volatile("cp.async.wait_all;" ::: "memory");
+  // max: on raw words (packed pairs for 16-bit types), 4 independent chains
+  unsigned int mw[4] = {w[0][0], w[0][1], w[0][2], w[0][3]};
+#pragma unroll
+  for (int e = 1; e < P; ++e)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) mw[i] = H::wmax(mw[i], w[e][i]);
+#pragma unroll 4
+  for (int j = 0; j < S; ++j) {
+    const W4 q = sh[j * G + tid];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) mw[i] = H::wmax(mw[i], q.v[i]);
+  }
+  mw[0] = H::wmax(H::wmax(mw[0], mw[1]), H::wmax(mw[2], mw[3]));
+  float m = MaxOp::combine<float>(hv, tv);
+#pragma unroll
+  for (int k = 0; k < H::EPW; ++k) m = MaxOp::combine<float>(m, H::get(mw[0], k));
+  m = block_reduce<MaxOp, float>(m, sred, tid, G);
+  float s0 = RowMath<T>::exp_(hv - m) + RowMath<T>::exp_(tv - m), s1 = 0.f;
+#pragma unroll
+  for (int e = 0; e < P; ++e)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if (H::EPW == 1 && MODE == RW_SOFTMAX) {  // f32 softmax: the words become exp(v - m)
+        const float ex = RowMath<T>::exp_(H::get(w[e][i], 0) - m);
+        s0 += ex;
+        w[e][i] = __float_as_uint(ex);
+      } else {
+        s0 += RowMath<T>::exp_(H::get(w[e][i], 0) - m);
+        if (H::EPW == 2) s1 += RowMath<T>::exp_(H::get(w[e][i], 1) - m);
+      }
+    }
+#pragma unroll 4
+  for (int j = 0; j < S; ++j) {
+    W4 q = sh[j * G + tid];
+    if (H::EPW == 1 && MODE == RW_SOFTMAX) {  // f32 softmax: keep exp(v - m) for the write pass
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float e = RowMath<T>::exp_(H::get(q.v[i], 0) - m);
+        s0 += e;
+        q.v[i] = __float_as_uint(e);
+      }
+      sh[j * G + tid] = q;
+    } else {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        s0 += RowMath<T>::exp_(H::get(q.v[i], 0) - m);
+        if (H::EPW == 2) s1 += RowMath<T>::exp_(H::get(q.v[i], 1) - m);
+      }
+    }
+  }
+  const float s = block_reduce<SumOp, float>(s0 + s1, sred, tid, G);
+  const float inv = 1.f / s;
+  const float lg = RowMath<T>::log_(s);
+  if (H::EPW == 2) {  // an opaque zero (p.ne < 2^40) xor-ed into the words: ptxas converts them
+    // again instead of keeping the sum pass's converted values live (as in row_softmax_warp)
+    const unsigned int z = (unsigned int)(p.ne >> 40);
+#pragma unroll
+    for (int e = 0; e < P; ++e)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) asm volatile("xor.b32 %0, %0, %1;" : "+r"(w[e][i]) : "r"(z));
+  }
+  if (tid < head) py[tid] = Conv<T>::from(rw_value<T, MODE>(hv, m, inv, lg));
+#pragma unroll
+  for (int e = 0; e < P; ++e) {
+    const int v = tid + e * G;
+    if (v < nv) {
+      W4 o;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        if (H::EPW == 1 && MODE == RW_SOFTMAX)
+          o.v[i] = __float_as_uint(__uint_as_float(w[e][i]) * inv);
+        else
+          o.v[i] = H::put(rw_value<T, MODE>(H::get(w[e][i], 0), m, inv, lg),
+                          H::EPW == 2 ? rw_value<T, MODE>(H::get(w[e][i], 1), m, inv, lg) : 0.f);
+      }
+      hyb_store<CS>(yv + v, o);
+    }
+  }
+#pragma unroll 4
+  for (int j = 0; j < S; ++j) {
+    const int v = tid + (P + j) * G;
+    if (v < nv) {
+      const W4 q = sh[j * G + tid];
+      W4 o;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        if (H::EPW == 1 && MODE == RW_SOFTMAX)
+          o.v[i] = __float_as_uint(__uint_as_float(q.v[i]) * inv);
+        else
+          o.v[i] = H::put(rw_value<T, MODE>(H::get(q.v[i], 0), m, inv, lg),
+                          H::EPW == 2 ? rw_value<T, MODE>(H::get(q.v[i], 1), m, inv, lg) : 0.f);
+      }
+      hyb_store<CS>(yv + v, o);
+    }
+  }
+  if (tid < ntail) py[tail0 + tid] = Conv<T>::from(rw_value<T, MODE>(tv, m, inv, lg));
 }

@@ -253,6 +253,46 @@ AB_ROW = {"raw": {}, "f32cache": {"IOP_ROWWISE_RAW": "0"}}
 
 
 def ab_cases():
+    """Round 7, run 2: rows cached in registers + shared memory (``row_softmax_hyb``, default
+    256 threads per f32 row, 192 per 16-bit row) against the register-only block kernel
+    (``old``: ``IOP_ROWWISE_HYB=0``), with fewer threads per row (``g``). Run 1 (G = 512 / 256,
+    streaming stores) is ``ab_cases_round7a``."""
+    out = []
+    for dt in ("f32", "f16", "bf16"):
+        g = "192" if dt == "f32" else "128"
+        ab = {"old": {"IOP_ROWWISE_HYB": "0"}, "hyb": {}, "g" + g: {"IOP_ROWWISE_HYB_G": g}}
+        for op in ("softmax", "log_softmax"):
+            out.append((softmax_case(op, dt, (4096, 32000)), ab, False))
+    for n in (20000, 24576, 65536):
+        for dt in ("f32", "f16"):
+            for op in ("softmax", "log_softmax"):
+                out.append((softmax_case(op, dt, (4096, n)), {"old": {"IOP_ROWWISE_HYB": "0"}, "hyb": {}}, False))
+    return out
+
+
+def ab_cases_round7a():
+    """Round 7, run 1: rows of 32000 cached in registers + shared memory (``row_softmax_hyb``)
+    against the register-only block kernel (``old``: ``IOP_ROWWISE_HYB=0``), with variants:
+    streaming stores (``cs``), fewer threads per row (``g``: f32 256, 2 rows per SM; 16-bit 192, 5)."""
+    out = []
+    for dt in ("f32", "f16", "bf16"):
+        g = "256" if dt == "f32" else "192"
+        ab = {
+            "old": {"IOP_ROWWISE_HYB": "0"},
+            "hyb": {"IOP_ROWWISE_HYB_G": "512" if dt == "f32" else "256"},
+            "cs": {"IOP_ROWWISE_HYB_G": "512" if dt == "f32" else "256", "IOP_ROWWISE_HYB_CS": "1"},
+            "g" + g: {"IOP_ROWWISE_HYB_G": g},
+        }
+        for op in ("softmax", "log_softmax"):
+            out.append((softmax_case(op, dt, (4096, 32000)), ab, False))
+    for n in (20000, 65536):
+        for dt in ("f32", "f16"):
+            ab = {"old": {"IOP_ROWWISE_HYB": "0"}, "hyb": {"IOP_ROWWISE_HYB_G": "512" if dt == "f32" else "256"}}
+            out.append((softmax_case("softmax", dt, (4096, n)), ab, False))
+    return out
+
+
+def ab_cases_round6b():
     """Round 6, second run: the warp kernel with 32 packs per lane (``all``) on rows of 8192
     against the block kernel, the rule at N = 1000 (softmax keeps the block kernel), and a
     repeat of 2048 / 4097. The first run's list is ``ab_cases_round6a``."""
