@@ -276,6 +276,96 @@ def test_sum_reduce_max_reduce_mean_nvidia_plan_variants(monkeypatch, env):
             np.testing.assert_allclose(cp.asnumpy(y).astype(np.float64), want, rtol=tol, atol=tol * scale)
 
 
+def test_reduce_rows16_plan_rule(monkeypatch):
+    from infiniop_py.dtypes import DType
+    from infiniop_py.reduce import plan_reduce
+
+    rows = plan_reduce((8192, 8192), (8192, 1), (1, 0), (1,), DType.F16, 132)
+    assert rows.h16 == 1 and rows.block == (32, 4) and rows.grid == (2048, 1) and rows.ldk == 0
+    full = plan_reduce((8192, 8192), (8192, 1), (0, 0), (0, 1), DType.BF16, 132)
+    assert full.h16 == 1 and full.block == (256, 1) and full.S == 528 and full.last == 1
+    assert plan_reduce((8192, 8192), (8192, 1), (1, 0), (1,), DType.F32, 132).h16 == 0
+    assert plan_reduce((64, 8192), (8192, 1), (1, 0), (1,), DType.F16, 132).block == (64, 1)  # few rows
+    monkeypatch.setenv("IOP_REDUCE_WARP", "0")
+    assert plan_reduce((8192, 8192), (8192, 1), (1, 0), (1,), DType.F16, 132).block == (64, 1)
+    monkeypatch.setenv("IOP_REDUCE_H16", "0")
+    assert plan_reduce((8192, 8192), (8192, 1), (1, 0), (1,), DType.F16, 132).h16 == 0
+
+
+# -- NVIDIA: reduce_rows16 (f16 / bf16 rows on the 16-byte path) under its tuning switches ----
+H16_CASES = [
+    ("sum", (3, 20011), (1,)),  # split rows, last-block finish
+    ("reduce_max", (3, 20011), (1,)),
+    ("reduce_mean", (37, 4099), (1,)),  # head, batches, remainder loop, tail
+    ("reduce_max", (64, 8192), (1,)),  # the 8192 row plan (64 threads, or a warp per row)
+    ("reduce_mean", (1100, 2051), (1,)),  # warp-per-row rule (>= 8 * 132 rows), odd rows
+    ("sum", (64, 8192), (1,)),
+    ("sum", (70001,), (0,)),  # full: split + last block
+    ("reduce_max", (70001,), (0,)),
+    ("sum", (5, 6007), (0, 1)),  # full, outer split
+]
+H16_ENVS = [
+    {},
+    {"IOP_REDUCE_H16": "0"},
+    {"IOP_REDUCE_LDK": "1"},
+    {"IOP_REDUCE_LDK": "2"},
+    {"IOP_REDUCE_LDK": "3"},
+    {"IOP_REDUCE_U": "16"},
+    {"IOP_REDUCE_GMIN": "32", "IOP_REDUCE_PPT": "32"},
+    {"IOP_REDUCE_FINISH": "2pass"},
+    {"IOP_REDUCE_WARP": "0"},
+    {"IOP_REDUCE_TPS": "8192"},
+    {"IOP_REDUCE_TPS": "4096", "IOP_REDUCE_LDK": "1"},
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "env",
+    H16_ENVS,
+    ids=["default", "old", "ldk1", "ldk2", "ldk3", "u16", "warp", "2pass", "g64", "tps8192", "tps4096"],
+)
+def test_sum_reduce_max_reduce_mean_nvidia_rows16(monkeypatch, env):
+    from conftest import gpu_available
+
+    if not gpu_available():
+        pytest.skip("needs an NVIDIA GPU with CuPy")
+    import cupy as cp
+    import ml_dtypes
+
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    h = iop.create_handle("nvidia")
+    rng = np.random.default_rng(7)
+    for op, shape, axes in H16_CASES:
+        for dt, npdt, tol in ((iop.float16, np.float16, 2e-3), (iop.bfloat16, ml_dtypes.bfloat16, 1.6e-2)):
+            x = (rng.standard_normal(shape) * 4).astype(npdt)
+            if op == "reduce_max":  # NaN propagates; -inf and a row of equal maxima elsewhere
+                flat = x.reshape(-1)
+                flat[min(5, flat.size - 1)] = np.nan
+                flat[-3] = -np.inf
+            a = x.astype(np.float64)
+            want = a.sum(axes) if op == "sum" else a.max(axes) if op == "reduce_max" else a.mean(axes)
+            attrs = {"dims": list(axes)} if op == "sum" else {"dim": axes[0]}
+            d = iop.create_descriptor(op, h, D(want.shape, None, dt), D(shape, None, dt), **attrs)
+            ws = cp.empty(max(1, d.workspace_size), cp.uint8)
+            scale = np.sqrt(np.prod([shape[i] for i in axes])) if op != "reduce_max" else 1.0
+            xd = cp.asarray(x)
+            xo = cp.asarray(np.concatenate([np.zeros(3, npdt), x.ravel()]))[3:].reshape(shape)
+            for xin in (xd, xo):  # aligned, and at an odd element offset (unaligned heads)
+                outs = []
+                for _ in range(2):
+                    y = cp.asarray(np.full(want.shape, 7, npdt))
+                    d.calculate(ws, y, xin)
+                    cp.cuda.get_current_stream().synchronize()
+                    outs.append(cp.asnumpy(y))
+                assert outs[0].tobytes() == outs[1].tobytes(), (op, shape, dt)  # deterministic
+                got = outs[0].astype(np.float64)
+                np.testing.assert_allclose(
+                    got, want, rtol=tol, atol=tol * scale, equal_nan=True, err_msg=f"{op} {shape} {axes} {dt} {env}"
+                )
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("mode", ["", "2pass", "1block", "last"])
 def test_random_sample_nvidia_greedy_modes(monkeypatch, mode):

@@ -10,6 +10,10 @@ any axes with arbitrary input and output strides:
 - ``reduce_rows`` when the innermost reduced dim is the input's fastest (last-dim and full
   reductions): a warp per row for short rows, a block per row for long ones, 16-byte loads
   issued in batches of U = 8 per thread, groups sized so a thread owns about 16 packs;
+  f16 / bf16 on that path use ``reduce_rows16`` (raw 32-bit words: two f32 sums per thread,
+  max on packed pairs with max.NaN.{f16,bf16}x2) and, for rows of >= 2048 with >= 8 rows per
+  SM, a warp per row (32 packs per lane, 4 rows per block); ``IOP_REDUCE_H16=0`` /
+  ``IOP_REDUCE_WARP=0`` restore reduce_rows / the 64-thread rows;
 - ``reduce_cols`` when a kept dim is the fastest (middle/outer and multi-axis reductions):
   threads read coalesced along the contiguous dim, each accumulating one output;
   ``reduce_cols_vec`` when that dim is contiguous and pack-aligned: 16-byte packs, one thread
@@ -99,12 +103,18 @@ class ReducePlan:
     fin: int = 0  # threads of the one-block-per-output finish (0: reduce_finish, a warp per output)
     shmem: int = 0  # dynamic shared memory of the main kernel (tile plans)
     last: int = 0  # rows split: the last block finishes (one launch, per-stream tickets)
+    h16: int = 0  # rows, f16/bf16 on the 16-byte path: reduce_rows16 (raw words, packed max)
+    ldk: int = 0  # reduce_rows16's load instruction (r16_ld<LDK>)
 
 
 # split row plans over at most this many input bytes finish in their last block (one launch).
 # Measured on the H200 (one process, alternating): faster at every size tried, (4,512,896) f32
 # 14.7 vs 19.2 us and 8192^2 f16 37.8 vs 40.2 us, so there is no limit.
 LAST_MAX_BYTES = 1 << 62
+
+
+# reduce_rows16's load instruction (0 plain, 1 nc + L1::no_allocate, 2 + L2::256B, 3 + L2::128B)
+LDK_DEFAULT = 0
 
 
 def _tuning() -> str:
@@ -148,14 +158,22 @@ def plan_reduce(shape, x_strides, y_strides, axes, dtype: DType, sm_count: int, 
         vec = 16 // itemsize(dtype) if si == 1 and Ri >= 2 * (16 // itemsize(dtype)) else 1
         v1 = _tuning() == "v1"
         U = 1 if v1 or vec == 1 else 8
+        h16 = int(vec == 8 and dtype in (DType.F16, DType.BF16) and not v1 and os.environ.get("IOP_REDUCE_H16", "1") != "0")
+        if h16:
+            U = int(os.environ.get("IOP_REDUCE_U", U))  # tuning switch: 8 or 16 loads in flight
         if not v1 and vec > 1 and Ro == 1 and L > 512:
             # contiguous rows: threads per row so that each thread owns about U packs (one
             # batch of U loads in flight), 64..256; blocks of 64-256 threads keep 1024+ per SM
             # 16 packs per thread (two batches) measured best on the H200: 8192^2 f32 dim 1
             # 65 us (97% of copy BW) against 75 us with 8 and 88 us for the v1 plan
-            ppt = int(os.environ.get("IOP_REDUCE_PPT", 2 * U))  # tuning switch: packs per thread
-            G = min(256, max(64, _pow2ceil(-(-Ri // (vec * ppt)))))
-            rpb = 1
+            # f16 / bf16 rows of >= 2048 with enough rows to fill the GPU: a warp per row (32
+            # packs per lane, 4 rows per block): 8192^2 dim 1 on the H200, graph replay, f16 sum
+            # 33.3 vs 34.0 us, max 34.4 vs 35.5 us (IOP_REDUCE_WARP=0: 64 threads per row)
+            warp = h16 and Ri >= 2048 and M >= 8 * sm_count and os.environ.get("IOP_REDUCE_WARP", "1") != "0"
+            ppt = int(os.environ.get("IOP_REDUCE_PPT", 32 if warp else 16))  # tuning switch: packs per thread
+            gmin = int(os.environ.get("IOP_REDUCE_GMIN", 32 if warp else 64))  # tuning switch: 32 = a warp per row
+            G = min(256, max(gmin, _pow2ceil(-(-Ri // (vec * ppt)))))
+            rpb = 4 if G == 32 else 1
         elif L <= 512:
             G, rpb = 32, 8
         elif L <= 4096:
@@ -168,7 +186,7 @@ def plan_reduce(shape, x_strides, y_strides, axes, dtype: DType, sm_count: int, 
         # a split fills the GPU once: v1 aimed at 2048 threads per SM; with U packs per thread
         # (more registers) about 1024 are resident, and a grid of one wave has no tail
         tgt = target if v1 or U == 1 else sm_count * int(os.environ.get("IOP_REDUCE_TPS", 1024))
-        per = G * vec * (4 if v1 or U == 1 else U)
+        per = G * vec * (4 if v1 or U == 1 else min(U, 8))
         if threads < tgt and L >= G * vec * 8:
             want = min(-(-tgt // threads), max(1, L // per), 65535)
             if want > 1:
@@ -188,7 +206,8 @@ def plan_reduce(shape, x_strides, y_strides, axes, dtype: DType, sm_count: int, 
         if S > 1 and rpb == 1 and M <= 32 and not v1:
             mode = os.environ.get("IOP_REDUCE_FINISH", "")  # tuning switch: "2pass" or "last"
             last = int(mode == "last" or (mode != "2pass" and M * L * itemsize(dtype) <= LAST_MAX_BYTES))
-        return ReducePlan("rows", meta, (nblocks, S), (G, rpb), vec, S, M, L, ws, U, fin, 0, last)
+        ldk = int(os.environ.get("IOP_REDUCE_LDK", LDK_DEFAULT)) if h16 else 0  # tuning switch
+        return ReducePlan("rows", meta, (nblocks, S), (G, rpb), vec, S, M, L, ws, U, fin, 0, last, h16, ldk)
     # columns
     rshape, (rstr,) = fit_dims(rshape, [rstr])
     BY = 8
@@ -282,7 +301,11 @@ def kernel_names(dtype: DType, op: str) -> list[str]:
         f"reduce_cols_tile<{t}, {o}, {mean}, 1, {TILE_U}>",
         f"reduce_finish<{t}, {o}, {mean}>",
         f"reduce_finish_block<{t}, {o}, {mean}>",
-    ]
+    ] + (
+        [f"reduce_rows16<{t}, {o}, {mean}, 8, {LDK_DEFAULT}, {last}>" for last in (0, 1)]
+        if dtype in (DType.F16, DType.BF16)
+        else []
+    )
 
 
 class ReduceKernel(CudaKernel):
@@ -345,7 +368,9 @@ class ReduceKernel(CudaKernel):
             mod = get_module(REDUCE_SOURCE, [main], handle.device_id)
             ys, xs = slots
             return [Launch(mod.ptr[main], p.grid, p.block, [Slot(ys), Slot(xs), p.meta], shmem=p.shmem)]
-        if p.kind == "rows":
+        if p.kind == "rows" and p.h16:
+            main = f"reduce_rows16<{t}, {o}, {mean}, {p.U}, {p.ldk}, {p.last}>"
+        elif p.kind == "rows":
             main = f"reduce_rows<{t}, {o}, {mean}, {p.vec}, {p.U}, {p.last}>"
         elif p.vec > 1:
             main = f"reduce_cols_vec<{t}, {o}, {mean}, {p.vec}>"

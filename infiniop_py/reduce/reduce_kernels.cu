@@ -336,3 +336,159 @@ __global__ void __launch_bounds__(1024) reduce_cols_tile(T* __restrict__ y, cons
     for (int k = 0; k < VEC; ++k) red_store<T, Op, MEAN>(y, off[1] + k * so, acc[k], p.L);
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// reduce_rows16: reduce_rows for f16 / bf16 rows on the 16-byte path (VEC = 8), same plan,
+// grid and split / last-block finish. A pack is combined as 4 raw 32-bit words:
+//   sum / mean: each word becomes two floats (bf16: two integer ops; f16: cvt), added into two
+//               independent f32 accumulators (even / odd elements), summed at the end;
+//   max:        max.NaN.{f16,bf16}x2 on packed pairs into 4 packed accumulators (no conversion;
+//               exact, NaN propagates as with MaxOp), converted once at the end.
+// LDK selects the load instruction: 0 plain C++ load, 1 ld.global.nc.L1::no_allocate,
+// 2 ... .L2::256B prefetch, 3 ... .L2::128B prefetch. Deterministic (fixed order per thread).
+template <int LDK> __device__ __forceinline__ uint4 r16_ld(const uint4* p) {
+  uint4 r;
+  if (LDK == 1) {
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  } else if (LDK == 2) {
+    asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  } else if (LDK == 3) {
+    asm("ld.global.nc.L1::no_allocate.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
+  } else {
+    r = *p;
+  }
+  return r;
+}
+
+template <class T> struct R16Word;
+template <> struct R16Word<iop_half> {
+  __device__ static __forceinline__ float lo(unsigned int w) { return iop_h2f(iop_half{(unsigned short)(w & 0xffffu)}); }
+  __device__ static __forceinline__ float hi(unsigned int w) { return iop_h2f(iop_half{(unsigned short)(w >> 16)}); }
+  __device__ static __forceinline__ unsigned int max2(unsigned int a, unsigned int b) {
+    unsigned int d;
+    asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+  }
+  static constexpr unsigned int NEG_INF2 = 0xfc00fc00u;
+};
+template <> struct R16Word<iop_bf16> {
+  __device__ static __forceinline__ float lo(unsigned int w) { return __uint_as_float(w << 16); }
+  __device__ static __forceinline__ float hi(unsigned int w) { return __uint_as_float(w & 0xffff0000u); }
+  __device__ static __forceinline__ unsigned int max2(unsigned int a, unsigned int b) {
+    unsigned int d;
+    asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+  }
+  static constexpr unsigned int NEG_INF2 = 0xff80ff80u;
+};
+
+template <class T, class Op> struct R16State;
+template <class T> struct R16State<T, SumOp> {
+  float a0, a1;
+  __device__ __forceinline__ void init() { a0 = 0.f; a1 = 0.f; }
+  __device__ __forceinline__ void add1(float v) { a0 += v; }
+  __device__ __forceinline__ void add(uint4 w) {
+    a0 += R16Word<T>::lo(w.x); a1 += R16Word<T>::hi(w.x);
+    a0 += R16Word<T>::lo(w.y); a1 += R16Word<T>::hi(w.y);
+    a0 += R16Word<T>::lo(w.z); a1 += R16Word<T>::hi(w.z);
+    a0 += R16Word<T>::lo(w.w); a1 += R16Word<T>::hi(w.w);
+  }
+  __device__ __forceinline__ float result() const { return a0 + a1; }
+};
+template <class T> struct R16State<T, MaxOp> {
+  unsigned int m0, m1, m2, m3;
+  float s;  // scalar head / tail elements
+  __device__ __forceinline__ void init() { m0 = m1 = m2 = m3 = R16Word<T>::NEG_INF2; s = red_neg_inf(0.f); }
+  __device__ __forceinline__ void add1(float v) { s = MaxOp::combine<float>(s, v); }
+  __device__ __forceinline__ void add(uint4 w) {
+    m0 = R16Word<T>::max2(m0, w.x); m1 = R16Word<T>::max2(m1, w.y);
+    m2 = R16Word<T>::max2(m2, w.z); m3 = R16Word<T>::max2(m3, w.w);
+  }
+  __device__ __forceinline__ float result() const {
+    const unsigned int m = R16Word<T>::max2(R16Word<T>::max2(m0, m1), R16Word<T>::max2(m2, m3));
+    return MaxOp::combine<float>(MaxOp::combine<float>(s, R16Word<T>::lo(m)), R16Word<T>::hi(m));
+  }
+};
+
+template <class T, class Op, int MEAN, int U, int LDK, int LAST>
+__global__ void __launch_bounds__(1024) reduce_rows16(T* __restrict__ y, const T* __restrict__ x, float* __restrict__ ws,
+                                                      RedMeta p, unsigned int* __restrict__ ticket) {
+  typedef float A;
+  __shared__ A smem[32];
+  const int G = blockDim.x;
+  const int tid = threadIdx.x;
+  const long long row = (long long)blockIdx.x * blockDim.y + threadIdx.y;
+  const int s = blockIdx.y;
+  R16State<T, Op> st;
+  st.init();
+  long long off[2] = {0, 0};
+  if (row < p.M) {
+    dim_offsets<2>(p.kept, row, off);
+    long long j0 = 0, j1 = p.Ro, i0 = 0, i1 = p.Ri;
+    if (p.S > 1) {
+      if (p.split_outer) {
+        j0 = (long long)s * p.chunk;
+        j1 = min(j1, j0 + p.chunk);
+      } else {
+        i0 = (long long)s * p.chunk;
+        i1 = min(i1, i0 + p.chunk);
+      }
+    }
+    for (long long j = j0; j < j1; ++j) {
+      long long ro = 0;
+      if (p.red.ndim) dim_offsets<1>(p.red, j, &ro);
+      const T* p0 = x + off[0] + ro + i0;
+      const long long n = i1 - i0;
+      long long head = (long long)((8 - (reinterpret_cast<unsigned long long>(p0) / sizeof(T)) % 8) % 8);
+      if (head > n) head = n;
+      if (tid < head) st.add1(red_load(p0[tid]));
+      const uint4* pv = reinterpret_cast<const uint4*>(p0 + head);
+      const long long nv = (n - head) / 8;
+      long long v = tid;
+      for (; v + (long long)(U - 1) * G < nv; v += (long long)U * G) {
+        uint4 pk[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) pk[u] = r16_ld<LDK>(pv + v + (long long)u * G);
+#pragma unroll
+        for (int u = 0; u < U; ++u) st.add(pk[u]);
+      }
+#pragma unroll 4
+      for (; v < nv; v += G) st.add(r16_ld<LDK>(pv + v));
+      const long long done = head + nv * 8;
+      if (tid < n - done) st.add1(red_load(p0[done + tid]));
+    }
+  }
+  A acc = st.result();
+  if (G == 32) acc = warp_reduce<Op, A>(acc);
+  else acc = block_reduce<Op, A>(acc, smem, tid, G);
+  if (LAST) {  // blockDim.y == 1: row is uniform over the block
+    __shared__ int is_last;
+    if (tid == 0) {
+      int last = 0;
+      if (row < p.M) {
+        ws[(long long)s * p.M + row] = acc;
+        __threadfence();
+        last = atomicAdd(&ticket[blockIdx.x], 1u) == (unsigned int)(p.S - 1);
+      }
+      is_last = last;
+    }
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();
+    A a = Op::template identity<A>();
+    for (int q = tid; q < p.S; q += G) a = Op::template combine<A>(a, __ldcg(ws + (long long)q * p.M + row));
+    a = block_reduce<Op, A>(a, smem, tid, G);
+    if (tid == 0) {
+      red_store<T, Op, MEAN>(y, off[1], a, p.L);
+      ticket[blockIdx.x] = 0u;
+    }
+    return;
+  }
+  if (row < p.M && tid == 0) {
+    if (p.S > 1) ws[(long long)s * p.M + row] = acc;
+    else red_store<T, Op, MEAN>(y, off[1], acc, p.L);
+  }
+}
