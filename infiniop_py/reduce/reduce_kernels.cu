@@ -31,6 +31,44 @@ __device__ __forceinline__ void red_store(T* y, long long off, typename Acc<T>::
   y[off] = Conv<T>::from(acc);
 }
 
+// The end of reduce_rows / reduce_rows16: combine the block's partial of its row; with one split
+// (S == 1) store it, else write it to the workspace, and with LAST the block that takes the last
+// ticket of its row combines the S partials in a fixed order (deterministic) and stores.
+template <class T, class Op, int MEAN, int LAST, class A>
+__device__ __forceinline__ void row_finish(A acc, T* __restrict__ y, long long yoff, A* __restrict__ ws,
+                                           unsigned int* __restrict__ ticket, const RedMeta& p, long long row,
+                                           int s, int tid, int G, A* smem) {
+  if (G == 32) acc = warp_reduce<Op, A>(acc);
+  else acc = block_reduce<Op, A>(acc, smem, tid, G);
+  if (LAST) {  // blockDim.y == 1: row is uniform over the block
+    __shared__ int is_last;
+    if (tid == 0) {
+      int last = 0;
+      if (row < p.M) {
+        ws[(long long)s * p.M + row] = acc;
+        __threadfence();
+        last = atomicAdd(&ticket[blockIdx.x], 1u) == (unsigned int)(p.S - 1);
+      }
+      is_last = last;
+    }
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();
+    A a = Op::template identity<A>();
+    for (int q = tid; q < p.S; q += G) a = Op::template combine<A>(a, __ldcg(ws + (long long)q * p.M + row));
+    a = block_reduce<Op, A>(a, smem, tid, G);
+    if (tid == 0) {
+      red_store<T, Op, MEAN>(y, yoff, a, p.L);
+      ticket[blockIdx.x] = 0u;
+    }
+    return;
+  }
+  if (row < p.M && tid == 0) {
+    if (p.S > 1) ws[(long long)s * p.M + row] = acc;
+    else red_store<T, Op, MEAN>(y, yoff, acc, p.L);
+  }
+}
+
 // U > 1: the contiguous path loads U 16-byte packs per thread before combining them (U loads
 // in flight per thread: what reaches the read bandwidth when a thread owns only a few packs);
 // U == 1 is the plain strided loop of the first version.
@@ -103,35 +141,7 @@ __global__ void __launch_bounds__(1024) reduce_rows(T* __restrict__ y, const T* 
       }
     }
   }
-  if (G == 32) acc = warp_reduce<Op, A>(acc);
-  else acc = block_reduce<Op, A>(acc, smem, tid, G);
-  if (LAST) {  // blockDim.y == 1: row is uniform over the block
-    __shared__ int is_last;
-    if (tid == 0) {
-      int last = 0;
-      if (row < p.M) {
-        ws[(long long)s * p.M + row] = acc;
-        __threadfence();
-        last = atomicAdd(&ticket[blockIdx.x], 1u) == (unsigned int)(p.S - 1);
-      }
-      is_last = last;
-    }
-    __syncthreads();
-    if (!is_last) return;
-    __threadfence();
-    A a = Op::template identity<A>();
-    for (int q = tid; q < p.S; q += G) a = Op::template combine<A>(a, __ldcg(ws + (long long)q * p.M + row));
-    a = block_reduce<Op, A>(a, smem, tid, G);
-    if (tid == 0) {
-      red_store<T, Op, MEAN>(y, off[1], a, p.L);
-      ticket[blockIdx.x] = 0u;
-    }
-    return;
-  }
-  if (row < p.M && tid == 0) {
-    if (p.S > 1) ws[(long long)s * p.M + row] = acc;
-    else red_store<T, Op, MEAN>(y, off[1], acc, p.L);
-  }
+  row_finish<T, Op, MEAN, LAST>(acc, y, off[1], ws, ticket, p, row, s, tid, G, smem);
 }
 
 template <class T, class Op, int MEAN>
@@ -462,33 +472,5 @@ __global__ void __launch_bounds__(1024) reduce_rows16(T* __restrict__ y, const T
     }
   }
   A acc = st.result();
-  if (G == 32) acc = warp_reduce<Op, A>(acc);
-  else acc = block_reduce<Op, A>(acc, smem, tid, G);
-  if (LAST) {  // blockDim.y == 1: row is uniform over the block
-    __shared__ int is_last;
-    if (tid == 0) {
-      int last = 0;
-      if (row < p.M) {
-        ws[(long long)s * p.M + row] = acc;
-        __threadfence();
-        last = atomicAdd(&ticket[blockIdx.x], 1u) == (unsigned int)(p.S - 1);
-      }
-      is_last = last;
-    }
-    __syncthreads();
-    if (!is_last) return;
-    __threadfence();
-    A a = Op::template identity<A>();
-    for (int q = tid; q < p.S; q += G) a = Op::template combine<A>(a, __ldcg(ws + (long long)q * p.M + row));
-    a = block_reduce<Op, A>(a, smem, tid, G);
-    if (tid == 0) {
-      red_store<T, Op, MEAN>(y, off[1], a, p.L);
-      ticket[blockIdx.x] = 0u;
-    }
-    return;
-  }
-  if (row < p.M && tid == 0) {
-    if (p.S > 1) ws[(long long)s * p.M + row] = acc;
-    else red_store<T, Op, MEAN>(y, off[1], acc, p.L);
-  }
+  row_finish<T, Op, MEAN, LAST>(acc, y, off[1], ws, ticket, p, row, s, tid, G, smem);
 }
