@@ -54,31 +54,7 @@ __device__ __forceinline__ A norm_warp_sum(A v) {
 }
 
 // Sum K values over each row group of TPR threads; every thread of the group gets the sums.
-// sm holds ROWS * (TPR / 32) * K values. Must be reached by every thread of the block.
-template <int TPR, int ROWS, int K, class A>
-__device__ __forceinline__ void norm_group_sum(A (&v)[K], A* sm) {
-#pragma unroll
-  for (int k = 0; k < K; ++k) v[k] = norm_warp_sum(v[k]);
-  if (TPR > 32) {
-    constexpr int W = TPR / 32;
-    const int slot = threadIdx.x / TPR;
-    const int w = (threadIdx.x % TPR) / 32;
-    if ((threadIdx.x & 31) == 0) {
-#pragma unroll
-      for (int k = 0; k < K; ++k) sm[(slot * W + w) * K + k] = v[k];
-    }
-    __syncthreads();
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      A s = A(0);
-      for (int i = 0; i < W; ++i) s += sm[(slot * W + i) * K + k];
-      v[k] = s;
-    }
-    __syncthreads();
-  }
-}
-
-// Like norm_group_sum with one block barrier instead of two: sm is this row's buffer of
+// Must be reached by every thread of the block. One block barrier: sm is this row's buffer of
 // ROWS * (TPR / 32) * K values, and the caller alternates between two such buffers from one
 // row to the next (the barrier of row i + 1 orders row i's reads before row i + 2's writes).
 template <int TPR, int ROWS, int K, class A>
@@ -101,6 +77,13 @@ __device__ __forceinline__ void norm_group_sum1(A (&v)[K], A* sm) {
       v[k] = s;
     }
   }
+}
+
+// norm_group_sum1 plus a closing barrier, so the same sm buffer can be reused by the next row.
+template <int TPR, int ROWS, int K, class A>
+__device__ __forceinline__ void norm_group_sum(A (&v)[K], A* sm) {
+  norm_group_sum1<TPR, ROWS, K>(v, sm);
+  if (TPR > 32) __syncthreads();
 }
 
 // VEC consecutive elements at p[e] (VEC > 1: one aligned vector load, unit stride) or the

@@ -31,6 +31,21 @@ __device__ __forceinline__ void red_store(T* y, long long off, typename Acc<T>::
   y[off] = Conv<T>::from(acc);
 }
 
+// The part of a row that split chunk s reduces: outer positions [j0, j1) x inner [i0, i1).
+__device__ __forceinline__ void row_chunk(const RedMeta& p, int s, long long& j0, long long& j1, long long& i0,
+                                          long long& i1) {
+  j0 = 0, j1 = p.Ro, i0 = 0, i1 = p.Ri;
+  if (p.S > 1) {
+    if (p.split_outer) {
+      j0 = (long long)s * p.chunk;
+      j1 = min(j1, j0 + p.chunk);
+    } else {
+      i0 = (long long)s * p.chunk;
+      i1 = min(i1, i0 + p.chunk);
+    }
+  }
+}
+
 // The end of reduce_rows / reduce_rows16: combine the block's partial of its row; with one split
 // (S == 1) store it, else write it to the workspace, and with LAST the block that takes the last
 // ticket of its row combines the S partials in a fixed order (deterministic) and stores.
@@ -92,16 +107,8 @@ __global__ void __launch_bounds__(1024) reduce_rows(T* __restrict__ y, const T* 
   long long off[2] = {0, 0};
   if (row < p.M) {
     dim_offsets<2>(p.kept, row, off);
-    long long j0 = 0, j1 = p.Ro, i0 = 0, i1 = p.Ri;
-    if (p.S > 1) {
-      if (p.split_outer) {
-        j0 = (long long)s * p.chunk;
-        j1 = min(j1, j0 + p.chunk);
-      } else {
-        i0 = (long long)s * p.chunk;
-        i1 = min(i1, i0 + p.chunk);
-      }
-    }
+    long long j0, j1, i0, i1;
+    row_chunk(p, s, j0, j1, i0, i1);
     for (long long j = j0; j < j1; ++j) {
       long long ro = 0;
       if (p.red.ndim) dim_offsets<1>(p.red, j, &ro);
@@ -437,16 +444,8 @@ __global__ void __launch_bounds__(1024) reduce_rows16(T* __restrict__ y, const T
   long long off[2] = {0, 0};
   if (row < p.M) {
     dim_offsets<2>(p.kept, row, off);
-    long long j0 = 0, j1 = p.Ro, i0 = 0, i1 = p.Ri;
-    if (p.S > 1) {
-      if (p.split_outer) {
-        j0 = (long long)s * p.chunk;
-        j1 = min(j1, j0 + p.chunk);
-      } else {
-        i0 = (long long)s * p.chunk;
-        i1 = min(i1, i0 + p.chunk);
-      }
-    }
+    long long j0, j1, i0, i1;
+    row_chunk(p, s, j0, j1, i0, i1);
     for (long long j = j0; j < j1; ++j) {
       long long ro = 0;
       if (p.red.ndim) dim_offsets<1>(p.red, j, &ro);

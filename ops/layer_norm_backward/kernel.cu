@@ -4,6 +4,29 @@
 // grad_weight = sum_rows dy * xh, grad_bias = sum_rows dy: per-block partial rows in the
 // workspace (pw, pb), summed in fixed order by norm_col_sum afterwards.
 
+// One row of layer_norm_backward from its packs in registers: grad_input = (dy * w - mean(dy w)
+// - xh * mean(dy w xh)) / std stored, dy * xh and dy added into the weight / bias accumulators.
+template <class T, int VEC, int TPR, int NP, class A>
+__device__ __forceinline__ void ln_bwd_row(T* gr, long long gstride, long long D, int lane, A mg, A mgh, A rs,
+                                           const NormPack<T, VEC> (&dk)[NP], const NormPack<T, VEC> (&hk)[NP],
+                                           const NormPack<T, VEC> (&wk)[NP], A (&accw)[NP][VEC], A (&accb)[NP][VEC]) {
+#pragma unroll
+  for (int p = 0; p < NP; ++p) {
+    const long long e = ((long long)p * TPR + lane) * VEC;
+    if (e < D) {
+      A o[VEC];
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        const A dv = norm_cv<A>(dk[p], j), hv = norm_cv<A>(hk[p], j);
+        o[j] = (dv * norm_cv<A>(wk[p], j) - mg - hv * mgh) * rs;
+        accw[p][j] += dv * hv;
+        accb[p][j] += dv;
+      }
+      norm_store_pk<T, VEC, A>(gr, e, gstride, o);
+    }
+  }
+}
+
 // Persistent blocks as in rms_norm_backward: the next row's loads (dy, xh, std) are issued
 // before the current row's reductions; raw packs are converted where used.
 template <class T, int VEC, int TPR>
@@ -62,22 +85,7 @@ layer_norm_bwd(T* gi, typename Compute<T>::type* pw, typename Compute<T>::type* 
     if (live) {
       const A mg = s[0] / A(D), mgh = s[1] / A(D);
       const A rs = A(1) / (A)iop_load(sdk);
-      T* gr = gi + norm_row_off<0>(m, r);
-#pragma unroll
-      for (int p = 0; p < NP; ++p) {
-        const long long e = ((long long)p * TPR + lane) * VEC;
-        if (e < D) {
-          A o[VEC];
-#pragma unroll
-          for (int j = 0; j < VEC; ++j) {
-            const A dv = norm_cv<A>(dk[p], j), hv = norm_cv<A>(hk[p], j);
-            o[j] = (dv * norm_cv<A>(wk[p], j) - mg - hv * mgh) * rs;
-            accw[p][j] += dv * hv;
-            accb[p][j] += dv;
-          }
-          norm_store_pk<T, VEC, A>(gr, e, m.dstride[0], o);
-        }
-      }
+      ln_bwd_row<T, VEC, TPR>(gi + norm_row_off<0>(m, r), m.dstride[0], D, lane, mg, mgh, rs, dk, hk, wk, accw, accb);
     }
     if constexpr (PF) {
 #pragma unroll
@@ -245,22 +253,7 @@ layer_norm_bwd_cp(T* gi, typename Compute<T>::type* pw, typename Compute<T>::typ
     if (live) {
       const A mg = s[0] / A(D), mgh = s[1] / A(D);
       const A rs = SC ? rs_sc : A(1) / (A)iop_load(sdk);
-      T* gr = gi + norm_row_off<0>(m, r);
-#pragma unroll
-      for (int p = 0; p < NP; ++p) {
-        const long long e = ((long long)p * TPR + lane) * VEC;
-        if (e < D) {
-          A o[VEC];
-#pragma unroll
-          for (int j = 0; j < VEC; ++j) {
-            const A dv = norm_cv<A>(dk[p], j), hv = norm_cv<A>(hk[p], j);
-            o[j] = (dv * norm_cv<A>(wk[p], j) - mg - hv * mgh) * rs;
-            accw[p][j] += dv * hv;
-            accb[p][j] += dv;
-          }
-          norm_store_pk<T, VEC, A>(gr, e, m.dstride[0], o);
-        }
-      }
+      ln_bwd_row<T, VEC, TPR>(gi + norm_row_off<0>(m, r), m.dstride[0], D, lane, mg, mgh, rs, dk, hk, wk, accw, accb);
     }
   }
   norm_cp_wait<0>();

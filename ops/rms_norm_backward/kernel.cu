@@ -3,6 +3,29 @@
 // grad_x = (u - xh * mean(u * xh)) / r; grad_w = sum over rows of dy * xh, reduced in two
 // deterministic stages (per-block partial rows here, norm_col_sum after).
 
+// One row of rms_norm_backward from its packs in registers: grad_x = (w * dy - xh * c) * rinv
+// stored, and dy * xh added into the thread's weight-gradient accumulators.
+template <class T, int VEC, int TPR, int NP, class TW, class A>
+__device__ __forceinline__ void rms_bwd_row(T* gr, long long gstride, long long D, int lane, A rinv, A c,
+                                            const NormPack<T, VEC> (&xk)[NP], const NormPack<T, VEC> (&dk)[NP],
+                                            const NormPack<TW, VEC> (&wk)[NP], A (&acc)[NP][VEC]) {
+#pragma unroll
+  for (int p = 0; p < NP; ++p) {
+    const long long e = ((long long)p * TPR + lane) * VEC;
+    if (e < D) {
+      A o[VEC];
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        const A dv = norm_cv<A>(dk[p], j);
+        const A xh = norm_cv<A>(xk[p], j) * rinv;
+        o[j] = (norm_cv<A>(wk[p], j) * dv - xh * c) * rinv;
+        acc[p][j] += dv * xh;
+      }
+      norm_store_pk<T, VEC, A>(gr, e, gstride, o);
+    }
+  }
+}
+
 // Persistent blocks; a row group of TPR threads keeps its row in registers and accumulates
 // its columns' dy * xh over the rows it visits. The loads of the group's next row are issued
 // before the reductions of the current one (software pipelining), and all loads of a row are
@@ -60,22 +83,7 @@ rms_norm_bwd(T* gx, typename Compute<T>::type* part, const T* gy, const T* x, co
     if (live) {
       const A rinv = A(1) / sqrt(s[0] / A(D) + A(eps));
       const A c = s[1] / A(D) * rinv;  // mean(u * xh)
-      T* gr = gx + norm_row_off<0>(m, r);
-#pragma unroll
-      for (int p = 0; p < NP; ++p) {
-        const long long e = ((long long)p * TPR + lane) * VEC;
-        if (e < D) {
-          A o[VEC];
-#pragma unroll
-          for (int j = 0; j < VEC; ++j) {
-            const A dv = norm_cv<A>(dk[p], j);
-            const A xh = norm_cv<A>(xk[p], j) * rinv;
-            o[j] = (norm_cv<A>(wk[p], j) * dv - xh * c) * rinv;
-            acc[p][j] += dv * xh;
-          }
-          norm_store_pk<T, VEC, A>(gr, e, m.dstride[0], o);
-        }
-      }
+      rms_bwd_row<T, VEC, TPR>(gx + norm_row_off<0>(m, r), m.dstride[0], D, lane, rinv, c, xk, dk, wk, acc);
     }
     if constexpr (PF) {
 #pragma unroll
@@ -207,22 +215,7 @@ rms_norm_bwd_cp(T* gx, typename Compute<T>::type* part, const T* gy, const T* x,
     if (live) {
       const A rinv = A(1) / sqrt(s[0] / A(D) + A(eps));
       const A c = s[1] / A(D) * rinv;  // mean(u * xh)
-      T* gr = gx + norm_row_off<0>(m, r);
-#pragma unroll
-      for (int p = 0; p < NP; ++p) {
-        const long long e = ((long long)p * TPR + lane) * VEC;
-        if (e < D) {
-          A o[VEC];
-#pragma unroll
-          for (int j = 0; j < VEC; ++j) {
-            const A dv = norm_cv<A>(dk[p], j);
-            const A xh = norm_cv<A>(xk[p], j) * rinv;
-            o[j] = (norm_cv<A>(wk[p], j) * dv - xh * c) * rinv;
-            acc[p][j] += dv * xh;
-          }
-          norm_store_pk<T, VEC, A>(gr, e, m.dstride[0], o);
-        }
-      }
+      rms_bwd_row<T, VEC, TPR>(gx + norm_row_off<0>(m, r), m.dstride[0], D, lane, rinv, c, xk, dk, wk, acc);
     }
   }
   norm_cp_wait<0>();
