@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-import ml_dtypes
 import numpy as np
 
 from ..dtypes import DType, H
@@ -23,7 +22,6 @@ from ..spec import Attr, Checker, Info, OpSpec, inp, out
 from ..status import Status
 
 F32 = np.dtype(np.float32)
-BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
 def check_same_shape(check: Checker, names) -> None:
@@ -116,14 +114,15 @@ def make_cpu(numpy_fn, attr_names, compute_dtype=None):
         into = getattr(numpy_fn, "writes_into", False)
         bitwise = getattr(numpy_fn, "bitwise", False)
 
+        work_dt = F32 if out_dt in H and not bitwise else None  # None: the output's own dtype
+
         def compute_into(dst, *args):
             if not bitwise:
-                args = [_upcast(a) if a.dtype.itemsize == 2 and a.dtype.kind not in "iub" else a for a in args]
-            work_dt = dst.dtype if bitwise or dst.dtype not in (np.dtype(np.float16), BF16) else F32
-            if work_dt == dst.dtype and not any(np.may_share_memory(dst, a) for a in args):
+                args = [_upcast(a) for a in args]
+            if work_dt is None and not any(np.may_share_memory(dst, a) for a in args):
                 numpy_fn(dst, *args, *attrs)
                 return
-            tmp = np.empty(dst.shape, work_dt)
+            tmp = np.empty(dst.shape, work_dt or dst.dtype)
             numpy_fn(tmp, *args, *attrs)
             copy_into(dst, tmp)
 
@@ -135,7 +134,7 @@ def make_cpu(numpy_fn, attr_names, compute_dtype=None):
                 if direct:
                     numpy_fn(*args, out=dst)
                     return
-                args = [_upcast(a) if a.dtype.itemsize == 2 and a.dtype.kind not in "iub" else a for a in args]
+                args = [_upcast(a) for a in args]
                 if cdt is not None:
                     args = [a.astype(cdt) for a in args]
                 copy_into(dst, numpy_fn(*args, *attrs))
@@ -151,15 +150,14 @@ def make_cpu(numpy_fn, attr_names, compute_dtype=None):
 
 
 def _upcast(a: np.ndarray) -> np.ndarray:
-    """f16/bf16 -> f32, converting a broadcast (zero-stride) operand once, not once per use."""
+    """f16/bf16 -> f32 (other dtypes unchanged), converting a broadcast (zero-stride) operand
+    once, not once per use."""
+    if a.dtype.itemsize != 2 or a.dtype.kind in "iub":
+        return a
     if a.size > 1 and 0 in a.strides:
         idx = tuple(slice(0, 1) if st == 0 and d > 1 else slice(None) for d, st in zip(a.shape, a.strides, strict=True))
-        return np.broadcast_to(_to_f32(a[idx]), a.shape)
-    return _to_f32(a)
-
-
-def _to_f32(a: np.ndarray) -> np.ndarray:
-    return to_f32(a) if a.dtype == np.float16 else a.astype(F32)
+        return np.broadcast_to(to_f32(a[idx]), a.shape)
+    return to_f32(a)
 
 
 CHUNK = 1 << 17  # elements per task on the CPU thread pool

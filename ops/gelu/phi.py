@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 
-import ml_dtypes
 import numpy as np
 
 from infiniop_py import halfconv
@@ -134,17 +133,8 @@ def phi_parts(x: np.ndarray, cdf: np.ndarray, e: np.ndarray, tmp: np.ndarray) ->
 
 
 def to_f32(x: np.ndarray) -> np.ndarray:
-    """f32 values of an f32/f16/bf16 array: f16 through ml_dtypes' complex32 cast
-    (infiniop_py.halfconv), bf16 by shifting its bits into the high half."""
-    if x.dtype == np.float32:
-        return x
-    if x.dtype == np.float16:
-        return halfconv.to_f32(x)
-    if x.dtype == ml_dtypes.bfloat16:
-        bits = x.view(np.uint16).astype(np.uint32)
-        np.left_shift(bits, 16, out=bits)
-        return bits.view(np.float32)
-    return x.astype(np.float32)
+    """f32 values of an f32/f16/bf16 array (infiniop_py.halfconv.to_f32)."""
+    return halfconv.to_f32(x)
 
 
 def use_old(op: str) -> bool:
