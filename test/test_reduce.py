@@ -225,6 +225,21 @@ GPU_PLAN_CASES = [
     ("sum", (64, 3, 64, 8), (0, 2)),  # tile over two reduced dims
     ("reduce_mean", (1000, 36), (0,)),
 ]
+
+
+def _gpu_with_env(monkeypatch, env: dict):
+    """CuPy, after skipping the test when there is no GPU and setting the tuning switches ``env``."""
+    from conftest import gpu_available
+
+    if not gpu_available():
+        pytest.skip("needs an NVIDIA GPU with CuPy")
+    import cupy
+
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    return cupy
+
+
 GPU_PLAN_ENVS = [
     {},
     {"IOP_REDUCE_FINISH": "2pass", "IOP_REDUCE_COLS": "split"},
@@ -235,14 +250,7 @@ GPU_PLAN_ENVS = [
 @pytest.mark.gpu
 @pytest.mark.parametrize("env", GPU_PLAN_ENVS, ids=["default", "2pass_split", "last"])
 def test_sum_reduce_max_reduce_mean_nvidia_plan_variants(monkeypatch, env):
-    from conftest import gpu_available
-
-    if not gpu_available():
-        pytest.skip("needs an NVIDIA GPU with CuPy")
-    import cupy as cp
-
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
+    cp = _gpu_with_env(monkeypatch, env)
     h = iop.create_handle("nvidia")
     rng = np.random.default_rng(1)
     streams = [cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)]
@@ -326,15 +334,9 @@ H16_ENVS = [
     ids=["default", "old", "ldk1", "ldk2", "ldk3", "u16", "warp", "2pass", "g64", "tps8192", "tps4096"],
 )
 def test_sum_reduce_max_reduce_mean_nvidia_rows16(monkeypatch, env):
-    from conftest import gpu_available
-
-    if not gpu_available():
-        pytest.skip("needs an NVIDIA GPU with CuPy")
-    import cupy as cp
+    cp = _gpu_with_env(monkeypatch, env)
     import ml_dtypes
 
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
     h = iop.create_handle("nvidia")
     rng = np.random.default_rng(7)
     for op, shape, axes in H16_CASES:
@@ -414,14 +416,7 @@ ROW_ENVS = [
 def test_softmax_log_softmax_nvidia_row_variants(monkeypatch, env):
     """Every row_softmax variant (raw 16-bit cache of 4 or 8 packs, f32 cache) on
     rows that select them, aligned and at an odd element offset, with -inf entries."""
-    from conftest import gpu_available
-
-    if not gpu_available():
-        pytest.skip("needs an NVIDIA GPU with CuPy")
-    import cupy as cp
-
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
+    cp = _gpu_with_env(monkeypatch, env)
     h = iop.create_handle("nvidia")
     rng = np.random.default_rng(3)
     for op in ("softmax", "log_softmax"):
@@ -476,15 +471,9 @@ def test_softmax_log_softmax_nvidia_warp_rows(monkeypatch, env):
     """row_softmax_warp (and the block kernel it replaces, under warp0) on odd / even row
     lengths, contiguous and with row stride N + 3 (every row at another alignment), -inf
     entries, an all -inf row (NaN, as torch), in place, few rows; second call bitwise equal."""
-    from conftest import gpu_available
-
-    if not gpu_available():
-        pytest.skip("needs an NVIDIA GPU with CuPy")
-    import cupy as cp
+    cp = _gpu_with_env(monkeypatch, env)
     import ml_dtypes
 
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
     h = iop.create_handle("nvidia")
     rng = np.random.default_rng(11)
     for op in ("softmax", "log_softmax"):
@@ -564,15 +553,9 @@ def test_softmax_log_softmax_nvidia_hyb_rows(monkeypatch, env):
     lengths, contiguous and with row stride N + 3 (every row at another alignment), in place,
     -inf entries, an all -inf row (NaN), large magnitudes; f32 / f16 / bf16; second call
     bitwise equal."""
-    from conftest import gpu_available
-
-    if not gpu_available():
-        pytest.skip("needs an NVIDIA GPU with CuPy")
-    import cupy as cp
+    cp = _gpu_with_env(monkeypatch, env)
     import ml_dtypes
 
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
     h = iop.create_handle("nvidia")
     rng = np.random.default_rng(12)
     types = (
