@@ -1,7 +1,7 @@
 """Benchmark harness (method: docs/perf/method.md, shared/spec/perf.md).
 
     python -m tools.bench [--suite elementwise|rearrange|all] [--ops add,mul] [--dtypes f32,bf16]
-                          [--match TEXT] [--quick] [--cpu] [--compile] [--reps N]
+                          [--match TEXT] [--quick] [--cpu] [--compile] [--reps N] [--no-kernel]
                           [--json OUT.json] [--csv] [--out-dir DIR] [--list]
 
 GPU by default (torch CUDA + our NVIDIA backend through CuPy); ``--cpu`` compares our NumPy
@@ -56,6 +56,7 @@ def parse(argv):
     ap.add_argument("--compile", action="store_true", help="add torch.compile as a peer (compiles per case)")
     ap.add_argument("--reps", type=int, default=None, help="timed calls per implementation (default 100; quick and CPU 50)")
     ap.add_argument("--warmup", type=int, default=None, help="warm-up calls per implementation (default 10; quick 5)")
+    ap.add_argument("--no-kernel", action="store_true", help="skip the kernel-only (CUDA-graph replay) timing")
     ap.add_argument("--host-calls", type=int, default=2000, help="calls per round for the host wall time")
     ap.add_argument("--device-id", type=int, default=0)
     ap.add_argument("--json", help="write results here (JSON)")
@@ -118,6 +119,7 @@ def main(argv=None) -> int:
         warmup=args.warmup if args.warmup is not None else (5 if args.quick else 10),
         compile=args.compile,
         host_calls=args.host_calls,
+        kernel=not args.no_kernel,
     )
     if opts.reps < 50:
         print(f"note: {opts.reps} repetitions (the method asks for at least 50)")

@@ -16,6 +16,13 @@ sets, and the PyTorch peer working on the same buffers. :func:`run_case` then
    (:func:`traffic`), the fraction of the copy bandwidth measured in the same run, and
    ``x torch`` = torch time / our time (above 1 means we are faster).
 
+On the GPU every checked case is also timed two more ways (docs/perf/method.md 9-11):
+6. device time per call: the same interleaved calls enqueued behind a blocking kernel, so host
+   latency is not inside the events, next to a torch copy of the same bytes timed that way;
+7. kernel-only time: ``k`` calls of each implementation captured in a CUDA graph (input sets
+   rotating as above) and replayed, median replay / k, next to the same-bytes copy captured and
+   replayed the same way -- what one launch of this size reaches with the launch gaps of a graph.
+
 Small cases (``host_wall=True``) also time the host wall per call: N back-to-back calls with
 one synchronisation at the end, ours (with torch tensors, CuPy arrays and raw pointers as
 buffers) against torch eager, and, on the GPU, the per-call time inside a replayed CUDA graph.
@@ -209,6 +216,7 @@ class Options:
     host_calls: int = 2000
     host_rounds: int = 5
     graph_calls: int = 50
+    kernel: bool = True  # GPU: kernel-only time by CUDA-graph replay over the rotating sets
 
 
 def _time_interleaved(
@@ -317,6 +325,8 @@ def run_case(env: Env, case: BenchCase, opts: Options, copy_gbps: float) -> dict
             row["x_compile"] = med["compile"] / med["ours"]
         if env.gpu and ok:
             row.update(device_time(env, work, impls, opts, nbytes, copy_gbps))
+            if opts.kernel:
+                row.update(kernel_time(env, work, nbytes, copy_gbps))
         if case.host_wall:
             row["host_wall_us"] = host_wall(env, work, opts)
             if env.gpu:
@@ -355,6 +365,76 @@ def device_time(env: Env, work: Workload, impls: dict, opts: Options, nbytes: in
             out["same_bytes_copy_pct"] = 100.0 * nbytes / (cm * 1e-6) / 1e9 / copy_gbps
     if med.get("ours"):
         out["device_x_torch"] = med["torch"] / med["ours"]
+    return out
+
+
+def kernel_time(env: Env, work: Workload, nbytes: int, copy_gbps: float) -> dict:
+    """Kernel-only µs per call (:func:`graph_times`) of ours and torch eager over the rotating
+    sets, and of the same-bytes torch copy: with a graph's launch gaps (~1 µs) instead of a
+    stream launch's, the ceiling a single launch of this size reaches."""
+    torch = env.torch
+    side = torch.cuda.Stream()
+    ours = ours_call(env, work, "tensor", stream=side.cuda_stream)
+    calls = {"ours": lambda s: ours(s), "torch": work.torch_eager}
+    out: dict[str, Any] = {}
+    times = graph_times(env, calls, work.nsets, side=side)
+    out["kernel_us"] = {n: t for n, t in times.items() if not n.endswith("_error")}
+    errors = {n: t for n, t in times.items() if n.endswith("_error")}
+    if errors:
+        out["kernel_errors"] = errors
+    med = out["kernel_us"]
+    if med.get("ours") and med.get("torch"):
+        out["kernel_x_torch"] = med["torch"] / med["ours"]
+    if copy_gbps and nbytes:
+        out["kernel_pct_copy"] = {n: 100.0 * nbytes / (m * 1e-6) / 1e9 / copy_gbps for n, m in med.items() if m > 0}
+        copy = _same_bytes_copy(env, nbytes)
+        if copy is not None:
+            ct = graph_times(env, {"copy": copy[0]}, copy[1], side=side).get("copy")
+            if ct:
+                out["kernel_copy_us"] = ct
+                out["kernel_copy_pct"] = 100.0 * nbytes / (ct * 1e-6) / 1e9 / copy_gbps
+    return out
+
+
+def graph_times(env: Env, calls: dict, nsets: int, k: int = 24, reps: int = 30, side=None) -> dict:
+    """Kernel-only µs per call: each ``calls[name](s)`` is captured ``k`` times in a CUDA graph on
+    a side stream (sets rotating as in the event timing), after a warm-up on that stream (per-stream
+    tickets and caches exist before capture); the graphs are replayed alternately ``reps`` times
+    with CUDA events around each replay, and the median replay is divided by ``k``. A call that
+    cannot be captured (it synchronises with the host) reports ``<name>_error`` instead."""
+    torch = env.torch
+    side = torch.cuda.Stream() if side is None else side
+    graphs, out = {}, {}
+    for name, fn in calls.items():
+        try:
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for i in range(max(3, nsets)):
+                    fn(i % nsets)
+            side.synchronize()
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g, stream=side):
+                for i in range(k):
+                    fn(i % nsets)
+            g.replay()
+            env.sync()
+            graphs[name] = g
+        except Exception as exc:  # report, keep the other implementations
+            out[name + "_error"] = f"{type(exc).__name__}: {exc}"[:200]
+            env.sync()
+    names = list(graphs)
+    seq, labels = [], []
+    for r in range(reps):
+        for n in names if r % 2 == 0 else names[::-1]:
+            seq.append((n, graphs[n].replay))
+            labels.append(n)
+    times = env.time_calls(seq) if seq else []
+    per: dict[str, list] = {n: [] for n in names}
+    for n, t in zip(labels, times):
+        per[n].append(t / k)
+    for n in names:
+        out[n] = float(np.median(per[n]))
+    del graphs
     return out
 
 

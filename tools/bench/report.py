@@ -125,6 +125,10 @@ COLUMNS = [
     ("dev x", 5, ">"),
     ("dev%", 4, ">"),
     ("cp=%", 4, ">"),
+    ("kern us", 8, ">"),
+    ("kern x", 6, ">"),
+    ("kern%", 5, ">"),
+    ("kcp%", 4, ">"),
     ("check", 5, "<"),
 ]
 
@@ -163,6 +167,10 @@ def _cells(row) -> list[str]:
         _f(row.get("device_x_torch"), ".2f"),
         _f(row.get("device_pct_copy", {}).get("ours"), ".0f"),
         _f(row.get("same_bytes_copy_pct"), ".0f"),
+        _f(_kern(row, "ours"), ".1f"),
+        _f(row.get("kernel_x_torch"), ".2f"),
+        _f(row.get("kernel_pct_copy", {}).get("ours"), ".0f"),
+        _f(row.get("kernel_copy_pct"), ".0f"),
         ("PASS" if ok else "FAIL") + ("" if ccheck else "*"),
     ]
 
@@ -170,6 +178,10 @@ def _cells(row) -> list[str]:
 def _dev(row, name):
     t = row.get("device_us", {}).get(name)
     return None if t is None else t["median"]
+
+
+def _kern(row, name):
+    return row.get("kernel_us", {}).get(name)
 
 
 def format_row(cells) -> str:
@@ -190,6 +202,10 @@ def table(rows: list, copy_bw: dict, device: str) -> str:
     lines.append(
         "dev: device time per call (each batch of calls enqueued behind a blocking kernel, so host latency "
         "is not inside the events); cp=%: a torch copy of the same bytes, timed the same way, in % of copy bandwidth"
+    )
+    lines.append(
+        "kern: kernel-only time per call (CUDA-graph replay of 24 calls over the rotating sets); kcp%: the "
+        "same-bytes copy replayed the same way, in % of copy bandwidth"
     )
     lines += [header, "-" * len(header)]
     lines += [format_row(_cells(r)) for r in rows]
@@ -230,6 +246,7 @@ def write_csv(path: Path, rows: list) -> None:
         "flops", "ours_TFLOPs", "torch_TFLOPs",
         "check", "host_ours_us", "host_torch_us", "error",
         "device_ours_us", "device_torch_us", "device_x_torch", "device_ours_pct_copy", "same_bytes_copy_pct",
+        "kernel_ours_us", "kernel_torch_us", "kernel_x_torch", "kernel_ours_pct_copy", "kernel_copy_pct",
     ]  # fmt: skip
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="") as fh:
@@ -272,6 +289,11 @@ def write_csv(path: Path, rows: list) -> None:
                     "device_x_torch": r.get("device_x_torch"),
                     "device_ours_pct_copy": r.get("device_pct_copy", {}).get("ours"),
                     "same_bytes_copy_pct": r.get("same_bytes_copy_pct"),
+                    "kernel_ours_us": _kern(r, "ours"),
+                    "kernel_torch_us": _kern(r, "torch"),
+                    "kernel_x_torch": r.get("kernel_x_torch"),
+                    "kernel_ours_pct_copy": r.get("kernel_pct_copy", {}).get("ours"),
+                    "kernel_copy_pct": r.get("kernel_copy_pct"),
                 }
             )
 
@@ -283,14 +305,15 @@ def markdown(rows: list, copy_bw: dict, device: str) -> str:
         "x torch = torch median / ours (> 1: ours faster).",
         "",
         "Device columns: the same calls enqueued behind a blocking kernel (no host latency inside the "
-        "events); same-bytes copy: a torch copy of the case's byte count timed that way, % of copy bandwidth.",
+        "events); same-bytes copy: a torch copy of the case's byte count timed that way, % of copy bandwidth. "
+        "Kernel columns: CUDA-graph replay (24 calls over the rotating sets), ours / torch / the same-bytes copy.",
         "",
-        "| op | case | dtype | ours µs (p10–p90) | torch µs | x torch | GB/s | % copy | device ours / torch µs | device x torch | device % copy | same-bytes copy % | check |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| op | case | dtype | ours µs (p10–p90) | torch µs | x torch | GB/s | % copy | device ours / torch µs | device x torch | device % copy | same-bytes copy % | kernel ours / torch µs | kernel x torch | kernel % copy | kernel copy % | check |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if r.get("skipped") or r.get("error"):
-            lines.append(f"| {r['op']} | {r['case']} | {r['dtype']} | {r.get('skipped') or r.get('error')} | | | | | | | | | |")
+            lines.append(f"| {r['op']} | {r['case']} | {r['dtype']} | {r.get('skipped') or r.get('error')} |" + " |" * 13)
             continue
         ok = r.get("check", {}).get("ok")
         t = r["times_us"]
@@ -300,6 +323,8 @@ def markdown(rows: list, copy_bw: dict, device: str) -> str:
             f"{_f(r.get('x_torch'), '.2f')} | {_rate(r)} | {_f(r.get('pct_copy', {}).get('ours'), '.0f')} | "
             f"{_f(_dev(r, 'ours'), '.1f')} / {_f(_dev(r, 'torch'), '.1f')} | {_f(r.get('device_x_torch'), '.2f')} | "
             f"{_f(r.get('device_pct_copy', {}).get('ours'), '.0f')} | {_f(r.get('same_bytes_copy_pct'), '.0f')} | "
+            f"{_f(_kern(r, 'ours'), '.1f')} / {_f(_kern(r, 'torch'), '.1f')} | {_f(r.get('kernel_x_torch'), '.2f')} | "
+            f"{_f(r.get('kernel_pct_copy', {}).get('ours'), '.0f')} | {_f(r.get('kernel_copy_pct'), '.0f')} | "
             f"{'PASS' if ok else 'FAIL'} |"
         )
     host = [r for r in rows if r.get("host_wall_us")]

@@ -17,6 +17,7 @@ replaces the peer output (the allocation is what a torch user pays too).
 from __future__ import annotations
 
 from ..core import BenchCase, standard_workload
+from ..core import graph_times as core_graph_times
 
 NAME = "reductions"
 DTYPES = ("f32", "f16", "bf16")
@@ -365,46 +366,10 @@ def ab_cases_round4a():
 
 
 def graph_times(env, calls, nsets, k=24, reps=30):
-    """µs per call inside replayed CUDA graphs: for each implementation ``calls[name](s, stream)``
-    is captured ``k`` times on a side stream (sets rotating, as in the event timing), after a
-    warm-up on that stream (per-stream tickets and caches exist before capture); the graphs are
-    replayed alternately ``reps`` times (CUDA events around each replay) and the median replay
-    is divided by ``k``."""
-    import numpy as np
-
-    torch = env.torch
-    side = torch.cuda.Stream()
-    graphs, out = {}, {}
-    for name, fn in calls.items():
-        try:
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                for i in range(max(3, nsets)):
-                    fn(i % nsets, side.cuda_stream)
-            side.synchronize()
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g, stream=side):
-                for i in range(k):
-                    fn(i % nsets, side.cuda_stream)
-            g.replay()
-            env.sync()
-            graphs[name] = g
-        except Exception as exc:  # report, keep the other implementations
-            out[name + "_error"] = f"{type(exc).__name__}: {exc}"[:200]
-    names = list(graphs)
-    seq, labels = [], []
-    for r in range(reps):
-        for n in names if r % 2 == 0 else names[::-1]:
-            seq.append((n, graphs[n].replay))
-            labels.append(n)
-    times = env.time_calls(seq)
-    per = {n: [] for n in names}
-    for n, t in zip(labels, times):
-        per[n].append(t / k)
-    for n in names:
-        out[n] = float(np.median(per[n]))
-    del graphs
-    return out
+    """:func:`tools.bench.core.graph_times` for calls of the form ``calls[name](s, stream)``."""
+    side = env.torch.cuda.Stream()
+    wrapped = {n: (lambda s, f=f: f(s, side.cuda_stream)) for n, f in calls.items()}
+    return core_graph_times(env, wrapped, nsets, k, reps, side=side)
 
 
 def ab_cases_round3():
