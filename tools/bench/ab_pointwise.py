@@ -15,6 +15,7 @@ import time
 
 import torch
 
+from tools.bench.core import graph_times as core_graph_times
 from tools.bench.env import make_env
 
 REPS = int(os.environ.get("AB_REPS", "60"))
@@ -47,43 +48,10 @@ def create(op, tensors, attrs, cfg):
 
 
 def graph_times(fns, ns, k=32, rounds=25):
-    """µs per call inside a replayed CUDA graph of k calls rotating over the ns sets (no host
-    gaps), for every name of fns (name -> fn(s, stream) running set s on the given CUDA stream
-    handle). All graphs are captured first, then replayed round-robin (order reversed every other
-    round) so that clock or thermal drift spreads over every implementation; median per name."""
-    cur = torch.cuda.current_stream()
-    graphs, errs = {}, {}
-    for n, fn in fns.items():
-        try:
-            side = torch.cuda.Stream()
-            side.wait_stream(cur)
-            with torch.cuda.stream(side):
-                for s in range(ns):
-                    fn(s, side.cuda_stream)
-            cur.wait_stream(side)
-            torch.cuda.synchronize()
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                cap = torch.cuda.current_stream().cuda_stream
-                for i in range(k):
-                    fn(i % ns, cap)
-            g.replay()
-            torch.cuda.synchronize()
-            graphs[n] = g
-        except Exception as exc:  # noqa: BLE001
-            errs[n + "_err"] = f"{type(exc).__name__}: {str(exc)[:100]}"
-    tt = {n: [] for n in graphs}
-    names = list(graphs)
-    for r in range(rounds):
-        for n in names if r % 2 == 0 else names[::-1]:
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            graphs[n].replay()
-            b.record()
-            torch.cuda.synchronize()
-            tt[n].append(a.elapsed_time(b) * 1e3 / k)
-    graphs.clear()
-    return {**{n: statistics.median(v) for n, v in tt.items()}, **errs}
+    """Kernel-only µs per call (:func:`tools.bench.core.graph_times`) for name -> fn(s, stream)."""
+    side = torch.cuda.Stream()
+    wrapped = {n: (lambda s, f=f: f(s, side.cuda_stream)) for n, f in fns.items()}
+    return core_graph_times(env, wrapped, ns, k, rounds, side=side)
 
 
 def bench(label, op, sets, torch_fn, configs, attrs=None, nbytes=None, tol=None, extra=None, graph=False):
@@ -158,7 +126,7 @@ def bench(label, op, sets, torch_fn, configs, attrs=None, nbytes=None, tol=None,
         for n in names:
             if n in gr:
                 line += f" | {n} {gr[n]:.1f} {100 * nbytes / (gr[n] * 1e-6) / 1e9 / copy_gbps:.0f}%"
-        print(line + "".join(f" | {k} {v}" for k, v in gr.items() if k.endswith("_err")), flush=True)
+        print(line + "".join(f" | {k} {v}" for k, v in gr.items() if k.endswith("_error")), flush=True)
 
 
 NEW_SHAPES = ["vec1m8", "ex1", "ex2", "ex4", "ex2w"]
