@@ -588,3 +588,169 @@ __global__ void __launch_bounds__(1024) row_softmax_hyb(T* y, const T* x, const 
   }
   if (tid < ntail) py[tail0 + tid] = Conv<T>::from(rw_value<T, MODE>(tv, m, inv, lg));
 }
+
+// row_softmax_wpipe: row_softmax_warp's row work (raw packs in registers, packed max, no block
+// barrier) in a loop over rows, with the loads of the next row issued during the write pass of
+// the current one: after pack e of row r is converted and stored, its registers receive pack e
+// of row r + W (W = warps per row group in the grid), so a warp's reads of its next row overlap
+// its writes instead of waiting for a new block. The grid is R / RPW warps (RPW rows per warp,
+// chosen by the planner). S = 1 or 2 warps per row: with S = 2 the two warps of a pair (warps
+// 2j, 2j + 1 of the block) each hold half of the row's packs (pack lane + 32 * (e * S + h)),
+// reduce their own (max, sum) and merge through shared memory (one 64-thread named barrier per
+// row; the slots alternate by row parity so no second barrier is needed). H: cache hints, bit 0
+// loads ld.global.nc.L1::no_allocate, bit 1 plus an L2 evict_first policy, bit 2 st.global.cs;
+// bit 3 (8): no loop, one row per warp (pair) as row_softmax_warp (the grid covers every row).
+template <int H>
+__device__ __forceinline__ Pack<unsigned int, 4> wp_load(const Pack<unsigned int, 4>* a, unsigned long long pol) {
+  Pack<unsigned int, 4> q;
+  if (H & 2)
+    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+        : "=r"(q.v[0]), "=r"(q.v[1]), "=r"(q.v[2]), "=r"(q.v[3])
+        : "l"(a), "l"(pol));
+  else if (H & 1)
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(q.v[0]), "=r"(q.v[1]), "=r"(q.v[2]), "=r"(q.v[3])
+        : "l"(a));
+  else
+    q = *a;
+  return q;
+}
+
+struct WpRow {  // one row's addresses and split into head / packs / tail
+  const void* px;
+  void* py;
+  int head, nv, tail0, ntail;
+};
+
+template <class T>
+__device__ __forceinline__ WpRow wp_row(T* y, const T* x, const RowMeta& p, long long r) {
+  long long off[3];
+  dim_offsets<3>(p.rows, r, off);
+  WpRow w;
+  const T* px = x + off[0];
+  w.px = px;
+  w.py = y + off[1];
+  const int N = (int)p.N;
+  int head = (int)((8 - (reinterpret_cast<unsigned long long>(px) >> 1)) & 7);
+  if (head > N) head = N;
+  w.head = head;
+  w.nv = (N - head) >> 3;
+  w.tail0 = head + w.nv * 8;
+  w.ntail = N - w.tail0;
+  return w;
+}
+
+template <class T, int MODE, int P, int MINB, int S, int H>
+__global__ void __launch_bounds__(128, MINB) row_softmax_wpipe(T* y, const T* x, const int* __restrict__ tgt,
+                                                               float* __restrict__ ws, RowMeta p) {
+  typedef Pack<unsigned int, 4> W4;
+  __shared__ float xm[2][4], xs[2][4];  // S = 2: per-warp (max, sum) by row parity
+  const int lane = threadIdx.x, wy = threadIdx.y;
+  const int h = S == 2 ? (wy & 1) : 0;  // which half of the row this warp holds
+  const long long G = (long long)gridDim.x * (blockDim.y / S);  // rows in flight per step
+  long long r = (long long)blockIdx.x * (blockDim.y / S) + wy / S;
+  if (r >= p.R) return;  // uniform per warp pair
+  unsigned long long pol = 0;
+  if (H & 2) asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+  const float NINF = red_neg_inf(0.f);
+  const unsigned int WNINF = RawBits<T>::ninf | (RawBits<T>::ninf << 16);
+  const unsigned int z = (unsigned int)(p.ne >> 40);  // opaque zero (see row_softmax_warp)
+  WpRow c = wp_row<T>(y, x, p, r);
+  unsigned int w[P][4];
+  float hv = NINF, tv = NINF;
+  {
+    const T* px = reinterpret_cast<const T*>(c.px);
+    const W4* xv = reinterpret_cast<const W4*>(px + c.head);
+    if (h == 0 && lane < c.head) hv = red_load(px[lane]);
+#pragma unroll
+    for (int e = 0; e < P; ++e) {
+      const int v = lane + 32 * (e * S + h);
+      if (v < c.nv) {
+        const W4 q = wp_load<H>(xv + v, pol);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) w[e][i] = q.v[i];
+      } else {
+        w[e][0] = w[e][1] = w[e][2] = w[e][3] = WNINF;
+      }
+    }
+    if (h == S - 1 && lane < c.ntail) tv = red_load(px[c.tail0 + lane]);
+  }
+  for (int it = 0;; ++it) {
+    unsigned int mw[4] = {w[0][0], w[0][1], w[0][2], w[0][3]};
+#pragma unroll
+    for (int e = 1; e < P; ++e)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) mw[i] = RawPair<T>::max2(mw[i], w[e][i]);
+    mw[0] = RawPair<T>::max2(RawPair<T>::max2(mw[0], mw[1]), RawPair<T>::max2(mw[2], mw[3]));
+    float m = MaxOp::combine<float>(MaxOp::combine<float>(hv, tv),
+                                    MaxOp::combine<float>(rw_get<T>(mw[0], 0), rw_get<T>(mw[0], 1)));
+    m = warp_reduce<MaxOp, float>(m);
+    float s0 = RowMath<T>::exp_(hv - m) + RowMath<T>::exp_(tv - m), s1 = 0.f;
+#pragma unroll
+    for (int e = 0; e < P; ++e)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        s0 += RowMath<T>::exp_(rw_get<T>(w[e][i], 0) - m);
+        s1 += RowMath<T>::exp_(rw_get<T>(w[e][i], 1) - m);
+      }
+    float s = warp_reduce<SumOp, float>(s0 + s1);
+    if (S == 2) {  // merge the two halves: (m, s) of each, the same order in both warps
+      const int k = it & 1;
+      if (lane == 0) {
+        xm[k][wy] = m;
+        xs[k][wy] = s;
+      }
+      asm volatile("bar.sync %0, 64;" ::"r"(1 + (wy >> 1)) : "memory");
+      const float m0 = xm[k][wy & 2], m1 = xm[k][(wy & 2) + 1];
+      const float t0 = xs[k][wy & 2], t1 = xs[k][(wy & 2) + 1];
+      m = MaxOp::combine<float>(m0, m1);
+      s = (m0 == NINF ? 0.f : t0 * RowMath<T>::exp_(m0 - m)) + (m1 == NINF ? 0.f : t1 * RowMath<T>::exp_(m1 - m));
+    }
+    const float inv = 1.f / s;
+    const float lg = RowMath<T>::log_(s);
+#pragma unroll
+    for (int e = 0; e < P; ++e)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) asm volatile("xor.b32 %0, %0, %1;" : "+r"(w[e][i]) : "r"(z));
+    const long long rn = r + G;
+    const bool more = !(H & 8) && rn < p.R;  // H bit 3: one row per warp (no loop)
+    WpRow n = c;
+    if (more) n = wp_row<T>(y, x, p, rn);
+    T* py = reinterpret_cast<T*>(c.py);
+    const T* pxn = reinterpret_cast<const T*>(n.px);
+    if (h == 0 && lane < c.head) py[lane] = Conv<T>::from(rw_value<T, MODE>(hv, m, inv, lg));
+    if (more) {
+      hv = NINF;
+      if (h == 0 && lane < n.head) hv = red_load(pxn[lane]);
+    }
+    W4* yv = reinterpret_cast<W4*>(py + c.head);
+    const W4* xv = reinterpret_cast<const W4*>(pxn + n.head);
+#pragma unroll
+    for (int e = 0; e < P; ++e) {
+      const int v = lane + 32 * (e * S + h);
+      if (v < c.nv) {
+        W4 o;
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          o.v[i] = RawPair<T>::pack2(rw_value<T, MODE>(rw_get<T>(w[e][i], 0), m, inv, lg),
+                                   rw_value<T, MODE>(rw_get<T>(w[e][i], 1), m, inv, lg));
+        hyb_store<(H >> 2) & 1>(yv + v, o);
+      }
+      if (more) {
+        if (v < n.nv) {
+          const W4 q = wp_load<H>(xv + v, pol);
+#pragma unroll
+          for (int i = 0; i < 4; ++i) w[e][i] = q.v[i];
+        } else {
+          w[e][0] = w[e][1] = w[e][2] = w[e][3] = WNINF;
+        }
+      }
+    }
+    if (h == S - 1 && lane < c.ntail) py[c.tail0 + lane] = Conv<T>::from(rw_value<T, MODE>(tv, m, inv, lg));
+    if (!more) break;
+    tv = NINF;
+    if (h == S - 1 && lane < n.ntail) tv = red_load(pxn[n.tail0 + lane]);
+    r = rn;
+    c = n;
+  }
+}

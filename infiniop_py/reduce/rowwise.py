@@ -100,6 +100,40 @@ def warp_packs(dtype: DType, mode: str, n: int) -> int:
     return next(q for q in WARP_PACKS if 32 * q >= nv)
 
 
+PIPE_RPW = 2  # row_softmax_wpipe: rows per warp (slot) by default
+PIPE_MINB = {4: 8, 8: 6, 16: 4, 32: 2}  # its launch bound when looping (0 spill: 64 / 80 / 125 registers)
+
+
+def pipe_plan(dtype: DType, mode: str, n: int) -> tuple[int, int, int, int, float] | None:
+    """(P, MINB, S, H, RPW) of ``row_softmax_wpipe`` (a warp loops over rows, loading the next
+    row during the write pass of the current one) for a row where ``warp_packs`` applies; None:
+    the one-row-per-warp ``row_softmax_warp`` is used.
+
+    Tuning switches (read at descriptor create): ``IOP_ROWWISE_PIPE`` ``1`` use it wherever the
+    warp kernel would run (``0`` / unset: never); ``IOP_ROWWISE_PIPE_S`` warps per row (1 or 2),
+    ``IOP_ROWWISE_PIPE_RPW`` rows per warp (a float: the grid is ceil(R / RPW) row slots),
+    ``IOP_ROWWISE_PIPE_H`` bits (1 nc + L1::no_allocate loads, 2 + L2 evict_first, 4
+    st.global.cs stores, 8 no loop: one row per slot),
+    ``IOP_ROWWISE_PIPE_MINB`` the launch bound."""
+    if os.environ.get("IOP_ROWWISE_PIPE", "") not in ("1", "all"):
+        return None
+    if not warp_packs(dtype, mode, n):
+        return None
+    S = int(os.environ.get("IOP_ROWWISE_PIPE_S", "") or 1)
+    nv = n // 8
+    P = next((q for q in WARP_PACKS if 32 * S * q >= nv), 0)
+    if not P:
+        return None
+    H = int(os.environ.get("IOP_ROWWISE_PIPE_H", "") or 0)
+    minb = int(os.environ.get("IOP_ROWWISE_PIPE_MINB", "") or (WARP_MINB if H & 8 else PIPE_MINB)[P])
+    rpw = 1.0 if H & 8 else float(os.environ.get("IOP_ROWWISE_PIPE_RPW", "") or PIPE_RPW)
+    return P, minb, S, H, max(1.0, rpw)
+
+
+def pipe_kernel_name(dtype: DType, mode: str, p: int, minb: int, s: int, h: int) -> str:
+    return f"row_softmax_wpipe<{ctype(dtype)}, {MODES[mode]}, {p}, {minb}, {s}, {h}>"
+
+
 HYB_P = 8  # register packs per thread of row_softmax_hyb
 HYB_G = {4: 256, 2: 192}  # threads per row by element size (N = 32000: f32 2 rows per SM, 16-bit 5)
 HYB_MAX_SMEM = 200 * 1024  # dynamic shared memory of one block at most
@@ -181,6 +215,8 @@ def all_names(dtype: DType, mode: str, ti: str = "int") -> list[str]:
         names.insert(1, row_kernel_name(dtype, mode, vec_of(dtype), ti, 1))
     if mode in ("softmax", "log_softmax") and itemsize(dtype) == 2:
         names += [warp_kernel_name(dtype, mode, q, WARP_MINB[q]) for q in WARP_PACKS]
+        names += [pipe_kernel_name(dtype, mode, q, PIPE_MINB[q], s, 0) for q in (4, 8, 16) for s in (1, 2)]
+        names += [pipe_kernel_name(dtype, mode, q, WARP_MINB[q], s, h) for q in (4, 8, 16) for s, h in ((1, 9), (1, 12), (2, 8))]
     if mode in ("softmax", "log_softmax") and itemsize(dtype) in (2, 4):
         names += [hyb_kernel_name(dtype, mode, q, cs) for q in (4, 8) for cs in (0, 1)]
     if mode == "ce_loss":
@@ -276,6 +312,15 @@ class RowwiseKernel(CudaKernel):
                     names.append(name)
                     smem[len(configs)] = S * G * 16
                     configs.append((name, (R,), (G,), meta))
+                    continue
+                pp = pipe_plan(dtype, mode, N) if v > 1 else None
+                if pp:  # a warp (or two) per row, looping over rows, next row loaded while writing
+                    P, minb, S, H, rpw = pp
+                    meta = meta_rows + struct.pack("<7q", N, lay.sx, lay.sy, R, lay.seq, lay.shift, 1)
+                    name = pipe_kernel_name(dtype, mode, P, minb, S, H)
+                    names.append(name)
+                    slots = math.ceil(R / rpw)  # rows in flight per step (a warp or pair each)
+                    configs.append((name, (-(-slots // (4 // S)),), (32, 4), meta))
                     continue
                 wp = warp_packs(dtype, mode, N) if v > 1 else 0
                 if wp:  # one warp per row, 4 rows per block, exact grid
