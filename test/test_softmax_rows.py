@@ -25,6 +25,12 @@ ENVS = {
     "split": {**PIPE, "IOP_ROWWISE_PIPE_S": "2", "IOP_ROWWISE_PIPE_H": "8"},
     "split_rpw2": {**PIPE, "IOP_ROWWISE_PIPE_S": "2", "IOP_ROWWISE_PIPE_RPW": "2"},
     "split_rpw3": {**PIPE, "IOP_ROWWISE_PIPE_S": "2", "IOP_ROWWISE_PIPE_RPW": "3"},
+    "pipe0": {"IOP_ROWWISE_PIPE": "0"},
+    "pipe0_w1": {"IOP_ROWWISE_PIPE": "0", "IOP_ROWWISE_WARPS": "1"},
+    "w2": {"IOP_ROWWISE_WARPS": "2"},
+    "split_w2": {**PIPE, "IOP_ROWWISE_PIPE_S": "2", "IOP_ROWWISE_PIPE_H": "8", "IOP_ROWWISE_WARPS": "2"},
+    "split_nc": {**PIPE, "IOP_ROWWISE_PIPE_S": "2", "IOP_ROWWISE_PIPE_H": "9"},
+    "nc_w1": {**PIPE, "IOP_ROWWISE_PIPE_H": "9", "IOP_ROWWISE_WARPS": "1"},
 }
 
 
@@ -32,7 +38,15 @@ def test_pipe_plan_rule(monkeypatch):
     from infiniop_py.dtypes import DType
     from infiniop_py.reduce.rowwise import all_names, pipe_kernel_name, pipe_plan
 
-    assert pipe_plan(DType.F16, "softmax", 4096) is None  # off unless switched on
+    # default: two warps per row for unaligned rows of 257-512 packs, else row_softmax_warp
+    assert pipe_plan(DType.F16, "softmax", 4096) is None and pipe_plan(DType.F16, "softmax", 2049) is None
+    assert pipe_plan(DType.BF16, "log_softmax", 4097) == (8, 8, 2, 8, 1.0)
+    assert pipe_plan(DType.F16, "softmax", 4103) == (8, 8, 2, 8, 1.0) and pipe_plan(DType.F16, "softmax", 4105) is None
+    assert pipe_plan(DType.F16, "softmax", 2055) is None and pipe_plan(DType.F16, "softmax", 2057) == (8, 8, 2, 8, 1.0)
+    assert pipe_plan(DType.F32, "softmax", 4097) is None and pipe_plan(DType.F16, "causal", 4097) is None
+    assert pipe_kernel_name(DType.F16, "softmax", 8, 8, 2, 8) in all_names(DType.F16, "softmax")
+    monkeypatch.setenv("IOP_ROWWISE_PIPE", "0")
+    assert pipe_plan(DType.F16, "softmax", 4097) is None
     monkeypatch.setenv("IOP_ROWWISE_PIPE", "1")
     assert pipe_plan(DType.F16, "softmax", 4096) == (16, 4, 1, 0, 2.0)
     assert pipe_plan(DType.BF16, "log_softmax", 2049) == (8, 6, 1, 0, 2.0)

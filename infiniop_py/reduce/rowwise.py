@@ -102,6 +102,15 @@ def warp_packs(dtype: DType, mode: str, n: int) -> int:
 
 PIPE_RPW = 2  # row_softmax_wpipe: rows per warp (slot) by default
 PIPE_MINB = {4: 8, 8: 6, 16: 4, 32: 2}  # its launch bound when looping (0 spill: 64 / 80 / 125 registers)
+PIPE_S2_MIN_NV = 256  # default: unaligned rows of more packs than this (and <= WARP_MAX_NV) ...
+PIPE_S2_DEFAULT = (8, 8, 2, 8, 1.0)  # ... take two warps per row, 8 packs per lane, no loop
+
+
+def warps_per_block(s: int = 1) -> int:
+    """Warps per 128-thread-max block of the warp kernels (``IOP_ROWWISE_WARPS``: 1, 2 or 4;
+    default 4); at least the S warps of one row."""
+    w = int(os.environ.get("IOP_ROWWISE_WARPS", "") or 4)
+    return max(s, min(4, w))
 
 
 def pipe_plan(dtype: DType, mode: str, n: int) -> tuple[int, int, int, int, float] | None:
@@ -114,10 +123,20 @@ def pipe_plan(dtype: DType, mode: str, n: int) -> tuple[int, int, int, int, floa
     ``IOP_ROWWISE_PIPE_RPW`` rows per warp (a float: the grid is ceil(R / RPW) row slots),
     ``IOP_ROWWISE_PIPE_H`` bits (1 nc + L1::no_allocate loads, 2 + L2 evict_first, 4
     st.global.cs stores, 8 no loop: one row per slot),
-    ``IOP_ROWWISE_PIPE_MINB`` the launch bound."""
-    if os.environ.get("IOP_ROWWISE_PIPE", "") not in ("1", "all"):
+    ``IOP_ROWWISE_PIPE_MINB`` the launch bound.
+
+    Default (unset): two warps per row, no loop (S = 2, H = 8: 8 packs per lane, 64 registers,
+    32 warps per SM) for rows of 257-512 whole packs whose length is not a multiple of 8
+    (unaligned rows); H200, CUDA-graph replay, (4096, 4097) against row_softmax_warp: softmax
+    f16 20.52 vs 21.49 us, log_softmax f16 19.39 vs 20.78, bf16 20.47 vs 21.60 / 19.56 vs
+    20.80; at 4096 it tied or lost (softmax f16 20.36 vs 19.96), and looping over rows lost
+    everywhere (see docs/perf/reductions.md, round 8B)."""
+    env = os.environ.get("IOP_ROWWISE_PIPE", "")
+    if env == "0" or not warp_packs(dtype, mode, n):
         return None
-    if not warp_packs(dtype, mode, n):
+    if env not in ("1", "all"):
+        if PIPE_S2_MIN_NV < n // 8 <= WARP_MAX_NV and n % 8:
+            return PIPE_S2_DEFAULT
         return None
     S = int(os.environ.get("IOP_ROWWISE_PIPE_S", "") or 1)
     nv = n // 8
@@ -320,14 +339,16 @@ class RowwiseKernel(CudaKernel):
                     name = pipe_kernel_name(dtype, mode, P, minb, S, H)
                     names.append(name)
                     slots = math.ceil(R / rpw)  # rows in flight per step (a warp or pair each)
-                    configs.append((name, (-(-slots // (4 // S)),), (32, 4), meta))
+                    wpb = warps_per_block(S)
+                    configs.append((name, (-(-slots // (wpb // S)),), (32, wpb), meta))
                     continue
                 wp = warp_packs(dtype, mode, N) if v > 1 else 0
                 if wp:  # one warp per row, 4 rows per block, exact grid
                     meta = meta_rows + struct.pack("<7q", N, lay.sx, lay.sy, R, lay.seq, lay.shift, 1)
                     name = warp_kernel_name(dtype, mode, wp)
                     names.append(name)
-                    configs.append((name, (-(-R // 4),), (32, 4), meta))
+                    wpb = warps_per_block()
+                    configs.append((name, (-(-R // wpb),), (32, wpb), meta))
                     continue
                 raw = raw_cache(dtype, v, mode, nvec)
                 me = maxe(dtype, v, raw, nvec)

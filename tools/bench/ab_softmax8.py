@@ -17,7 +17,35 @@ import sys
 from .suites import reductions as red
 
 PIPE = {"IOP_ROWWISE_PIPE": "1"}
-MID2K = {  # N = 2048 / 2049: 8 packs per lane (P = 4 with two warps per row)
+OLD = {"IOP_ROWWISE_PIPE": "0"}  # row_softmax_warp, 4 warps per block (the round-6 default)
+MID2K = {  # N = 2048 / 2049: 8 packs per lane
+    "old": OLD,
+    "nc": {**PIPE, "IOP_ROWWISE_PIPE_H": "9"},  # wpipe, no loop, ld.global.nc.L1::no_allocate
+    "w1": {**OLD, "IOP_ROWWISE_WARPS": "1"},  # one warp per block
+    "w2": {**OLD, "IOP_ROWWISE_WARPS": "2"},
+    "ncw1": {**PIPE, "IOP_ROWWISE_PIPE_H": "9", "IOP_ROWWISE_WARPS": "1"},
+}
+MID4K = {  # N = 4096 / 4097: 16 packs per lane, or 8 with two warps per row
+    "old": OLD,
+    "new": {},  # default: two warps per row (s2) on unaligned rows (4097), old on 4096
+    "s2": {**PIPE, "IOP_ROWWISE_PIPE_S": "2", "IOP_ROWWISE_PIPE_H": "8"},
+    "s2w2": {**PIPE, "IOP_ROWWISE_PIPE_S": "2", "IOP_ROWWISE_PIPE_H": "8", "IOP_ROWWISE_WARPS": "2"},
+    "s2nc": {**PIPE, "IOP_ROWWISE_PIPE_S": "2", "IOP_ROWWISE_PIPE_H": "9"},
+    "w1": {**OLD, "IOP_ROWWISE_WARPS": "1"},
+}
+
+
+def cases():
+    """Round 8B, run 2 (run 1's list: ``cases_run1``)."""
+    out = []
+    for n in (2048, 2049, 4096, 4097):
+        for dt in ("f16", "bf16"):
+            for op in ("softmax", "log_softmax"):
+                out.append((red.softmax_case(op, dt, (4096, n)), MID2K if n < 4096 else MID4K, True))
+    return out
+
+
+RUN1_2K = {  # run 1, N = 2048 / 2049
     "old": {},
     "nc": {**PIPE, "IOP_ROWWISE_PIPE_H": "9"},  # no loop, ld.global.nc.L1::no_allocate
     "cs": {**PIPE, "IOP_ROWWISE_PIPE_H": "12"},  # no loop, st.global.cs
@@ -25,7 +53,7 @@ MID2K = {  # N = 2048 / 2049: 8 packs per lane (P = 4 with two warps per row)
     "p1.35": {**PIPE, "IOP_ROWWISE_PIPE_RPW": "1.35"},  # ~23 warps per SM, one wave
     "s2p2": {**PIPE, "IOP_ROWWISE_PIPE_S": "2", "IOP_ROWWISE_PIPE_RPW": "2"},
 }
-MID4K = {  # N = 4096 / 4097: 16 packs per lane (P = 8 with two warps per row)
+RUN1_4K = {  # run 1, N = 4096 / 4097
     "old": {},
     "nc": {**PIPE, "IOP_ROWWISE_PIPE_H": "9"},
     "cs": {**PIPE, "IOP_ROWWISE_PIPE_H": "12"},
@@ -35,12 +63,13 @@ MID4K = {  # N = 4096 / 4097: 16 packs per lane (P = 8 with two warps per row)
 }
 
 
-def cases():
+def cases_run1():
+    """Round 8B, run 1 (``old`` was the default then: row_softmax_warp everywhere)."""
     out = []
     for n in (2048, 2049, 4096, 4097):
         for dt in ("f16", "bf16"):
             for op in ("softmax", "log_softmax"):
-                var = MID2K if n < 4096 else MID4K
+                var = RUN1_2K if n < 4096 else RUN1_4K
                 if dt == "bf16":  # cache hints: f16 only (the same bytes; fewer modules to compile)
                     var = {k: v for k, v in var.items() if k not in ("nc", "cs")}
                 out.append((red.softmax_case(op, dt, (4096, n)), var, True))
