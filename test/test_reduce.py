@@ -244,11 +244,14 @@ GPU_PLAN_ENVS = [
     {},
     {"IOP_REDUCE_FINISH": "2pass", "IOP_REDUCE_COLS": "split"},
     {"IOP_REDUCE_FINISH": "last"},
+    {"IOP_REDUCE_LASTMODE": "fence"},
+    {"IOP_REDUCE_LASTMODE": "acqrel"},
+    {"IOP_REDUCE_LASTMODE": "flag"},
 ]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("env", GPU_PLAN_ENVS, ids=["default", "2pass_split", "last"])
+@pytest.mark.parametrize("env", GPU_PLAN_ENVS, ids=["default", "2pass_split", "last", "fence", "acqrel", "flag"])
 def test_sum_reduce_max_reduce_mean_nvidia_plan_variants(monkeypatch, env):
     cp = _gpu_with_env(monkeypatch, env)
     h = iop.create_handle("nvidia")
@@ -291,13 +294,51 @@ def test_reduce_rows16_plan_rule(monkeypatch):
     rows = plan_reduce((8192, 8192), (8192, 1), (1, 0), (1,), DType.F16, 132)
     assert rows.h16 == 1 and rows.block == (32, 4) and rows.grid == (2048, 1) and rows.ldk == 0
     full = plan_reduce((8192, 8192), (8192, 1), (0, 0), (0, 1), DType.BF16, 132)
-    assert full.h16 == 1 and full.block == (256, 1) and full.S == 528 and full.last == 1
+    assert full.h16 == 1 and full.block == (256, 1) and full.S == 528 and full.last == 3 and full.ilv == 1
     assert plan_reduce((8192, 8192), (8192, 1), (1, 0), (1,), DType.F32, 132).h16 == 0
     assert plan_reduce((64, 8192), (8192, 1), (1, 0), (1,), DType.F16, 132).block == (64, 1)  # few rows
     monkeypatch.setenv("IOP_REDUCE_WARP", "0")
     assert plan_reduce((8192, 8192), (8192, 1), (1, 0), (1,), DType.F16, 132).block == (64, 1)
     monkeypatch.setenv("IOP_REDUCE_H16", "0")
     assert plan_reduce((8192, 8192), (8192, 1), (1, 0), (1,), DType.F16, 132).h16 == 0
+
+
+def test_reduce_last_mode_switches(monkeypatch):
+    """IOP_REDUCE_LASTMODE / IOP_REDUCE_ILV / IOP_REDUCE_GMAX (round 8A): the one-launch finish
+    mode of split row plans, the grid-stride full plan and the full-plan block size."""
+    from infiniop_py.dtypes import DType
+    from infiniop_py.reduce import plan_reduce
+
+    def full(dt, shape=(8192, 8192), strides=(8192, 1)):
+        return plan_reduce(shape, strides, (0, 0), (0, 1), dt, 132)
+
+    # defaults: half full reductions sweep (ILV) with the flagged-slot finish; f32 / f64 keep
+    # contiguous chunks and the fence ticket
+    assert full(DType.F16).ilv == 1 and full(DType.F16).last == 3 and full(DType.F16).workspace == 0
+    assert full(DType.BF16).ilv == 1 and full(DType.BF16).last == 3
+    assert full(DType.F32).ilv == 0 and full(DType.F32).last == 1 and full(DType.F32).workspace == 528 * 4
+    assert full(DType.F64).last == 1
+    monkeypatch.setenv("IOP_REDUCE_ILV", "0")
+    assert full(DType.F16).ilv == 0 and full(DType.F16).last == 1
+    for mode, want in (("fence", 1), ("acqrel", 2), ("flag", 3)):
+        monkeypatch.setenv("IOP_REDUCE_LASTMODE", mode)
+        for dt in (DType.F16, DType.BF16, DType.F32):
+            p = full(dt)
+            assert p.last == want and p.S == 528
+            assert p.workspace == (0 if want == 3 else 528 * 4)
+        # 64-bit accumulators have no room for the flag: fence ticket instead
+        assert full(DType.F64).last == (1 if want == 3 else want)
+        assert full(DType.I32).last == (1 if want == 3 else want)
+    monkeypatch.setenv("IOP_REDUCE_LASTMODE", "flag")
+    assert full(DType.F16).ilv == 0
+    monkeypatch.delenv("IOP_REDUCE_ILV")
+    assert full(DType.F16).ilv == 1 and full(DType.BF16).ilv == 1
+    assert full(DType.F32).ilv == 0  # reduce_rows16 only
+    # not one contiguous row per output (outer split): no sweep
+    assert plan_reduce((8192, 64), (128, 1), (0, 0), (0, 1), DType.F16, 132).ilv == 0
+    monkeypatch.setenv("IOP_REDUCE_GMAX", "1024")
+    p = full(DType.F16)
+    assert p.block == (1024, 1) and p.S == 132
 
 
 # -- NVIDIA: reduce_rows16 (f16 / bf16 rows on the 16-byte path) under its tuning switches ----
@@ -311,6 +352,9 @@ H16_CASES = [
     ("sum", (70001,), (0,)),  # full: split + last block
     ("reduce_max", (70001,), (0,)),
     ("sum", (5, 6007), (0, 1)),  # full, outer split
+    ("sum", (9000001,), (0,)),  # full, long enough for the batched grid-stride loop (ILV)
+    ("reduce_max", (9000001,), (0,)),
+    ("reduce_mean", (2, 1000003), (1,)),  # two split rows (two tickets, two slot columns)
 ]
 H16_ENVS = [
     {},
@@ -324,6 +368,15 @@ H16_ENVS = [
     {"IOP_REDUCE_WARP": "0"},
     {"IOP_REDUCE_TPS": "8192"},
     {"IOP_REDUCE_TPS": "4096", "IOP_REDUCE_LDK": "1"},
+    {"IOP_REDUCE_ILV": "0"},  # round 7: contiguous chunks, fence ticket
+    {"IOP_REDUCE_ILV": "0", "IOP_REDUCE_LASTMODE": "acqrel"},
+    {"IOP_REDUCE_ILV": "0", "IOP_REDUCE_LASTMODE": "flag"},
+    {"IOP_REDUCE_ILV": "0", "IOP_REDUCE_LASTMODE": "flag", "IOP_REDUCE_GMAX": "1024"},
+    {"IOP_REDUCE_LASTMODE": "fence"},  # grid-stride sweep with the other finishes
+    {"IOP_REDUCE_LASTMODE": "acqrel"},
+    {"IOP_REDUCE_TPS": "4096"},
+    {"IOP_REDUCE_GMAX": "1024"},
+    {"IOP_REDUCE_LASTMODE": "fence", "IOP_REDUCE_TPS": "2048"},
 ]
 
 
@@ -331,7 +384,28 @@ H16_ENVS = [
 @pytest.mark.parametrize(
     "env",
     H16_ENVS,
-    ids=["default", "old", "ldk1", "ldk2", "ldk3", "u16", "warp", "2pass", "g64", "tps8192", "tps4096"],
+    ids=[
+        "default",
+        "old",
+        "ldk1",
+        "ldk2",
+        "ldk3",
+        "u16",
+        "warp",
+        "2pass",
+        "g64",
+        "tps8192",
+        "tps4096",
+        "chunks_fence",
+        "chunks_acqrel",
+        "chunks_flag",
+        "chunks_flag_g1k",
+        "ilv_fence",
+        "ilv_acqrel",
+        "ilv_flag4k",
+        "ilv_flag_g1k",
+        "ilv_fence2k",
+    ],
 )
 def test_sum_reduce_max_reduce_mean_nvidia_rows16(monkeypatch, env):
     cp = _gpu_with_env(monkeypatch, env)

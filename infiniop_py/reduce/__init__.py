@@ -102,9 +102,10 @@ class ReducePlan:
     U: int = 1  # rows: 16-byte packs loaded per thread before combining (reduce_rows' U)
     fin: int = 0  # threads of the one-block-per-output finish (0: reduce_finish, a warp per output)
     shmem: int = 0  # dynamic shared memory of the main kernel (tile plans)
-    last: int = 0  # rows split: the last block finishes (one launch, per-stream tickets)
+    last: int = 0  # rows split, one launch (per-stream tickets): row_finish's LAST mode 1, 2 or 3
     h16: int = 0  # rows, f16/bf16 on the 16-byte path: reduce_rows16 (raw words, packed max)
     ldk: int = 0  # reduce_rows16's load instruction (r16_ld<LDK>)
+    ilv: int = 0  # reduce_rows16 on one split contiguous row: grid-stride sweep (ILV = 1)
 
 
 # split row plans over at most this many input bytes finish in their last block (one launch).
@@ -115,6 +116,24 @@ LAST_MAX_BYTES = 1 << 62
 
 # reduce_rows16's load instruction (0 plain, 1 nc + L1::no_allocate, 2 + L2::256B, 3 + L2::128B)
 LDK_DEFAULT = 0
+
+# one-launch finish of split row plans (row_finish's LAST): 1 __threadfence + atomicAdd ticket
+# per block, 2 one atom.acq_rel per block, 3 flagged 64-bit partial slots polled by the block
+# that started last (float accumulators only; others use 1). IOP_REDUCE_LASTMODE=fence|acqrel|flag
+# (a tuning switch). Default: 3 for the grid-stride half plans (ILV), 1 elsewhere. Measured on
+# the H200, one process, graph replay (round 8A): with contiguous chunks the finish mode is
+# within noise for sums (8192^2 f16 fence 35.8, acqrel 35.6, flag 36.2 us; f32 64.0 vs 64.8 us).
+LAST_MODES = {"fence": 1, "acqrel": 2, "flag": 3}
+LAST_DEFAULT = 1
+LAST_DEFAULT_ILV = 3
+
+
+def last_mode(dtype: DType, ilv: int = 0) -> int:
+    default = LAST_DEFAULT_ILV if ilv else LAST_DEFAULT
+    mode = LAST_MODES.get(os.environ.get("IOP_REDUCE_LASTMODE", ""), default)
+    if mode == 3 and not (is_float(dtype) and acc_size(dtype) == 4):
+        mode = 1
+    return mode
 
 
 def _tuning() -> str:
@@ -172,7 +191,8 @@ def plan_reduce(shape, x_strides, y_strides, axes, dtype: DType, sm_count: int, 
             warp = h16 and Ri >= 2048 and M >= 8 * sm_count and os.environ.get("IOP_REDUCE_WARP", "1") != "0"
             ppt = int(os.environ.get("IOP_REDUCE_PPT", 32 if warp else 16))  # tuning switch: packs per thread
             gmin = int(os.environ.get("IOP_REDUCE_GMIN", 32 if warp else 64))  # tuning switch: 32 = a warp per row
-            G = min(256, max(gmin, _pow2ceil(-(-Ri // (vec * ppt)))))
+            gmax = int(os.environ.get("IOP_REDUCE_GMAX", 256))  # tuning switch: threads per row at most
+            G = min(gmax, max(gmin, _pow2ceil(-(-Ri // (vec * ppt)))))
             rpb = 4 if G == 32 else 1
         elif L <= 512:
             G, rpb = 32, 8
@@ -202,12 +222,22 @@ def plan_reduce(shape, x_strides, y_strides, axes, dtype: DType, sm_count: int, 
         meta = kept_meta + red_meta + struct.pack("<6qii", M, L, Ri, si, Ro, chunk, S, split_outer)
         ws = S * M * acc_size(dtype) if S > 1 else 0
         fin = min(1024, max(32, _pow2ceil(S))) if S > 1 and M <= 32 and not v1 else 0
+        # f16 / bf16, one contiguous row per output split over S blocks (full reductions, few
+        # long rows): reduce_rows16 reads it by a grid-stride sweep (ILV = 1) instead of one
+        # contiguous chunk per block. H200, 8192^2 / 2^26 half sum / max / mean, graph replay:
+        # 34.0-34.3 us against 35.2-36.5 (the dim-1 plan on the same bytes: 33.8).
+        # IOP_REDUCE_ILV=0 (a tuning switch) restores the chunks.
+        ilv = int(h16 and S > 1 and rpb == 1 and Ro == 1 and not split_outer and os.environ.get("IOP_REDUCE_ILV", "1") != "0")
         last = 0
         if S > 1 and rpb == 1 and M <= 32 and not v1:
             mode = os.environ.get("IOP_REDUCE_FINISH", "")  # tuning switch: "2pass" or "last"
             last = int(mode == "last" or (mode != "2pass" and M * L * itemsize(dtype) <= LAST_MAX_BYTES))
+            if last:
+                last = last_mode(dtype, ilv)
+                if last == 3:
+                    ws = 0  # the partials live in the descriptor's flagged slots
         ldk = int(os.environ.get("IOP_REDUCE_LDK", LDK_DEFAULT)) if h16 else 0  # tuning switch
-        return ReducePlan("rows", meta, (nblocks, S), (G, rpb), vec, S, M, L, ws, U, fin, 0, last, h16, ldk)
+        return ReducePlan("rows", meta, (nblocks, S), (G, rpb), vec, S, M, L, ws, U, fin, 0, last, h16, ldk, ilv)
     # columns
     rshape, (rstr,) = fit_dims(rshape, [rstr])
     BY = 8
@@ -288,23 +318,22 @@ def kernel_names(dtype: DType, op: str) -> list[str]:
     t = ctype(dtype)
     o, mean = OPS[op]
     vec = 16 // itemsize(dtype)
-    return [
-        f"reduce_rows<{t}, {o}, {mean}, {vec}, 8, 0>",
-        f"reduce_rows<{t}, {o}, {mean}, {vec}, 8, 1>",
-        f"reduce_rows<{t}, {o}, {mean}, {vec}, 1, 0>",
-        f"reduce_rows<{t}, {o}, {mean}, {vec}, 1, 1>",
-        f"reduce_rows<{t}, {o}, {mean}, 1, 1, 0>",
-        f"reduce_rows<{t}, {o}, {mean}, 1, 1, 1>",
-        f"reduce_cols<{t}, {o}, {mean}>",
-        f"reduce_cols_vec<{t}, {o}, {mean}, {vec}>",
-        f"reduce_cols_tile<{t}, {o}, {mean}, {tile_vec(vec, dtype)}, {TILE_U}>",
-        f"reduce_cols_tile<{t}, {o}, {mean}, 1, {TILE_U}>",
-        f"reduce_finish<{t}, {o}, {mean}>",
-        f"reduce_finish_block<{t}, {o}, {mean}>",
-    ] + (
-        [f"reduce_rows16<{t}, {o}, {mean}, 8, {LDK_DEFAULT}, {last}>" for last in (0, 1)]
-        if dtype in (DType.F16, DType.BF16)
-        else []
+    lasts = (0, 1, 2, 3) if is_float(dtype) and acc_size(dtype) == 4 else (0, 1, 2)
+    return (
+        [f"reduce_rows<{t}, {o}, {mean}, {v}, {u}, {la}>" for v, u in ((vec, 8), (vec, 1), (1, 1)) for la in lasts]
+        + [
+            f"reduce_cols<{t}, {o}, {mean}>",
+            f"reduce_cols_vec<{t}, {o}, {mean}, {vec}>",
+            f"reduce_cols_tile<{t}, {o}, {mean}, {tile_vec(vec, dtype)}, {TILE_U}>",
+            f"reduce_cols_tile<{t}, {o}, {mean}, 1, {TILE_U}>",
+            f"reduce_finish<{t}, {o}, {mean}>",
+            f"reduce_finish_block<{t}, {o}, {mean}>",
+        ]
+        + (
+            [f"reduce_rows16<{t}, {o}, {mean}, 8, {LDK_DEFAULT}, {la}, {il}>" for la in lasts for il in (0, 1)]
+            if dtype in (DType.F16, DType.BF16)
+            else []
+        )
     )
 
 
@@ -350,11 +379,15 @@ class ReduceKernel(CudaKernel):
         from ..cuda import runtime
 
         cp = runtime.cupy()
-        nbytes = 4 * self.plan.grid[0]
+        p = self.plan
+        gx = p.grid[0]
+        # tickets (one per row), then for LAST = 3 the 64-bit flagged partial slots (S x M)
+        nbytes = 4 * (gx + (gx & 1)) + (8 * p.S * p.M if p.last == 3 else 0)
         mem = cp.cuda.alloc(nbytes)
         cp.cuda.runtime.memsetAsync(mem.ptr, 0, nbytes, stream)
         base = self.launches[0]
-        args = [Slot(self._slots[0]), Slot(self._slots[1]), Slot("ws"), self.plan.meta, ctypes.c_void_p(mem.ptr)]
+        ws = ctypes.c_void_p(0) if p.last == 3 else Slot("ws")
+        args = [Slot(self._slots[0]), Slot(self._slots[1]), ws, p.meta, ctypes.c_void_p(mem.ptr)]
         return mem, Launch(base.fn_ptr, base.grid, base.block, args)
 
     @staticmethod
@@ -369,7 +402,7 @@ class ReduceKernel(CudaKernel):
             ys, xs = slots
             return [Launch(mod.ptr[main], p.grid, p.block, [Slot(ys), Slot(xs), p.meta], shmem=p.shmem)]
         if p.kind == "rows" and p.h16:
-            main = f"reduce_rows16<{t}, {o}, {mean}, {p.U}, {p.ldk}, {p.last}>"
+            main = f"reduce_rows16<{t}, {o}, {mean}, {p.U}, {p.ldk}, {p.last}, {p.ilv}>"
         elif p.kind == "rows":
             main = f"reduce_rows<{t}, {o}, {mean}, {p.vec}, {p.U}, {p.last}>"
         elif p.vec > 1:
@@ -382,7 +415,7 @@ class ReduceKernel(CudaKernel):
             names.append(fin)
         mod = get_module(REDUCE_SOURCE, names, handle.device_id)
         ys, xs = slots
-        ws = Slot("ws") if p.S > 1 else ctypes.c_void_p(0)
+        ws = Slot("ws") if p.S > 1 and p.last != 3 else ctypes.c_void_p(0)
         nul = ctypes.c_void_p(0)
         if p.kind == "cols":
             out = [Launch(mod.ptr[main], p.grid, p.block, [Slot(ys), Slot(xs), ws, p.meta])]

@@ -46,29 +46,114 @@ __device__ __forceinline__ void row_chunk(const RedMeta& p, int s, long long& j0
   }
 }
 
+// Relaxed / release-acquire memory operations for the one-launch finishes (LAST = 2, 3).
+__device__ __forceinline__ unsigned int red_atom_add_relaxed(unsigned int* a, unsigned int v) {
+  unsigned int r;
+  asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], %2;" : "=r"(r) : "l"(a), "r"(v) : "memory");
+  return r;
+}
+__device__ __forceinline__ unsigned int red_atom_add_acq_rel(unsigned int* a, unsigned int v) {
+  unsigned int r;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(r) : "l"(a), "r"(v) : "memory");
+  return r;
+}
+__device__ __forceinline__ unsigned long long red_ld_relaxed64(const unsigned long long* a) {
+  unsigned long long r;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(r) : "l"(a) : "memory");
+  return r;
+}
+__device__ __forceinline__ void red_st_relaxed64(unsigned long long* a, unsigned long long v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(a), "l"(v) : "memory");
+}
+
+// LAST = 3 start: tid 0 of each split block draws a start ticket of its row (relaxed atomic,
+// issued before the loads; the value is only needed at the end, so its latency is hidden).
+template <int LAST>
+__device__ __forceinline__ unsigned int row_start_ticket(unsigned int* __restrict__ ticket, int tid) {
+  if (LAST == 3 && tid == 0) return red_atom_add_relaxed(&ticket[blockIdx.x], 1u);
+  return 0u;
+}
+
 // The end of reduce_rows / reduce_rows16: combine the block's partial of its row; with one split
-// (S == 1) store it, else write it to the workspace, and with LAST the block that takes the last
-// ticket of its row combines the S partials in a fixed order (deterministic) and stores.
+// (S == 1) store it, else finish the S partials of the row in one launch (LAST) or write the
+// partial to the workspace for reduce_finish (LAST = 0). LAST (blockDim.y == 1):
+//   1  each block writes its partial to the workspace, __threadfence + atomicAdd on the row's
+//      ticket; the block that draws S - 1 combines the S partials;
+//   2  the same with one atom.acq_rel.gpu instead of the sequentially consistent fence + atomic;
+//   3  no fence, no atomic at the end: a block publishes {flag, partial} as ONE 64-bit relaxed
+//      store into a descriptor-owned slot (flag and value are single-copy atomic together); the
+//      block that drew the last START ticket (row_start_ticket: every block of the row has
+//      started, so waiting for them cannot deadlock) polls the S slots until all are flagged,
+//      clears them and combines (float accumulators only).
+// The combine order is the same in all three (thread tid reads s = tid, tid + G, ... in order,
+// then block_reduce), so the result is bitwise identical whichever block finishes, and
+// identical between LAST = 1, 2 and 3 for the same grid. Tickets and slots reset themselves.
 template <class T, class Op, int MEAN, int LAST, class A>
 __device__ __forceinline__ void row_finish(A acc, T* __restrict__ y, long long yoff, A* __restrict__ ws,
                                            unsigned int* __restrict__ ticket, const RedMeta& p, long long row,
-                                           int s, int tid, int G, A* smem) {
+                                           int s, int tid, int G, A* smem, unsigned int tk = 0u) {
   if (G == 32) acc = warp_reduce<Op, A>(acc);
   else acc = block_reduce<Op, A>(acc, smem, tid, G);
+  if constexpr (LAST == 3) {
+    static_assert(sizeof(A) == 4, "LAST = 3 packs a 32-bit accumulator with its flag");
+    __shared__ int is_fin;
+    unsigned long long* slots = reinterpret_cast<unsigned long long*>(ticket + ((gridDim.x + 1u) & ~1u)) + row;
+    if (tid == 0) {
+      const int fin = tk == (unsigned int)(p.S - 1);
+      if (!fin) red_st_relaxed64(slots + (long long)s * p.M, (1ull << 32) | __float_as_uint(acc));
+      is_fin = fin;
+    }
+    __syncthreads();
+    if (!is_fin) return;
+    A a = Op::template identity<A>();
+    for (int q0 = tid; q0 < p.S; q0 += 8 * G) {
+      unsigned long long w[8];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        const int q = q0 + k * G;
+        w[k] = (q < p.S && q != s) ? red_ld_relaxed64(slots + (long long)q * p.M) : 0ull;
+      }
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        const int q = q0 + k * G;
+        if (q < p.S) {
+          A v = acc;
+          if (q != s) {
+            while (!(w[k] >> 32)) w[k] = red_ld_relaxed64(slots + (long long)q * p.M);
+            v = __uint_as_float((unsigned int)w[k]);
+            red_st_relaxed64(slots + (long long)q * p.M, 0ull);
+          }
+          a = Op::template combine<A>(a, v);
+        }
+      }
+    }
+    a = block_reduce<Op, A>(a, smem, tid, G);
+    if (tid == 0) {
+      red_store<T, Op, MEAN>(y, yoff, a, p.L);
+      ticket[blockIdx.x] = 0u;
+    }
+    return;
+  }
   if (LAST) {  // blockDim.y == 1: row is uniform over the block
     __shared__ int is_last;
     if (tid == 0) {
       int last = 0;
       if (row < p.M) {
         ws[(long long)s * p.M + row] = acc;
-        __threadfence();
-        last = atomicAdd(&ticket[blockIdx.x], 1u) == (unsigned int)(p.S - 1);
+        unsigned int old;
+        if (LAST == 2) {
+          old = red_atom_add_acq_rel(&ticket[blockIdx.x], 1u);
+        } else {
+          __threadfence();
+          old = atomicAdd(&ticket[blockIdx.x], 1u);
+        }
+        last = old == (unsigned int)(p.S - 1);
       }
       is_last = last;
     }
     __syncthreads();
     if (!is_last) return;
-    __threadfence();
+    if (LAST == 1) __threadfence();  // LAST = 2: tid 0's acquire, ordered for the block by bar.sync
     A a = Op::template identity<A>();
     for (int q = tid; q < p.S; q += G) a = Op::template combine<A>(a, __ldcg(ws + (long long)q * p.M + row));
     a = block_reduce<Op, A>(a, smem, tid, G);
@@ -103,6 +188,7 @@ __global__ void __launch_bounds__(1024) reduce_rows(T* __restrict__ y, const T* 
   const int tid = threadIdx.x;
   const long long row = (long long)blockIdx.x * blockDim.y + threadIdx.y;
   const int s = blockIdx.y;
+  const unsigned int tk = row_start_ticket<LAST>(ticket, tid);
   A acc = Op::template identity<A>();
   long long off[2] = {0, 0};
   if (row < p.M) {
@@ -148,7 +234,7 @@ __global__ void __launch_bounds__(1024) reduce_rows(T* __restrict__ y, const T* 
       }
     }
   }
-  row_finish<T, Op, MEAN, LAST>(acc, y, off[1], ws, ticket, p, row, s, tid, G, smem);
+  row_finish<T, Op, MEAN, LAST>(acc, y, off[1], ws, ticket, p, row, s, tid, G, smem, tk);
 }
 
 template <class T, class Op, int MEAN>
@@ -430,7 +516,7 @@ template <class T> struct R16State<T, MaxOp> {
   }
 };
 
-template <class T, class Op, int MEAN, int U, int LDK, int LAST>
+template <class T, class Op, int MEAN, int U, int LDK, int LAST, int ILV>
 __global__ void __launch_bounds__(1024) reduce_rows16(T* __restrict__ y, const T* __restrict__ x, float* __restrict__ ws,
                                                       RedMeta p, unsigned int* __restrict__ ticket) {
   typedef float A;
@@ -439,10 +525,39 @@ __global__ void __launch_bounds__(1024) reduce_rows16(T* __restrict__ y, const T
   const int tid = threadIdx.x;
   const long long row = (long long)blockIdx.x * blockDim.y + threadIdx.y;
   const int s = blockIdx.y;
+  const unsigned int tk = row_start_ticket<LAST>(ticket, tid);
   R16State<T, Op> st;
   st.init();
   long long off[2] = {0, 0};
-  if (row < p.M) {
+  if (ILV) {
+    // ILV = 1 (one contiguous row split over S blocks, Ro == 1, no outer split): a grid-stride
+    // sweep instead of one contiguous chunk per block. Thread g = s * G + tid of NT = S * G
+    // takes packs g, g + NT, ... (U in flight), so every block reads the same number of packs
+    // (within one) and the whole grid streams one window of the row at a time; block 0 also
+    // takes the unaligned head and the tail (< 8 elements each).
+    dim_offsets<2>(p.kept, row, off);
+    const T* p0 = x + off[0];
+    const long long n = p.Ri;
+    long long head = (long long)((8 - (reinterpret_cast<unsigned long long>(p0) / sizeof(T)) % 8) % 8);
+    if (head > n) head = n;
+    if (s == 0 && tid < head) st.add1(red_load(p0[tid]));
+    const uint4* pv = reinterpret_cast<const uint4*>(p0 + head);
+    const long long nv = (n - head) / 8;
+    const long long NT = (long long)p.S * G;
+    const long long v0 = (long long)s * G + tid;
+    const uint4* q = pv + v0;
+    long long left = nv - v0;  // packs from q on
+    for (; left > (long long)(U - 1) * NT; left -= (long long)U * NT, q += (long long)U * NT) {
+      uint4 pk[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) pk[u] = r16_ld<LDK>(q + (long long)u * NT);
+#pragma unroll
+      for (int u = 0; u < U; ++u) st.add(pk[u]);
+    }
+    for (; left > 0; left -= NT, q += NT) st.add(r16_ld<LDK>(q));
+    const long long done = head + nv * 8;
+    if (s == 0 && tid < n - done) st.add1(red_load(p0[done + tid]));
+  } else if (row < p.M) {
     dim_offsets<2>(p.kept, row, off);
     long long j0, j1, i0, i1;
     row_chunk(p, s, j0, j1, i0, i1);
@@ -471,5 +586,5 @@ __global__ void __launch_bounds__(1024) reduce_rows16(T* __restrict__ y, const T
     }
   }
   A acc = st.result();
-  row_finish<T, Op, MEAN, LAST>(acc, y, off[1], ws, ticket, p, row, s, tid, G, smem);
+  row_finish<T, Op, MEAN, LAST>(acc, y, off[1], ws, ticket, p, row, s, tid, G, smem, tk);
 }

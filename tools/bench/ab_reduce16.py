@@ -3,10 +3,17 @@ reduce_rows and its tuning switches on 8192^2 full and last-dim sum / max / mean
 process (the harness of ``tools.bench.suites.reductions``: interleaved, alternating order,
 CUDA events per call, CUDA-graph replay for kernel-only time, results checked against torch).
 
-    python3 -m tools.bench.ab_reduce16 --reps 50 [--match TEXT] [--out FILE]
+    python3 -m tools.bench.ab_reduce16 --reps 50 [--match TEXT] [--out FILE] [--set rows|full|round8]
+
+``--set round8`` (round 8A, the default): the one-launch finish of full reductions (fence +
+atomic ticket, acq_rel ticket, flagged slots) x grids (528 / 1056 / 2112 blocks, one block of
+512 / 1024 threads per SM) x access (contiguous chunk per block, grid-stride sweep) on 8192^2
+half sum and the 1-D 2^26 max / mean, plus f32 and (4,512,896) full sums, old vs new.
 """
 
 from __future__ import annotations
+
+import sys
 
 from .suites import reductions as red
 
@@ -27,6 +34,25 @@ FULL = {
     "tps8192": {"IOP_REDUCE_TPS": "8192"},
 }
 
+# round 8A: the one-launch finish (IOP_REDUCE_LASTMODE) and the full-reduction grid / access
+FENCE = {"IOP_REDUCE_LASTMODE": "fence"}
+FLAG = {"IOP_REDUCE_LASTMODE": "flag"}
+FULL8 = {
+    "fence": FENCE,  # round 7: __threadfence + atomicAdd ticket per block, 528 x 256 threads
+    "acqrel": {"IOP_REDUCE_LASTMODE": "acqrel"},
+    "flag": FLAG,
+    "flag2k": {**FLAG, "IOP_REDUCE_TPS": "2048"},
+    "flag4k": {**FLAG, "IOP_REDUCE_TPS": "4096"},
+    "acq4k": {"IOP_REDUCE_LASTMODE": "acqrel", "IOP_REDUCE_TPS": "4096"},
+    "g512": {**FLAG, "IOP_REDUCE_GMAX": "512"},
+    "g1k": {**FLAG, "IOP_REDUCE_GMAX": "1024"},
+    "ilv": {**FLAG, "IOP_REDUCE_ILV": "1"},
+    "ilv2k": {**FLAG, "IOP_REDUCE_ILV": "1", "IOP_REDUCE_TPS": "2048"},
+    "ilvg1k": {**FLAG, "IOP_REDUCE_ILV": "1", "IOP_REDUCE_GMAX": "1024"},
+}
+FULL8_SHORT = {k: FULL8[k] for k in ("fence", "acqrel", "flag", "flag4k", "g1k", "ilv", "ilvg1k")}
+OLD_NEW = {"fence": FENCE, "flag": FLAG, "default": {}}
+
 
 def cases():
     out = []
@@ -37,6 +63,27 @@ def cases():
     return out
 
 
+def cases_round8():
+    out = []
+    for dt in ("f16", "bf16"):
+        out.append((red.reduce_case("sum", dt, (8192, 8192), None), FULL8, True))
+    for op in ("reduce_max", "reduce_mean"):  # a full max / mean: the 1-D view of the same bytes
+        for dt in ("f16", "bf16"):
+            out.append((red.reduce_case(op, dt, (8192 * 8192,), (0,)), FULL8_SHORT, True))
+    for dt in ("f16", "bf16"):  # reference: the last-dim plan on the same bytes
+        out.append((red.reduce_case("sum", dt, (8192, 8192), (1,)), {"default": {}}, True))
+    out.append((red.reduce_case("sum", "f32", (8192, 8192), None), OLD_NEW, True))
+    for dt in ("f32", "f16", "bf16"):
+        out.append((red.reduce_case("sum", dt, (4, 512, 896), None), OLD_NEW, True))
+    return out
+
+
 if __name__ == "__main__":
-    red.ab_cases = cases
-    raise SystemExit(red.ab_main())
+    argv = sys.argv[1:]
+    which = "round8"
+    if "--set" in argv:
+        i = argv.index("--set")
+        which = argv[i + 1]
+        del argv[i : i + 2]
+    red.ab_cases = {"rows": cases, "full": cases, "round8": cases_round8}[which]
+    raise SystemExit(red.ab_main(argv))
