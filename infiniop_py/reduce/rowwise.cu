@@ -7,6 +7,8 @@
 //               registers (up to MAXE vectors of VEC elements per thread), so it is read once and
 //               written once; 16-byte vectors with a scalar head and tail when rows are
 //               contiguous. Longer rows fall back to an online max/sum pass plus a write pass.
+// row_softmax_warp / row_softmax_wpipe  16-bit softmax / log_softmax rows of <= 1024 packs:
+//               a warp (or two) per row, no block barrier (see below).
 // row_softmax_hyb  softmax / log_softmax rows of 16385-65536 on the 16-byte path: one block per
 //               row, the row cached half in registers, half in shared memory (see below).
 // col_softmax   the dim is not the fastest: one thread per row, neighbouring threads on
@@ -600,6 +602,10 @@ __global__ void __launch_bounds__(1024) row_softmax_hyb(T* y, const T* x, const 
 // row; the slots alternate by row parity so no second barrier is needed). H: cache hints, bit 0
 // loads ld.global.nc.L1::no_allocate, bit 1 plus an L2 evict_first policy, bit 2 st.global.cs;
 // bit 3 (8): no loop, one row per warp (pair) as row_softmax_warp (the grid covers every row).
+// The nc loads stay valid in place (y == x): every 16-byte pack is read once, by the warp that
+// later writes it, and L1::no_allocate keeps no copy of it in L1 (heads / tails use plain loads).
+// Defaults (rowwise.py pipe_plan): H = 9 with one warp per block for rows of 129-256 packs,
+// S = 2 with H = 8 for unaligned rows of 257-512 packs.
 template <int H>
 __device__ __forceinline__ Pack<unsigned int, 4> wp_load(const Pack<unsigned int, 4>* a, unsigned long long pol) {
   Pack<unsigned int, 4> q;

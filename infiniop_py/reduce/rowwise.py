@@ -103,18 +103,20 @@ def warp_packs(dtype: DType, mode: str, n: int) -> int:
 PIPE_RPW = 2  # row_softmax_wpipe: rows per warp (slot) by default
 PIPE_MINB = {4: 8, 8: 6, 16: 4, 32: 2}  # its launch bound when looping (0 spill: 64 / 80 / 125 registers)
 PIPE_S2_MIN_NV = 256  # default: unaligned rows of more packs than this (and <= WARP_MAX_NV) ...
-PIPE_S2_DEFAULT = (8, 8, 2, 8, 1.0)  # ... take two warps per row, 8 packs per lane, no loop
+PIPE_S2_DEFAULT = (8, 8, 2, 8, 1.0, 4)  # ... two warps per row, 8 packs per lane, no loop, 4 warps per block
+PIPE_NC_MIN_NV = 128  # default: rows of more packs than this, at most PIPE_S2_MIN_NV (8 packs per lane) ...
+PIPE_NC_DEFAULT = (8, 8, 1, 9, 1.0, 1)  # ... a warp per row, ld.global.nc.L1::no_allocate, one warp per block
 
 
-def warps_per_block(s: int = 1) -> int:
+def warps_per_block(s: int = 1, default: int = 4) -> int:
     """Warps per 128-thread-max block of the warp kernels (``IOP_ROWWISE_WARPS``: 1, 2 or 4;
-    default 4); at least the S warps of one row."""
-    w = int(os.environ.get("IOP_ROWWISE_WARPS", "") or 4)
+    else ``default``); at least the S warps of one row."""
+    w = int(os.environ.get("IOP_ROWWISE_WARPS", "") or default)
     return max(s, min(4, w))
 
 
-def pipe_plan(dtype: DType, mode: str, n: int) -> tuple[int, int, int, int, float] | None:
-    """(P, MINB, S, H, RPW) of ``row_softmax_wpipe`` (a warp loops over rows, loading the next
+def pipe_plan(dtype: DType, mode: str, n: int) -> tuple[int, int, int, int, float, int] | None:
+    """(P, MINB, S, H, RPW, warps per block) of ``row_softmax_wpipe`` (a warp loops over rows, loading the next
     row during the write pass of the current one) for a row where ``warp_packs`` applies; None:
     the one-row-per-warp ``row_softmax_warp`` is used.
 
@@ -125,18 +127,28 @@ def pipe_plan(dtype: DType, mode: str, n: int) -> tuple[int, int, int, int, floa
     st.global.cs stores, 8 no loop: one row per slot),
     ``IOP_ROWWISE_PIPE_MINB`` the launch bound.
 
-    Default (unset): two warps per row, no loop (S = 2, H = 8: 8 packs per lane, 64 registers,
-    32 warps per SM) for rows of 257-512 whole packs whose length is not a multiple of 8
-    (unaligned rows); H200, CUDA-graph replay, (4096, 4097) against row_softmax_warp: softmax
-    f16 20.52 vs 21.49 us, log_softmax f16 19.39 vs 20.78, bf16 20.47 vs 21.60 / 19.56 vs
-    20.80; at 4096 it tied or lost (softmax f16 20.36 vs 19.96), and looping over rows lost
-    everywhere (see docs/perf/reductions.md, round 8B)."""
+    Default (unset; H200, CUDA-graph replay, two runs, against row_softmax_warp with 4 warps
+    per block; docs/perf/reductions.md, round 8B):
+
+    - rows of 129-256 whole packs (N = 1032-2055; 8 packs per lane): one row per warp, loads
+      ``ld.global.nc.L1::no_allocate``, **one warp per block** (H = 9, no loop): (4096, 2048)
+      softmax f16 10.88 vs 11.38 us, log_softmax 10.12 vs 10.68, bf16 11.03 vs 11.30 / 10.22
+      vs 10.70; (4096, 2049) 11.51 vs 11.88, 11.15 vs 11.04, 11.83 vs 12.25, 10.95 vs 11.12.
+    - unaligned rows (N not a multiple of 8) of 257-512 packs: **two warps per row**, no loop
+      (S = 2, H = 8: 8 packs per lane, 64 registers, 32 warps per SM): (4096, 4097) softmax f16
+      20.53 vs 21.53 us, log_softmax 19.41 vs 20.76, bf16 20.49 vs 21.61 / 19.52 vs 20.75. At
+      4096 it tied or lost (softmax f16 20.32 vs 19.91), so aligned rows keep row_softmax_warp.
+
+    Looping over rows (RPW > 1) lost everywhere, as did one pair of warps per block."""
     env = os.environ.get("IOP_ROWWISE_PIPE", "")
     if env == "0" or not warp_packs(dtype, mode, n):
         return None
     if env not in ("1", "all"):
-        if PIPE_S2_MIN_NV < n // 8 <= WARP_MAX_NV and n % 8:
+        nv = n // 8
+        if PIPE_S2_MIN_NV < nv <= WARP_MAX_NV and n % 8:
             return PIPE_S2_DEFAULT
+        if PIPE_NC_MIN_NV < nv <= PIPE_S2_MIN_NV:
+            return PIPE_NC_DEFAULT
         return None
     S = int(os.environ.get("IOP_ROWWISE_PIPE_S", "") or 1)
     nv = n // 8
@@ -146,7 +158,7 @@ def pipe_plan(dtype: DType, mode: str, n: int) -> tuple[int, int, int, int, floa
     H = int(os.environ.get("IOP_ROWWISE_PIPE_H", "") or 0)
     minb = int(os.environ.get("IOP_ROWWISE_PIPE_MINB", "") or (WARP_MINB if H & 8 else PIPE_MINB)[P])
     rpw = 1.0 if H & 8 else float(os.environ.get("IOP_ROWWISE_PIPE_RPW", "") or PIPE_RPW)
-    return P, minb, S, H, max(1.0, rpw)
+    return P, minb, S, H, max(1.0, rpw), 4
 
 
 def pipe_kernel_name(dtype: DType, mode: str, p: int, minb: int, s: int, h: int) -> str:
@@ -334,12 +346,12 @@ class RowwiseKernel(CudaKernel):
                     continue
                 pp = pipe_plan(dtype, mode, N) if v > 1 else None
                 if pp:  # a warp (or two) per row, looping over rows, next row loaded while writing
-                    P, minb, S, H, rpw = pp
+                    P, minb, S, H, rpw, wdef = pp
                     meta = meta_rows + struct.pack("<7q", N, lay.sx, lay.sy, R, lay.seq, lay.shift, 1)
                     name = pipe_kernel_name(dtype, mode, P, minb, S, H)
                     names.append(name)
                     slots = math.ceil(R / rpw)  # rows in flight per step (a warp or pair each)
-                    wpb = warps_per_block(S)
+                    wpb = warps_per_block(S, wdef)
                     configs.append((name, (-(-slots // (wpb // S)),), (32, wpb), meta))
                     continue
                 wp = warp_packs(dtype, mode, N) if v > 1 else 0
