@@ -604,7 +604,7 @@ __global__ void __launch_bounds__(1024) row_softmax_hyb(T* y, const T* x, const 
 // bit 3 (8): no loop, one row per warp (pair) as row_softmax_warp (the grid covers every row).
 // The nc loads stay valid in place (y == x): every 16-byte pack is read once, by the warp that
 // later writes it, and L1::no_allocate keeps no copy of it in L1 (heads / tails use plain loads).
-// Defaults (rowwise.py pipe_plan): H = 9 with one warp per block for rows of 129-256 packs,
+// Defaults (rowwise.py pipe_plan): H = 9 with one warp per block for rows of 225-256 packs,
 // S = 2 with H = 8 for unaligned rows of 257-512 packs.
 template <int H>
 __device__ __forceinline__ Pack<unsigned int, 4> wp_load(const Pack<unsigned int, 4>* a, unsigned long long pol) {

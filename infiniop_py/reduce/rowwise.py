@@ -104,7 +104,7 @@ PIPE_RPW = 2  # row_softmax_wpipe: rows per warp (slot) by default
 PIPE_MINB = {4: 8, 8: 6, 16: 4, 32: 2}  # its launch bound when looping (0 spill: 64 / 80 / 125 registers)
 PIPE_S2_MIN_NV = 256  # default: unaligned rows of more packs than this (and <= WARP_MAX_NV) ...
 PIPE_S2_DEFAULT = (8, 8, 2, 8, 1.0, 4)  # ... two warps per row, 8 packs per lane, no loop, 4 warps per block
-PIPE_NC_MIN_NV = 128  # default: rows of more packs than this, at most PIPE_S2_MIN_NV (8 packs per lane) ...
+PIPE_NC_MIN_NV = 224  # default: rows of more packs than this, at most PIPE_S2_MIN_NV (8 packs per lane, >= 7/8 used) ...
 PIPE_NC_DEFAULT = (8, 8, 1, 9, 1.0, 1)  # ... a warp per row, ld.global.nc.L1::no_allocate, one warp per block
 
 
@@ -130,7 +130,8 @@ def pipe_plan(dtype: DType, mode: str, n: int) -> tuple[int, int, int, int, floa
     Default (unset; H200, CUDA-graph replay, two runs, against row_softmax_warp with 4 warps
     per block; docs/perf/reductions.md, round 8B):
 
-    - rows of 129-256 whole packs (N = 1032-2055; 8 packs per lane): one row per warp, loads
+    - rows of 225-256 whole packs (N = 1800-2055; 8 packs per lane, at least 7/8 of the slots
+      used; only 2048 / 2049 measured, shorter rows keep the old kernel): one row per warp, loads
       ``ld.global.nc.L1::no_allocate``, **one warp per block** (H = 9, no loop): (4096, 2048)
       softmax f16 10.88 vs 11.38 us, log_softmax 10.12 vs 10.68, bf16 11.03 vs 11.30 / 10.22
       vs 10.70; (4096, 2049) 11.51 vs 11.88, 11.15 vs 11.04, 11.83 vs 12.25, 10.95 vs 11.12.
