@@ -3,6 +3,10 @@
 A "row" is the line of elements along ``dim``; every other dim enumerates rows. The plan picks
 ``row_softmax`` when ``dim`` is the input's fastest dim (register-cached rows, 16-byte vectors
 when contiguous) and ``col_softmax`` otherwise (one thread per row, coalesced across rows).
+16-bit softmax / log_softmax rows of <= 1024 packs on the 16-byte path go to a warp per row
+instead (``warp_packs``: ``row_softmax_warp``; ``pipe_plan``: ``row_softmax_wpipe`` with nc
+loads and one-warp blocks at N = 1800-2055, two warps per row for unaligned N = 2057-4103);
+rows of 16385-65536 to ``row_softmax_hyb`` (``hyb_plan``).
 """
 
 from __future__ import annotations
