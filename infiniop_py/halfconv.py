@@ -18,7 +18,6 @@ import numpy as np
 
 _C32 = getattr(ml_dtypes, "complex32", None)
 _C32 = np.dtype(_C32) if _C32 is not None else None
-_BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
 def copy_into(dst: np.ndarray, src) -> None:
@@ -42,14 +41,10 @@ def copy_into(dst: np.ndarray, src) -> None:
 
 def to_f32(x: np.ndarray) -> np.ndarray:
     """The float32 values of ``x`` (same shape): ``x`` itself if float32; float16 through
-    complex32; bfloat16 by moving its bits into the high half of a float32 (exact); other dtypes
-    by NumPy's cast."""
+    complex32; other dtypes (bfloat16 included: ml_dtypes' own cast, 0.9 ns per element on the
+    dev box, beat moving the bits with NumPy integer ops, 1.2 ns) by their cast."""
     if x.dtype == np.float32:
         return x
-    if x.dtype == _BF16:
-        bits = x.view(np.uint16).astype(np.uint32)
-        np.left_shift(bits, 16, out=bits)
-        return bits.view(np.float32)
     if _C32 is None or x.dtype != np.float16 or x.size < 64:
         return x.astype(np.float32)
     flat = np.ascontiguousarray(x).reshape(-1)

@@ -54,6 +54,7 @@ import numpy as np
 from ..cuda.compiler import Launch, Slot, get_module
 from ..cuda.kernel import CudaKernel, ctype
 from ..dtypes import DType, is_float, itemsize, to_numpy
+from ..halfconv import to_f32
 from ..layout import MAXD, collapse
 
 HERE = Path(__file__).parent
@@ -462,7 +463,8 @@ def acc_numpy(dtype: DType):
 
 def reduce_numpy(x: np.ndarray, axes: tuple, op: str, dtype: DType) -> np.ndarray:
     """The reduction in the accumulator type (kept dims kept as size 1)."""
-    a = x.astype(acc_numpy(dtype), copy=False)
+    # halves through halfconv.to_f32 (NumPy's own f16 -> f32 cast goes element by element)
+    a = to_f32(x) if dtype in (DType.F16, DType.BF16) else x.astype(acc_numpy(dtype), copy=False)
     axes = tuple(axes)
     if op in ("sum", "mean"):
         # NumPy sums a contiguous trailing block pairwise (error ~ log n), but any other layout
