@@ -24,6 +24,28 @@ DTYPES = ("f32", "f16", "bf16")
 TDT = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 
 
+def router_rows_bad(torch, x, b, vals, idx, scale, eps=1e-6):
+    """Rows of (vals, idx) that are not a grouped top-k routing of x in float64 up to ``eps``:
+    every chosen expert's group is among the 4 best by group score (within eps), no expert left
+    out of a surely kept group beats the weakest chosen one by more than eps, and the values are
+    s at the chosen experts, normalised and scaled (f32 tolerance)."""
+    s = torch.sigmoid(x.double())
+    c = s + b.double()
+    n = c.shape[0]
+    idx = idx.long()
+    gs = c.view(n, 8, 32).topk(2, dim=-1).values.sum(-1)
+    fourth = gs.topk(4, dim=-1).values[:, -1:]
+    chosen_g = torch.gather(gs, 1, idx // 32)
+    bad = (chosen_g < fourth - eps).any(-1)
+    sure = (gs > fourth + eps).repeat_interleave(32, dim=1)
+    left = torch.where(sure, c, torch.full_like(c, -1e9)).scatter(1, idx, -1e9)
+    bad |= left.max(-1).values > torch.gather(c, 1, idx).min(-1).values + eps
+    sv = torch.gather(s, 1, idx)
+    want = sv / (sv.sum(-1, keepdim=True) + 1e-20) * scale
+    bad |= ((vals.double() - want).abs() > 1e-5 + 1e-5 * want.abs()).any(-1)
+    return int(bad.sum())
+
+
 def _workload(env, op, make_set, eager, attrs=None, assign=False, descs=None):
     """``standard_workload`` for this family (most peers return their result: ``assign``)."""
     return standard_workload(env, op, make_set, eager, attrs=attrs, assign=assign, descs=descs)
@@ -201,6 +223,17 @@ def topk_router_case(dtype, ntoken, k, quick=False):
 
         work = _workload(env, "topkrouter", make_set, eager, assign=True)
         work.runtime = (2.5, k)
+
+        def recheck(s, ok, detail):
+            if ok:
+                return ok, detail
+            v, i, x, b = work.buffers[s]
+            bad = router_rows_bad(torch, x, b, v, i, 2.5)
+            if bad:
+                return False, f"{detail}; {bad} rows are not a top-{k} routing (float64 check)"
+            return True, f"{detail}; every row is a valid routing in float64 (near-ties ordered differently)"
+
+        work.recheck = recheck
         return work
 
     return BenchCase(NAME, "topkrouter", f"{ntoken}x256 top-{k}", dtype, shape, build, quick=quick, compile=False)
