@@ -442,6 +442,160 @@ def test_sum_reduce_max_reduce_mean_nvidia_rows16(monkeypatch, env):
                 )
 
 
+def test_reduce_rows_warp_plan_rule(monkeypatch):
+    """Round 9D: short contiguous f32 / f16 / bf16 rows (Ri <= 256 packs) take reduce_rows_warp
+    (a warp per row, NP loads per lane, 4 rows per block) unless switched off."""
+    from infiniop_py.dtypes import DType
+    from infiniop_py.reduce import plan_reduce
+
+    for k in ("IOP_REDUCE_RW", "IOP_REDUCE_RWB", "IOP_REDUCE_RWNP", "IOP_REDUCE_RWDEP"):
+        monkeypatch.delenv(k, raising=False)
+
+    def last(shape, dt):
+        strides = [1] * len(shape)
+        for i in range(len(shape) - 2, -1, -1):
+            strides[i] = strides[i + 1] * shape[i + 1]
+        return plan_reduce(shape, tuple(strides), tuple(strides[:-1]) + (0,), (len(shape) - 1,), dt, 132)
+
+    for dt, np_ in ((DType.F32, 8), (DType.F16, 4), (DType.BF16, 4)):
+        p = last((4, 512, 896), dt)
+        assert p.rw == np_ and p.rwdep == -1 and p.block == (32, 4) and p.grid == (512, 1) and p.S == 1 and p.workspace == 0
+    assert last((64, 896), DType.F16).grid == (16, 1)
+    assert last((1024, 2048), DType.F16).rw == 8  # 256 packs: the largest row
+    assert last((2048, 2048), DType.F16).rw == 8  # (round 7's reduce_rows16 warp plan before)
+    assert last((2048, 1024), DType.F32).rw == 8
+    assert last((2048, 1025), DType.F32).rw == 0 and last((2048, 2049), DType.BF16).rw == 0
+    assert last((8192, 8192), DType.F16).rw == 0 and last((8192, 8192), DType.F16).block == (32, 4)  # round 7
+    assert last((8192, 512), DType.F16).rw == 2 and last((100, 17), DType.F32).rw == 1
+    assert last((100, 15), DType.F16).rw == 0  # < 2 packs: the scalar path
+    assert last((4, 512, 896), DType.F64).rw == 0 and last((4, 512, 896), DType.I32).rw == 0
+    full = plan_reduce((4, 512, 896), (458752, 896, 1), (0, 0, 0), (0, 1, 2), DType.F16, 132)
+    assert full.rw == 0  # one long row
+    assert plan_reduce((4, 512, 896), (458752, 896, 1), (896, 0, 1), (1,), DType.F16, 132).kind != "rows"
+    monkeypatch.setenv("IOP_REDUCE_RW", "mid")  # run 1's rule: rows > 512 that round 7 leaves
+    assert last((8192, 512), DType.F16).rw == 0 and last((2048, 2048), DType.F16).rw == 0
+    assert last((1024, 2048), DType.F16).rw == 8 and last((4, 512, 896), DType.F32).rw == 8
+    monkeypatch.setenv("IOP_REDUCE_RWB", "8")
+    monkeypatch.setenv("IOP_REDUCE_RWNP", "2")
+    monkeypatch.setenv("IOP_REDUCE_RWDEP", "0")
+    p = last((4, 512, 896), DType.F16)
+    assert p.rw == 2 and p.rwdep == 0 and p.block == (32, 8) and p.grid == (256, 1)
+    monkeypatch.setenv("IOP_REDUCE_RW", "0")
+    p = last((4, 512, 896), DType.F16)
+    assert p.rw == 0 and p.block == (64, 1) and p.grid == (2048, 1) and p.h16 == 1
+    assert last((4, 512, 896), DType.F32).block == (64, 1)
+    assert last((8192, 512), DType.F16).block == (32, 8)
+
+
+# -- NVIDIA: reduce_rows_warp (round 9D) under its switches ---------------------------------
+# (x shape, x view (slices into a larger base, or None), axes): rows of 17 .. 2049 elements,
+# 1 .. 2051 rows, strided kept dims, odd element offsets of every row
+RW_CASES = [
+    ((4, 512, 896), None, (2,)),
+    ((2051, 896), None, (1,)),
+    ((1, 896), None, (1,)),
+    ((3, 897), None, (1,)),
+    ((37, 1000), None, (1,)),
+    ((5, 1024), None, (1,)),
+    ((9, 2048), None, (1,)),
+    ((7, 2049), None, (1,)),
+    ((33, 513), None, (1,)),
+    ((64, 17), None, (1,)),
+    ((65, 255), None, (1,)),
+    ((129, 512), None, (1,)),
+    ((300, 64), None, (1,)),
+    ((5, 16), None, (1,)),
+    ((3, 33), None, (1,)),
+    ((1100, 2048), None, (1,)),  # round 7's warp rule (>= 8 rows per SM): now reduce_rows_warp
+    ((6, 5, 897), ((6, 10, 901), (slice(None), slice(None, None, 2), slice(1, 898))), (2,)),  # strided kept, odd rows
+    ((4, 3, 896), ((4, 3, 1000), (slice(None), slice(None), slice(8, 904))), (2,)),  # aligned rows, gaps
+]
+RW_ENVS = [
+    {},
+    {"IOP_REDUCE_RW": "0"},
+    {"IOP_REDUCE_RW": "mid"},
+    {"IOP_REDUCE_RWB": "1"},
+    {"IOP_REDUCE_RWB": "8"},
+    {"IOP_REDUCE_RWB": "16"},
+    {"IOP_REDUCE_RWNP": "1"},
+    {"IOP_REDUCE_RWNP": "2"},
+    {"IOP_REDUCE_RWNP": "8"},
+    {"IOP_REDUCE_RWDEP": "0"},
+    {"IOP_REDUCE_RWDEP": "1"},
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "env", RW_ENVS, ids=["default", "off", "mid", "rpb1", "rpb8", "rpb16", "np1", "np2", "np8", "dep0", "dep1"]
+)
+def test_sum_reduce_max_reduce_mean_nvidia_rows_warp(monkeypatch, env):
+    cp = _gpu_with_env(monkeypatch, env)
+    import ml_dtypes
+
+    h = iop.create_handle("nvidia")
+    rng = np.random.default_rng(9)
+    dts = (
+        (iop.float32, np.float32, 1e-5),
+        (iop.float16, np.float16, 2e-3),
+        (iop.bfloat16, ml_dtypes.bfloat16, 1.6e-2),
+    )
+    for shape, view, axes in RW_CASES:
+        for op in ("sum", "reduce_max", "reduce_mean"):
+            for dt, npdt, tol in dts:
+                bshape = view[0] if view else shape
+                base = (rng.standard_normal(bshape) * 4).astype(npdt)
+                if op == "reduce_max":  # NaN in one row, -inf in another, an all -inf row
+                    b = base.reshape(-1, bshape[-1])
+                    b[0, min(5, bshape[-1] - 1)] = np.nan
+                    b[-1, -3] = -np.inf
+                    if b.shape[0] > 2:
+                        b[1, :] = -np.inf
+                x = base[view[1]] if view else base
+                a = x.astype(np.float64)
+                want = a.sum(axes) if op == "sum" else a.max(axes) if op == "reduce_max" else a.mean(axes)
+                attrs = {"dims": list(axes)} if op == "sum" else {"dim": axes[0]}
+                xs = tuple(s // x.itemsize for s in x.strides)
+                d = iop.create_descriptor(op, h, D(want.shape, None, dt), D(shape, xs, dt), **attrs)
+                ws = cp.empty(max(1, d.workspace_size), cp.uint8)
+                scale = np.sqrt(shape[-1]) if op != "reduce_max" else 1.0
+                bd = cp.asarray(base)
+                # the same view at an odd element offset: every row start moves by 3 elements
+                bo = cp.asarray(np.concatenate([np.zeros(3, npdt), base.ravel()]))[3:].reshape(bshape)
+                for bin_ in (bd, bo):
+                    xin = bin_[view[1]] if view else bin_
+                    outs = []
+                    for _ in range(2):
+                        y = cp.asarray(np.full(want.shape, 7, npdt))
+                        d.calculate(ws, y, xin)
+                        cp.cuda.get_current_stream().synchronize()
+                        outs.append(cp.asnumpy(y))
+                    tag = f"{op} {shape} {view and view[0]} {dt} {env}"
+                    assert outs[0].tobytes() == outs[1].tobytes(), tag  # deterministic
+                    got = outs[0].astype(np.float64)
+                    if op == "reduce_max":
+                        assert np.array_equal(np.isnan(got), np.isnan(want)), tag
+                        assert np.array_equal(np.isneginf(got), np.isneginf(want)), tag
+                    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * scale, equal_nan=True, err_msg=tag)
+
+
+@pytest.mark.gpu
+def test_reduce_rows_warp_strided_output(monkeypatch):
+    """reduce_rows_warp writes through the output strides (a kept dim of stride 2, keepdim)."""
+    cp = _gpu_with_env(monkeypatch, {})
+    h = iop.create_handle("nvidia")
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((6, 5, 896)).astype(np.float16)
+    want = x.astype(np.float64).sum(2)
+    d = iop.create_descriptor("sum", h, D((6, 5), (10, 2), iop.float16), D(x.shape, None, iop.float16), dims=[2])
+    yb = cp.full((6, 10), 7, cp.float16)
+    d.calculate(None, yb[:, ::2], cp.asarray(x))
+    cp.cuda.get_current_stream().synchronize()
+    out = cp.asnumpy(yb).astype(np.float64)
+    np.testing.assert_allclose(out[:, ::2], want, rtol=2e-3, atol=2e-3 * 30)
+    assert np.all(out[:, 1::2] == 7)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("mode", ["", "2pass", "1block", "last"])
 def test_random_sample_nvidia_greedy_modes(monkeypatch, mode):

@@ -588,3 +588,88 @@ __global__ void __launch_bounds__(1024) reduce_rows16(T* __restrict__ y, const T
   A acc = st.result();
   row_finish<T, Op, MEAN, LAST>(acc, y, off[1], ws, ticket, p, row, s, tid, G, smem, tk);
 }
+
+// reduce_rows_warp (round 9D): short contiguous rows (Ro == 1, unit stride, no split) of f32 /
+// f16 / bf16, one warp per row, blockDim = (32, rows per block), no block barrier and no shared
+// memory. Each lane issues NP 16-byte loads (packs lane, lane + 32, ...) before it
+// combines any, so a row of up to 32 * NP packs costs one memory round trip (4 x 512 x 896:
+// 3.5 packs per lane in f16, 7 in f32); longer rows loop over batches of NP. The unaligned head
+// and the tail (< 16 bytes each) are taken by the first lanes as scalars. Halves combine raw
+// words (R16State: two f32 sums, packed max.NaN); f32 keeps four accumulators (one per pack
+// component). Fixed order per lane, butterfly across the warp: deterministic.
+template <class Op> struct RWIsMax { static constexpr bool v = false; };
+template <> struct RWIsMax<MaxOp> { static constexpr bool v = true; };
+template <class T, class Op> struct RWState : R16State<T, Op> {
+  static constexpr unsigned int NEUTRAL = RWIsMax<Op>::v ? R16Word<T>::NEG_INF2 : 0x80008000u;
+};
+template <class Op> struct RWState<float, Op> {
+  static constexpr unsigned int NEUTRAL = RWIsMax<Op>::v ? 0xff800000u : 0x80000000u;
+  float a0, a1, a2, a3;
+  __device__ __forceinline__ void init() { a0 = a1 = a2 = a3 = Op::template identity<float>(); }
+  __device__ __forceinline__ void add1(float v) { a0 = Op::template combine<float>(a0, v); }
+  __device__ __forceinline__ void add(uint4 w) {
+    a0 = Op::template combine<float>(a0, __uint_as_float(w.x));
+    a1 = Op::template combine<float>(a1, __uint_as_float(w.y));
+    a2 = Op::template combine<float>(a2, __uint_as_float(w.z));
+    a3 = Op::template combine<float>(a3, __uint_as_float(w.w));
+  }
+  __device__ __forceinline__ float result() const {
+    return Op::template combine<float>(Op::template combine<float>(a0, a1), Op::template combine<float>(a2, a3));
+  }
+};
+
+template <class T, class Op, int MEAN, int NP, int DEP>
+__global__ void __launch_bounds__(512) reduce_rows_warp(T* __restrict__ y, const T* __restrict__ x, float* __restrict__ ws,
+                                                        RedMeta p, unsigned int* __restrict__ ticket) {
+  constexpr int VEC = 16 / sizeof(T);
+  const int lane = threadIdx.x;
+  const long long row = (long long)blockIdx.x * blockDim.y + threadIdx.y;
+  if (row >= p.M) return;  // the whole warp: nothing below synchronizes the block
+  long long off0, off1;
+  if (p.kept.ndim == 1) {  // no division for the common collapsed case
+    off0 = row * p.kept.stride[0][0];
+    off1 = row * p.kept.stride[1][0];
+  } else {
+    long long off[2];
+    dim_offsets<2>(p.kept, row, off);
+    off0 = off[0];
+    off1 = off[1];
+  }
+  const T* p0 = x + off0;
+  const long long n = p.Ri;
+  long long head = (long long)((VEC - (reinterpret_cast<unsigned long long>(p0) / sizeof(T)) % VEC) % VEC);
+  if (head > n) head = n;
+  RWState<T, Op> st;
+  st.init();
+  if (lane < head) st.add1(red_load(p0[lane]));
+  const uint4* pv = reinterpret_cast<const uint4*>(p0 + head);
+  const long long nv = (n - head) / VEC;
+  // every load unconditional (index clamped to the last pack, so no predicate splits the batch
+  // and the compiler issues all NP before the first use); packs past the end are replaced by
+  // the neutral words (-0.0 for sums, -inf for max) before they are combined
+  const unsigned int id = RWState<T, Op>::NEUTRAL;
+  const uint4* const pend = pv + (nv - 1);
+  for (const uint4* q = pv + lane; q <= pend; q += 32 * NP) {
+    uint4 pk[NP];
+#pragma unroll
+    for (int u = 0; u < NP; ++u) pk[u] = __ldg(q + 32 * u < pend ? q + 32 * u : pend);
+    // ptxas otherwise interleaves the combines of the first packs with the later loads (a warp
+    // stalls on its first use, so the later loads would wait a round trip): every word is
+    // XORed with z, zero at run time (p.kept.pad_ is 0) but a function of all NP loads
+    // (DEP = 0: without it, for the A/B)
+    unsigned int z = pk[0].x;
+#pragma unroll
+    for (int u = 1; u < NP; ++u) z ^= pk[u].x;
+    z = DEP ? z & (unsigned int)p.kept.pad_ : 0u;
+#pragma unroll
+    for (int u = 0; u < NP; ++u) {
+      pk[u].x ^= z, pk[u].y ^= z, pk[u].z ^= z, pk[u].w ^= z;
+      if (u > 0 && q + 32 * u > pend) pk[u] = make_uint4(id, id, id, id);
+      st.add(pk[u]);
+    }
+  }
+  const long long done = head + nv * VEC;
+  if (lane < n - done) st.add1(red_load(p0[done + lane]));
+  const float r = warp_reduce<Op, float>(st.result());
+  if (lane == 0) red_store<T, Op, MEAN>(y, off1, r, p.L);
+}
