@@ -157,3 +157,155 @@ def test_softmax_rows_nvidia_variants_4096_rows(monkeypatch, env):
         x = a.astype(npdt)
         for stride, inplace in ((N, False), (N + 3, False), (N + 3, True)):
             _run(cp, h, op, x, npdt, dt, stride, inplace, tol, f"{op} 4096x{N} {dt} {stride} {inplace}")
+
+
+# Round 9C (issue 4): short rows, row_softmax_short (L lanes per row, P packs per lane).
+SHORT_ENVS = {
+    "default": {},
+    "short0": {"IOP_ROWWISE_SHORT": "0"},
+    "short_all": {"IOP_ROWWISE_SHORT": "all"},
+    "L4": {"IOP_ROWWISE_SHORT": "all", "IOP_ROWWISE_SHORT_L": "4"},
+    "L8_w1": {"IOP_ROWWISE_SHORT": "all", "IOP_ROWWISE_SHORT_L": "8", "IOP_ROWWISE_SHORT_W": "1"},
+    "L16_w2": {"IOP_ROWWISE_SHORT": "all", "IOP_ROWWISE_SHORT_L": "16", "IOP_ROWWISE_SHORT_W": "2"},
+    "L32": {"IOP_ROWWISE_SHORT": "all", "IOP_ROWWISE_SHORT_L": "32"},
+    "p1": {"IOP_ROWWISE_SHORT": "all", "IOP_ROWWISE_SHORT_P": "1"},
+    "p4": {"IOP_ROWWISE_SHORT": "all", "IOP_ROWWISE_SHORT_P": "4"},
+    "nc": {"IOP_ROWWISE_SHORT": "all", "IOP_ROWWISE_SHORT_H": "1"},
+}
+
+
+def test_short_plan_rule(monkeypatch):
+    from infiniop_py.dtypes import DType
+    from infiniop_py.reduce.rowwise import all_names, short_kernel_name, short_plan, warp_packs
+
+    for k in ("IOP_ROWWISE_SHORT", "IOP_ROWWISE_SHORT_L", "IOP_ROWWISE_SHORT_P", "IOP_ROWWISE_SHORT_W", "IOP_ROWWISE_SHORT_H"):
+        monkeypatch.delenv(k, raising=False)
+    # default: f32 two packs per lane, 16-bit one; f32 rows of <= 256 packs, 16-bit <= 128
+    assert short_plan(DType.F32, "softmax", 128) == (16, 2, 4, 0)
+    assert short_plan(DType.F16, "log_softmax", 128) == (16, 1, 4, 0)
+    assert short_plan(DType.BF16, "softmax", 17) == (4, 1, 4, 0)
+    assert short_plan(DType.F32, "log_softmax", 1000) == (32, 8, 4, 0)
+    assert short_plan(DType.F16, "softmax", 1000) == (32, 4, 4, 0) and short_plan(DType.BF16, "softmax", 1031) == (32, 4, 4, 0)
+    assert short_plan(DType.F16, "softmax", 1032) is None and short_plan(DType.F32, "softmax", 1028) is None
+    assert warp_packs(DType.F16, "softmax", 1032) == 8 and warp_packs(DType.F16, "log_softmax", 1032) == 8
+    assert short_plan(DType.F32, "softmax", 3) is None  # no whole pack (the scalar path anyway)
+    assert short_plan(DType.F16, "causal", 128) is None and short_plan(DType.F64, "softmax", 128) is None
+    assert short_plan(DType.F32, "softmax", 4096) is None and short_plan(DType.F16, "softmax", 32000) is None
+    assert short_kernel_name(DType.F32, "softmax", 16, 2) in all_names(DType.F32, "softmax")
+    assert short_kernel_name(DType.BF16, "log_softmax", 32, 8, 1) in all_names(DType.BF16, "log_softmax")
+    monkeypatch.setenv("IOP_ROWWISE_SHORT", "0")
+    assert short_plan(DType.F32, "softmax", 128) is None
+    monkeypatch.setenv("IOP_ROWWISE_SHORT", "all")
+    assert short_plan(DType.F16, "softmax", 1032) == (32, 8, 4, 0)
+    assert short_plan(DType.F32, "softmax", 1028) is None  # 257 packs: more than 32 x 8
+    monkeypatch.setenv("IOP_ROWWISE_SHORT_P", "2")
+    assert short_plan(DType.F16, "softmax", 128) == (8, 2, 4, 0)
+    monkeypatch.setenv("IOP_ROWWISE_SHORT_L", "4")
+    assert short_plan(DType.F32, "softmax", 64) == (4, 4, 4, 0) and short_plan(DType.F32, "softmax", 128) is None
+    monkeypatch.setenv("IOP_ROWWISE_SHORT_L", "8")
+    monkeypatch.setenv("IOP_ROWWISE_SHORT_W", "1")
+    monkeypatch.setenv("IOP_ROWWISE_SHORT_H", "1")
+    assert short_plan(DType.F32, "softmax", 128) == (8, 4, 1, 1)
+
+
+def _run_any(cp, h, op, x, npdt, dt, stride, inplace, tol, tag, xoff=0, yoff=None):
+    """Like ``_run`` for any element size, with the x (and y) view starting ``xoff`` (``yoff``)
+    elements into its buffer (odd offsets: every row unaligned)."""
+    R, N = x.shape
+    yoff = xoff if yoff is None else yoff
+    es = np.dtype(npdt).itemsize
+    want = _want(x, op)
+    sh, st = (R, N), (stride, 1)
+    d = iop.create_descriptor(op, h, D(sh, st, dt), D(sh, st, dt), dim=-1)
+    buf = np.full(R * stride + 8, 7, npdt)
+    buf[xoff : xoff + R * stride].reshape(R, stride)[:, :N] = x
+    xb = cp.asarray(buf)
+    xd = cp.lib.stride_tricks.as_strided(xb[xoff:], sh, (stride * es, es))
+    if inplace:
+        yb, yd, yoff = xb, xd, xoff
+    else:
+        yb = cp.asarray(np.full(R * stride + 8, 5, npdt))
+        yd = cp.lib.stride_tricks.as_strided(yb[yoff:], sh, (stride * es, es))
+    d.calculate(None, yd, xd)
+    cp.cuda.get_current_stream().synchronize()
+    full = cp.asnumpy(yb)
+    out = full[yoff : yoff + R * stride].reshape(R, stride)
+    got = out[:, :N].astype(np.float64)
+    fill = 7 if inplace else 5
+    if stride > N:  # gap columns untouched
+        assert np.all(out[:, N:].astype(np.float64) == fill), tag
+    assert np.all(full[:yoff].astype(np.float64) == fill) and np.all(full[yoff + R * stride :].astype(np.float64) == fill), tag
+    assert np.array_equal(np.isnan(got), np.isnan(want)), tag
+    assert np.array_equal(np.isneginf(got), np.isneginf(want)), tag
+    fin = np.isfinite(want)
+    np.testing.assert_allclose(got[fin], want[fin], rtol=tol, atol=tol, err_msg=tag)
+    if not inplace:
+        d.calculate(None, yd, xd)
+        cp.cuda.get_current_stream().synchronize()
+        assert np.array_equal(cp.asnumpy(yb).view(np.uint8), full.view(np.uint8)), tag
+
+
+def _short_types():
+    import ml_dtypes
+
+    return (
+        (iop.float32, np.float32, 2e-5),
+        (iop.float16, np.float16, 2e-3),
+        (iop.bfloat16, ml_dtypes.bfloat16, 2e-2),
+    )
+
+
+def _short_rows(rng, rows, n):
+    a = rng.uniform(-8, 8, size=(rows, n))
+    a[:, 5::11] = -np.inf
+    if rows > 2:
+        a[1] = -np.inf  # all -inf: NaN, as torch
+    if rows > 4:
+        a[3, : n // 2] = -np.inf
+    return a
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("env", list(SHORT_ENVS.values()), ids=list(SHORT_ENVS))
+def test_softmax_short_rows_nvidia(monkeypatch, env):
+    cp = _gpu(monkeypatch, env)
+    h = iop.create_handle("nvidia")
+    rng = np.random.default_rng(31)
+    shapes = ((1, 128), (2, 17), (3, 100), (4, 127), (5, 129), (6, 64), (7, 256), (8, 512), (9, 1000), (3, 33), (2, 1), (2, 1031))
+    if env not in (SHORT_ENVS["default"], SHORT_ENVS["short_all"], SHORT_ENVS["nc"]):  # the switches: fewer modules to compile
+        shapes = ((2, 17), (4, 127), (5, 129), (9, 1000))
+    for op in ("softmax", "log_softmax"):
+        for R, N in shapes:
+            for dt, npdt, tol in _short_types():
+                x = _short_rows(rng, R, N).astype(npdt)
+                for stride, inplace, xoff, yoff in (
+                    (N, False, 0, 0),
+                    (N + 3, False, 0, 0),
+                    (N, True, 0, 0),
+                    (N + 3, True, 1, 1),
+                    (N, False, 1, 1),
+                    (N + 3, False, 3, 0),
+                ):
+                    tag = f"{op} {R}x{N} {dt} stride {stride} inplace {inplace} off {xoff}/{yoff}"
+                    _run_any(cp, h, op, x, npdt, dt, stride, inplace, tol, tag, xoff, yoff)
+
+
+SHORT_ENVS_4096 = {k: SHORT_ENVS[k] for k in ("default", "short0", "short_all", "p4", "nc")}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("env", list(SHORT_ENVS_4096.values()), ids=list(SHORT_ENVS_4096))
+def test_softmax_short_rows_nvidia_4096_rows(monkeypatch, env):
+    cp = _gpu(monkeypatch, env)
+    h = iop.create_handle("nvidia")
+    rng = np.random.default_rng(37)
+    for N in (128, 1000, 129):
+        for op in ("softmax", "log_softmax"):
+            for dt, npdt, tol in _short_types():
+                a = rng.uniform(-8, 8, size=(4096, N))
+                a[:, 7::13] = -np.inf
+                a[4095] = -np.inf
+                x = a.astype(npdt)
+                for stride, inplace, off in ((N, False, 0), (N + 3, True, 1)):
+                    tag = f"{op} 4096x{N} {dt} stride {stride} inplace {inplace} off {off}"
+                    _run_any(cp, h, op, x, npdt, dt, stride, inplace, tol, tag, off)

@@ -760,3 +760,136 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_wpipe(T* y, const T* x,
     c = n;
   }
 }
+
+// row_softmax_short: softmax / log_softmax of short contiguous rows (f32 / f16 / bf16, y at x's
+// 16-byte alignment): a group of L lanes (L = 4 ... 32, a power of two) owns one row, 32 / L
+// rows per warp, each lane P 16-byte packs (pack g + L * e of the row's aligned part) plus the
+// unaligned head and tail (< 8 elements each) as scalars (element g + L * j). Every size is a
+// template constant, so no lane converts, compares or exponentiates an unused slot (the block
+// kernel's runtime-sized cache spent 8x the exponentials on rows of 128 f32). The row values
+// are held as f32 (P * 16 / sizeof(T) registers); the max and sum reduce within the group
+// (log2 L xor shuffles, full-warp masks: lanes of rows past R take part and store nothing);
+// softmax keeps exp(v - m) from the sum pass and multiplies it by 1 / s (one exponential per
+// element), log_softmax writes (v - m) - log s. Max propagates NaN (max.NaN.f32); an all -inf row
+// gives NaN, as torch. Deterministic: fixed per-lane order, fixed butterfly. H (tuning switch):
+// bit 0 loads the packs with ld.global.nc.L1::no_allocate (valid in place: each pack is read only
+// by the group that writes it), bit 2 stores them with st.global.cs.
+__device__ __forceinline__ float rs_max(float a, float b) {
+  float d;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
+  return d;
+}
+
+template <class T, int MODE, int L, int P, int H>
+__global__ void __launch_bounds__(128) row_softmax_short(T* y, const T* x, const int* __restrict__ tgt,
+                                                         float* __restrict__ ws, RowMeta p) {
+  typedef HybW<T> HW;
+  typedef Pack<unsigned int, 4> W4;
+  const int EPP = 16 / (int)sizeof(T);  // elements per pack
+  const int EPW = HW::EPW;              // elements per 32-bit word
+  const int HS = (EPP - 1 + L - 1) / L;  // head / tail slots per lane
+  const int lane = threadIdx.x, g = lane & (L - 1);
+  const long long r = ((long long)blockIdx.x * blockDim.y + threadIdx.y) * (32 / L) + lane / L;
+  const bool active = r < p.R;  // uniform per group
+  const float NINF = red_neg_inf(0.f);
+  float c[P][EPP], hv[HS], tv[HS];
+#pragma unroll
+  for (int j = 0; j < HS; ++j) hv[j] = tv[j] = NINF;
+#pragma unroll
+  for (int e = 0; e < P; ++e)
+#pragma unroll
+    for (int k = 0; k < EPP; ++k) c[e][k] = NINF;
+  const T* px = x;
+  T* py = y;
+  int head = 0, nv = 0, tail0 = 0, ntail = 0;
+  if (active) {
+    long long o0 = 0, o1 = 0;
+    if (p.rows.ndim == 1) {  // collapsed rows: no 64-bit division
+      o0 = r * p.rows.stride[0][0];
+      o1 = r * p.rows.stride[1][0];
+    } else if (p.rows.ndim > 1) {
+      long long off[3];
+      dim_offsets<3>(p.rows, r, off);
+      o0 = off[0];
+      o1 = off[1];
+    }
+    px = x + o0;
+    py = y + o1;
+    const int N = (int)p.N;
+    head = (int)((EPP - (reinterpret_cast<unsigned long long>(px) / sizeof(T)) % EPP) % EPP);
+    if (head > N) head = N;
+    nv = (N - head) / EPP;
+    tail0 = head + nv * EPP;
+    ntail = N - tail0;
+    const W4* xv = reinterpret_cast<const W4*>(px + head);
+#pragma unroll
+    for (int e = 0; e < P; ++e) {
+      const int v = g + L * e;
+      if (v < nv) {
+        const W4 q = wp_load<H & 1>(xv + v, 0ull);
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+          for (int k = 0; k < EPW; ++k) c[e][i * EPW + k] = HW::get(q.v[i], k);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < HS; ++j) {
+      const int i = g + L * j;
+      if (i < head) hv[j] = red_load(px[i]);
+      if (i < ntail) tv[j] = red_load(px[tail0 + i]);
+    }
+  }
+  float m = NINF;
+#pragma unroll
+  for (int j = 0; j < HS; ++j) m = rs_max(m, rs_max(hv[j], tv[j]));
+#pragma unroll
+  for (int e = 0; e < P; ++e)
+#pragma unroll
+    for (int k = 0; k < EPP; ++k) m = rs_max(m, c[e][k]);
+#pragma unroll
+  for (int o = L / 2; o > 0; o >>= 1) m = rs_max(m, __shfl_xor_sync(0xffffffffu, m, o));
+  float s = 0.f;
+#pragma unroll
+  for (int j = 0; j < HS; ++j) {
+    const float a = RowMath<T>::exp_(hv[j] - m), b = RowMath<T>::exp_(tv[j] - m);
+    s += a + b;
+    if (MODE == RW_SOFTMAX) {
+      hv[j] = a;
+      tv[j] = b;
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < P; ++e)
+#pragma unroll
+    for (int k = 0; k < EPP; ++k) {
+      const float a = RowMath<T>::exp_(c[e][k] - m);
+      s += a;
+      if (MODE == RW_SOFTMAX) c[e][k] = a;
+    }
+#pragma unroll
+  for (int o = L / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+  if (!active) return;
+  const float inv = 1.f / s;
+  const float lg = MODE == RW_SOFTMAX ? 0.f : RowMath<T>::log_(s);
+#define RS_OUT(v) (MODE == RW_SOFTMAX ? (v) * inv : (v) - m - lg)
+#pragma unroll
+  for (int j = 0; j < HS; ++j) {
+    const int i = g + L * j;
+    if (i < head) py[i] = Conv<T>::from(RS_OUT(hv[j]));
+    if (i < ntail) py[tail0 + i] = Conv<T>::from(RS_OUT(tv[j]));
+  }
+  W4* yv = reinterpret_cast<W4*>(py + head);
+#pragma unroll
+  for (int e = 0; e < P; ++e) {
+    const int v = g + L * e;
+    if (v < nv) {
+      W4 o;
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        o.v[i] = HW::put(RS_OUT(c[e][i * EPW]), EPW == 2 ? RS_OUT(c[e][i * EPW + EPW - 1]) : 0.f);
+      hyb_store<(H >> 2) & 1>(yv + v, o);
+    }
+  }
+#undef RS_OUT
+}

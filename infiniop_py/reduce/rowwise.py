@@ -3,7 +3,9 @@
 A "row" is the line of elements along ``dim``; every other dim enumerates rows. The plan picks
 ``row_softmax`` when ``dim`` is the input's fastest dim (register-cached rows, 16-byte vectors
 when contiguous) and ``col_softmax`` otherwise (one thread per row, coalesced across rows).
-16-bit softmax / log_softmax rows of <= 1024 packs on the 16-byte path go to a warp per row
+f32 / f16 / bf16 softmax / log_softmax rows of at most 256 (f32) / 128 (16-bit) 16-byte packs
+(N <= 1027 / 1031) go to ``row_softmax_short`` (``short_plan``: 4-32 lanes per row, several rows
+per warp, sizes fixed at compile time); longer 16-bit rows of <= 1024 packs to a warp per row
 instead (``warp_packs``: ``row_softmax_warp``; ``pipe_plan``: ``row_softmax_wpipe`` with nc
 loads and one-warp blocks at N = 1800-2055, two warps per row for unaligned N = 2057-4103);
 rows of 16385-65536 to ``row_softmax_hyb`` (``hyb_plan``).
@@ -91,6 +93,8 @@ def warp_packs(dtype: DType, mode: str, n: int) -> int:
     packs per lane (only 8192 measured: f16 softmax 40.73 vs 40.77 us, log_softmax 37.88 vs
     40.18, bf16 38.59 vs 41.30 / 36.08 vs 40.60).
 
+    Rows that ``short_plan`` takes (16-bit N <= 1031 by default) never get here.
+
     ``IOP_ROWWISE_WARP`` (tuning switch for A/B): ``0`` never, ``all`` every row that fits 32
     packs per lane; ``IOP_ROWWISE_WARP_MINB`` overrides the blocks-per-SM launch bound."""
     env = os.environ.get("IOP_ROWWISE_WARP", "")
@@ -102,6 +106,58 @@ def warp_packs(dtype: DType, mode: str, n: int) -> int:
     if env != "all" and mode == "softmax" and nv <= 128:  # softmax 1000: block kernel measured faster
         return 0
     return next(q for q in WARP_PACKS if 32 * q >= nv)
+
+
+SHORT_LANES = (4, 8, 16, 32)  # lanes per row of row_softmax_short instantiations
+SHORT_PACKS = (1, 2, 4, 8)  # packs per lane (8 only with 32 lanes)
+SHORT_PPL = {4: 2, 2: 1}  # default packs per lane the lane count aims at, by element size
+SHORT_MAX_NV = {4: 256, 2: 128}  # default rule: rows of at most this many whole 16-byte packs
+SHORT_HINTS = (0, 1)  # H instantiated: 0 plain loads, 1 ld.global.nc.L1::no_allocate
+
+
+def short_names(dtype: DType, mode: str) -> list[tuple[int, int]]:
+    """(L, P) pairs instantiated for ``row_softmax_short``."""
+    return [(q, p) for q in SHORT_LANES for p in SHORT_PACKS if p < 8 or q == 32]
+
+
+def short_plan(dtype: DType, mode: str, n: int) -> tuple[int, int, int, int] | None:
+    """(L, P, warps per block, H) of ``row_softmax_short`` (L lanes per row, 32 / L rows per
+    warp, P 16-byte packs per lane, every size a template constant) for an f32 / f16 / bf16
+    softmax / log_softmax row of N elements on the 16-byte path; None: not used.
+
+    L is the power of two (4-32) at or above ceil(packs / ``SHORT_PPL``), P the fewest
+    instantiated packs per lane that cover the row's whole packs (N // (16 / size)).
+
+    Default (H200, CUDA-graph replay, 4096 rows, against the earlier kernels: the block kernel
+    with a runtime-sized cache, or row_softmax_warp; docs/perf/reductions.md, round 9C): every
+    row of at most ``SHORT_MAX_NV`` packs (f32 N <= 1027, 16-bit N <= 1031). f32 softmax 128
+    6.62 -> 2.47 us (torch 2.55), log_softmax 6.76 -> 2.49; f16 5.04 -> 2.19 / 3.65 -> 2.14;
+    faster at every N measured (17, 64, 128, 256, 512, 1000). Two packs per lane for f32, one
+    for 16-bit rows (the neighbours measured within 0.1 us; four packs per lane lost).
+
+    Tuning switches (read at descriptor create): ``IOP_ROWWISE_SHORT`` ``0`` never (the earlier
+    kernels), ``all`` every row that fits 32 lanes x 8 packs; ``IOP_ROWWISE_SHORT_L`` lanes per
+    row, ``IOP_ROWWISE_SHORT_P`` packs per lane the lane count aims at, ``IOP_ROWWISE_SHORT_W``
+    warps per 128-thread-max block (1, 2 or 4), ``IOP_ROWWISE_SHORT_H`` load hint (1: nc)."""
+    env = os.environ.get("IOP_ROWWISE_SHORT", "")
+    if env == "0" or mode not in ("softmax", "log_softmax") or dtype not in (DType.F32, DType.F16, DType.BF16):
+        return None
+    size = itemsize(dtype)
+    nv = n // vec_of(dtype)  # whole packs at the best alignment (head / tail slots cover the rest)
+    if nv < 1 or nv > 32 * SHORT_PACKS[-1] or (env != "all" and nv > SHORT_MAX_NV[size]):
+        return None
+    ppl = int(os.environ.get("IOP_ROWWISE_SHORT_P", "") or SHORT_PPL[size])
+    L = int(os.environ.get("IOP_ROWWISE_SHORT_L", "") or min(32, max(4, _pow2ceil(-(-nv // max(1, ppl))))))
+    P = next((q for q in SHORT_PACKS if L * q >= nv and (L, q) in short_names(dtype, mode)), 0)
+    if not P:
+        return None
+    w = int(os.environ.get("IOP_ROWWISE_SHORT_W", "") or 4)
+    h = int(os.environ.get("IOP_ROWWISE_SHORT_H", "") or 0)
+    return L, P, max(1, min(4, w)), h if h in SHORT_HINTS else 0
+
+
+def short_kernel_name(dtype: DType, mode: str, lanes: int, p: int, h: int = 0) -> str:
+    return f"row_softmax_short<{ctype(dtype)}, {MODES[mode]}, {lanes}, {p}, {h}>"
 
 
 PIPE_RPW = 2  # row_softmax_wpipe: rows per warp (slot) by default
@@ -253,6 +309,8 @@ def all_names(dtype: DType, mode: str, ti: str = "int") -> list[str]:
         names += [warp_kernel_name(dtype, mode, q, WARP_MINB[q]) for q in WARP_PACKS]
         names += [pipe_kernel_name(dtype, mode, q, PIPE_MINB[q], s, 0) for q in (4, 8, 16) for s in (1, 2)]
         names += [pipe_kernel_name(dtype, mode, q, WARP_MINB[q], s, h) for q in (4, 8, 16) for s, h in ((1, 9), (1, 12), (2, 8))]
+    if mode in ("softmax", "log_softmax") and dtype in (DType.F32, DType.F16, DType.BF16):
+        names += [short_kernel_name(dtype, mode, q, p, h) for q, p in short_names(dtype, mode) for h in SHORT_HINTS]
     if mode in ("softmax", "log_softmax") and itemsize(dtype) in (2, 4):
         names += [hyb_kernel_name(dtype, mode, q, cs) for q in (4, 8) for cs in (0, 1)]
     if mode == "ce_loss":
@@ -348,6 +406,15 @@ class RowwiseKernel(CudaKernel):
                     names.append(name)
                     smem[len(configs)] = S * G * 16
                     configs.append((name, (R,), (G,), meta))
+                    continue
+                sp = short_plan(dtype, mode, N) if v > 1 else None
+                if sp:  # L lanes per row, 32 / L rows per warp, sizes fixed at compile time
+                    L, P, wpb, h = sp
+                    meta = meta_rows + struct.pack("<7q", N, lay.sx, lay.sy, R, lay.seq, lay.shift, 1)
+                    name = short_kernel_name(dtype, mode, L, P, h)
+                    names.append(name)
+                    rpb = wpb * (32 // L)
+                    configs.append((name, (-(-R // rpb),), (32, wpb), meta))
                     continue
                 pp = pipe_plan(dtype, mode, N) if v > 1 else None
                 if pp:  # a warp (or two) per row, looping over rows, next row loaded while writing

@@ -7,7 +7,12 @@ CUDA events per call, CUDA-graph replay for kernel-only time, results checked ag
 then a torch copy of the same bytes timed by the same graph replay (the kernel-only ceiling of
 one launch of that size).
 
-    python3 -m tools.bench.ab_softmax8 --reps 50 [--match TEXT] [--out FILE]
+    python3 -m tools.bench.ab_softmax8 --reps 50 [--match TEXT] [--out FILE] [--minb | --short | --short2]
+
+Round 9C (``--short``): short rows N = 17 ... 1000, f32 / f16 / bf16: ``row_softmax_short`` (L
+lanes per row, P packs per lane; ``new`` is the default rule) against the earlier kernels
+(``old``: ``IOP_ROWWISE_SHORT=0``) and its lane / pack / block-size switches; ``--short2`` is
+the confirmation run (old vs the default rule, and nc loads).
 """
 
 from __future__ import annotations
@@ -33,6 +38,64 @@ MID4K = {  # N = 4096 / 4097: 16 packs per lane, or 8 with two warps per row
     "s2nc": {**PIPE, "IOP_ROWWISE_PIPE_S": "2", "IOP_ROWWISE_PIPE_H": "9"},
     "w1": {**OLD, "IOP_ROWWISE_WARPS": "1"},
 }
+MINB4K = {  # aligned 4096, 16 packs per lane: launch bound 5 (default, 96 registers, 1.55 waves) vs 4 / 3
+    "old": OLD,
+    "m4": {**OLD, "IOP_ROWWISE_WARP_MINB": "4"},
+    "m3": {**OLD, "IOP_ROWWISE_WARP_MINB": "3"},
+    "m6": {**OLD, "IOP_ROWWISE_WARP_MINB": "6"},
+}
+
+
+SHORT_OLD = {"IOP_ROWWISE_SHORT": "0"}  # the block kernel / row_softmax_warp (round 8B rule)
+SHORT_ALL = {"IOP_ROWWISE_SHORT": "all"}  # the short kernel at any N that fits (rule's L / P)
+SHORT128 = {  # N = 128: f32 32 packs, 16-bit 16 packs
+    "old": SHORT_OLD,
+    "new": SHORT_ALL,  # 2 packs per lane: f32 16 lanes, 16-bit 8 lanes
+    "p1": {**SHORT_ALL, "IOP_ROWWISE_SHORT_P": "1"},  # f32 32 lanes, 16-bit 16 lanes
+    "p4": {**SHORT_ALL, "IOP_ROWWISE_SHORT_P": "4"},  # f32 8 lanes, 16-bit 4 lanes
+    "w2": {**SHORT_ALL, "IOP_ROWWISE_SHORT_W": "2"},  # 64-thread blocks
+    "w1": {**SHORT_ALL, "IOP_ROWWISE_SHORT_W": "1"},
+}
+SHORT_N = {  # other N: the rule's L / P and its neighbours
+    "old": SHORT_OLD,
+    "new": SHORT_ALL,
+    "p1": {**SHORT_ALL, "IOP_ROWWISE_SHORT_P": "1"},
+    "p4": {**SHORT_ALL, "IOP_ROWWISE_SHORT_P": "4"},
+}
+
+
+def cases_short():
+    """Round 9C, run 1: the short-row kernel's variants at N = 128 (every dtype) and its range
+    (N = 17, 64, 256, 512, 1000)."""
+    out = []
+    for n in (128, 1000, 17, 64, 256, 512):
+        for dt in ("f32", "f16", "bf16"):
+            if dt == "bf16" and n not in (128, 1000):
+                continue  # bf16 moves the bytes of f16; its rule is the same
+            for op in ("softmax", "log_softmax"):
+                var = SHORT128 if n == 128 else SHORT_N
+                if n == 17:
+                    var = {k: v for k, v in var.items() if k in ("old", "new")}  # 4 lanes either way
+                out.append((red.softmax_case(op, dt, (4096, n)), var, True))
+    return out
+
+
+def cases_short2():
+    """Round 9C, run 2: old vs the default rule (no switches) and nc loads (``IOP_ROWWISE_SHORT_H=1``)."""
+    var = {"old": SHORT_OLD, "new": {}, "nc": {"IOP_ROWWISE_SHORT_H": "1"}}
+    out = []
+    for n in (128, 1000, 17, 64, 256, 512):
+        for dt in ("f32", "f16", "bf16"):
+            if dt == "bf16" and n not in (128, 1000):
+                continue
+            for op in ("softmax", "log_softmax"):
+                out.append((red.softmax_case(op, dt, (4096, n)), var, True))
+    return out
+
+
+def cases_minb():
+    """Lead's follow-up: the warp kernel's launch bound at N = 4096 (waves per grid)."""
+    return [(red.softmax_case(op, dt, (4096, 4096)), MINB4K, True) for dt in ("f16", "bf16") for op in ("softmax", "log_softmax")]
 
 
 def cases():
@@ -151,11 +214,23 @@ def copy_ceiling(reps: int = 30) -> None:
 
 if __name__ == "__main__":
     red.ab_cases = cases
+    if "--minb" in sys.argv:  # the launch-bound follow-up only
+        sys.argv.remove("--minb")
+        red.ab_cases = cases_minb
+    if "--short" in sys.argv:
+        sys.argv.remove("--short")
+        red.ab_cases = cases_short
+    if "--short2" in sys.argv:
+        sys.argv.remove("--short2")
+        red.ab_cases = cases_short2
+    if "--no-copy" in sys.argv:
+        sys.argv.remove("--no-copy")
+        copy_ceiling = lambda: None  # noqa: E731
     if "--no-prewarm" in sys.argv:
         sys.argv.remove("--no-prewarm")
     else:
         try:
-            prewarm(cases())
+            prewarm(red.ab_cases())
         except Exception as exc:  # noqa: BLE001 - timing compiles what is missing
             print(f"# prewarm failed: {type(exc).__name__}: {exc}", flush=True)
     rc = red.ab_main()
