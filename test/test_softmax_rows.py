@@ -82,6 +82,19 @@ def _want(x, op):
     return ls if op == "log_softmax" else np.exp(ls)
 
 
+def _rows(rng, rows, n):
+    """Random rows with -inf entries, an all -inf row (NaN, as torch) and, from 5 rows on, rows
+    whose first / second half is -inf (the two halves of a split row differ)."""
+    a = rng.uniform(-8, 8, size=(rows, n))
+    a[:, 5::11] = -np.inf
+    if rows > 2:
+        a[1] = -np.inf
+    if rows > 4:
+        a[3, : n // 2] = -np.inf
+        a[4, n // 2 :] = -np.inf
+    return a
+
+
 def _run(cp, h, op, x, npdt, dt, stride, inplace, tol, tag, check_repeat=True):
     R, N = x.shape
     want = _want(x, op)
@@ -124,14 +137,7 @@ def test_softmax_rows_nvidia_variants(monkeypatch, env):
     for op in ("softmax", "log_softmax"):
         for R, N in shapes:
             for dt, npdt, tol in ((iop.float16, np.float16, 2e-3), (iop.bfloat16, ml_dtypes.bfloat16, 2e-2)):
-                a = rng.uniform(-8, 8, size=(R, N))
-                a[:, 5::11] = -np.inf
-                if R > 2:
-                    a[1] = -np.inf
-                if R > 4:  # half of a row -inf (the two halves of a split row differ)
-                    a[3, : N // 2] = -np.inf
-                    a[4, N // 2 :] = -np.inf
-                x = a.astype(npdt)
+                x = _rows(rng, R, N).astype(npdt)
                 for stride, inplace in ((N, False), (N + 3, False), (N, True), (N + 3, True)):
                     _run(cp, h, op, x, npdt, dt, stride, inplace, tol, f"{op} {R}x{N} {dt} {stride} {inplace}")
 
@@ -255,16 +261,6 @@ def _short_types():
     )
 
 
-def _short_rows(rng, rows, n):
-    a = rng.uniform(-8, 8, size=(rows, n))
-    a[:, 5::11] = -np.inf
-    if rows > 2:
-        a[1] = -np.inf  # all -inf: NaN, as torch
-    if rows > 4:
-        a[3, : n // 2] = -np.inf
-    return a
-
-
 @pytest.mark.gpu
 @pytest.mark.parametrize("env", list(SHORT_ENVS.values()), ids=list(SHORT_ENVS))
 def test_softmax_short_rows_nvidia(monkeypatch, env):
@@ -277,7 +273,7 @@ def test_softmax_short_rows_nvidia(monkeypatch, env):
     for op in ("softmax", "log_softmax"):
         for R, N in shapes:
             for dt, npdt, tol in _short_types():
-                x = _short_rows(rng, R, N).astype(npdt)
+                x = _rows(rng, R, N).astype(npdt)
                 for stride, inplace, xoff, yoff in (
                     (N, False, 0, 0),
                     (N + 3, False, 0, 0),
@@ -309,3 +305,25 @@ def test_softmax_short_rows_nvidia_4096_rows(monkeypatch, env):
                 for stride, inplace, off in ((N, False, 0), (N + 3, True, 1)):
                     tag = f"{op} 4096x{N} {dt} stride {stride} inplace {inplace} off {off}"
                     _run_any(cp, h, op, x, npdt, dt, stride, inplace, tol, tag, off)
+
+
+WARP_ENVS = [{}, {"IOP_ROWWISE_WARP": "all"}, {"IOP_ROWWISE_WARP": "0"}]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("env", WARP_ENVS, ids=["default", "warp_all", "warp0"])
+def test_softmax_log_softmax_nvidia_warp_rows(monkeypatch, env):
+    """row_softmax_warp (and the block kernel it replaces, under warp0) on odd / even row
+    lengths, contiguous and with row stride N + 3 (every row at another alignment), -inf
+    entries, an all -inf row (NaN, as torch), in place, few rows; second call bitwise equal."""
+    cp = _gpu(monkeypatch, env)
+    import ml_dtypes
+
+    h = iop.create_handle("nvidia")
+    rng = np.random.default_rng(11)
+    for op in ("softmax", "log_softmax"):
+        for R, N in ((1, 2049), (3, 3001), (5, 4097), (7, 1000), (4, 2048), (6, 4096), (9, 17), (2, 520), (2, 8192), (3, 8195)):
+            for dt, npdt, tol in ((iop.float16, np.float16, 2e-3), (iop.bfloat16, ml_dtypes.bfloat16, 2e-2)):
+                x = _rows(rng, R, N).astype(npdt)
+                for stride, inplace in ((N, False), (N + 3, False), (N, True), (N + 3, True)):
+                    _run(cp, h, op, x, npdt, dt, stride, inplace, tol, f"{op} {R}x{N} {dt} stride {stride} inplace {inplace}")

@@ -316,6 +316,33 @@ template <> struct RawPair<iop_bf16> {
   }
 };
 
+// A lane's share of a 16-bit row held as raw words (P packs of 4 words, two values each) plus
+// its unaligned head / tail scalars: the max (packed max.NaN pairs on 4 independent chains,
+// converted once) and the sum of exp(v - m) (two f32 chains). Shared by the warp kernels.
+template <class T, int P>
+__device__ __forceinline__ float raw_lane_max(const unsigned int (&w)[P][4], float hv, float tv) {
+  unsigned int mw[4] = {w[0][0], w[0][1], w[0][2], w[0][3]};
+#pragma unroll
+  for (int e = 1; e < P; ++e)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) mw[i] = RawPair<T>::max2(mw[i], w[e][i]);
+  mw[0] = RawPair<T>::max2(RawPair<T>::max2(mw[0], mw[1]), RawPair<T>::max2(mw[2], mw[3]));
+  return MaxOp::combine<float>(MaxOp::combine<float>(hv, tv),
+                               MaxOp::combine<float>(rw_get<T>(mw[0], 0), rw_get<T>(mw[0], 1)));
+}
+template <class T, int P>
+__device__ __forceinline__ float raw_lane_expsum(const unsigned int (&w)[P][4], float hv, float tv, float m) {
+  float s0 = RowMath<T>::exp_(hv - m) + RowMath<T>::exp_(tv - m), s1 = 0.f;
+#pragma unroll
+  for (int e = 0; e < P; ++e)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      s0 += RowMath<T>::exp_(rw_get<T>(w[e][i], 0) - m);
+      s1 += RowMath<T>::exp_(rw_get<T>(w[e][i], 1) - m);
+    }
+  return s0 + s1;
+}
+
 template <class T, int MODE, int P, int MINB>
 __global__ void __launch_bounds__(128, MINB) row_softmax_warp(T* y, const T* x, const int* __restrict__ tgt,
                                                               float* __restrict__ ws, RowMeta p) {
@@ -351,25 +378,8 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_warp(T* y, const T* x, 
     }
   }
   if (lane < ntail) tv = red_load(px[tail0 + lane]);
-  // max on packed pairs: 4 independent chains
-  unsigned int mw[4] = {w[0][0], w[0][1], w[0][2], w[0][3]};
-#pragma unroll
-  for (int e = 1; e < P; ++e)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) mw[i] = RawPair<T>::max2(mw[i], w[e][i]);
-  mw[0] = RawPair<T>::max2(RawPair<T>::max2(mw[0], mw[1]), RawPair<T>::max2(mw[2], mw[3]));
-  float m = MaxOp::combine<float>(MaxOp::combine<float>(hv, tv),
-                                  MaxOp::combine<float>(rw_get<T>(mw[0], 0), rw_get<T>(mw[0], 1)));
-  m = warp_reduce<MaxOp, float>(m);
-  float s0 = RowMath<T>::exp_(hv - m) + RowMath<T>::exp_(tv - m), s1 = 0.f;
-#pragma unroll
-  for (int e = 0; e < P; ++e)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      s0 += RowMath<T>::exp_(rw_get<T>(w[e][i], 0) - m);
-      s1 += RowMath<T>::exp_(rw_get<T>(w[e][i], 1) - m);
-    }
-  float s = warp_reduce<SumOp, float>(s0 + s1);
+  const float m = warp_reduce<MaxOp, float>(raw_lane_max<T, P>(w, hv, tv));
+  const float s = warp_reduce<SumOp, float>(raw_lane_expsum<T, P>(w, hv, tv, m));
   const float inv = 1.f / s;
   const float lg = RowMath<T>::log_(s);
   {  // an opaque zero xor-ed into the words: ptxas converts them again instead of keeping the
@@ -682,24 +692,8 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_wpipe(T* y, const T* x,
     if (h == S - 1 && lane < c.ntail) tv = red_load(px[c.tail0 + lane]);
   }
   for (int it = 0;; ++it) {
-    unsigned int mw[4] = {w[0][0], w[0][1], w[0][2], w[0][3]};
-#pragma unroll
-    for (int e = 1; e < P; ++e)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) mw[i] = RawPair<T>::max2(mw[i], w[e][i]);
-    mw[0] = RawPair<T>::max2(RawPair<T>::max2(mw[0], mw[1]), RawPair<T>::max2(mw[2], mw[3]));
-    float m = MaxOp::combine<float>(MaxOp::combine<float>(hv, tv),
-                                    MaxOp::combine<float>(rw_get<T>(mw[0], 0), rw_get<T>(mw[0], 1)));
-    m = warp_reduce<MaxOp, float>(m);
-    float s0 = RowMath<T>::exp_(hv - m) + RowMath<T>::exp_(tv - m), s1 = 0.f;
-#pragma unroll
-    for (int e = 0; e < P; ++e)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        s0 += RowMath<T>::exp_(rw_get<T>(w[e][i], 0) - m);
-        s1 += RowMath<T>::exp_(rw_get<T>(w[e][i], 1) - m);
-      }
-    float s = warp_reduce<SumOp, float>(s0 + s1);
+    float m = warp_reduce<MaxOp, float>(raw_lane_max<T, P>(w, hv, tv));
+    float s = warp_reduce<SumOp, float>(raw_lane_expsum<T, P>(w, hv, tv, m));
     if (S == 2) {  // merge the two halves: (m, s) of each, the same order in both warps
       const int k = it & 1;
       if (lane == 0) {

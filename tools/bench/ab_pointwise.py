@@ -16,6 +16,7 @@ import time
 import torch
 
 from tools.bench.core import graph_times as core_graph_times
+from tools.bench.core import switches
 from tools.bench.env import make_env
 
 REPS = int(os.environ.get("AB_REPS", "60"))
@@ -33,18 +34,8 @@ SWITCHES = ("IOP_EW_DENSE", "IOP_PW_OLD", "IOP_ROPE")
 
 
 def create(op, tensors, attrs, cfg):
-    saved = {k: os.environ.get(k) for k in SWITCHES}
-    for k in SWITCHES:
-        os.environ.pop(k, None)
-    os.environ.update(cfg)
-    try:
+    with switches(cfg, clear=SWITCHES):
         return iop.create_descriptor(op, env.handle, *[env.descriptor_of(t) for t in tensors], **attrs)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def graph_times(fns, ns, k=32, rounds=25):

@@ -142,12 +142,13 @@ def cases_run1():
 def prewarm(items) -> None:
     """Compile every variant's module before timing, several at a time (NVRTC in threads):
     descriptors are created once with the module lookup recorded instead of compiled."""
-    import os
     from concurrent.futures import ThreadPoolExecutor
 
     import infiniop_py as iop
     import infiniop_py.reduce.rowwise as rw
     from infiniop_py.cuda.compiler import get_module
+
+    from .core import switches
 
     h = iop.create_handle("nvidia")
     keys = set()
@@ -165,19 +166,12 @@ def prewarm(items) -> None:
         for case, variants, *_ in items:
             dt = {"f16": iop.float16, "bf16": iop.bfloat16, "f32": iop.float32}[case.dtype]
             for envs in variants.values():
-                saved = {k: os.environ.get(k) for k in envs}
-                os.environ.update(envs)
                 try:
-                    d = iop.create_tensor_descriptor(case.shape, None, dt)
-                    iop.create_descriptor(case.op, h, d, d, dim=-1)
+                    with switches(envs):
+                        d = iop.create_tensor_descriptor(case.shape, None, dt)
+                        iop.create_descriptor(case.op, h, d, d, dim=-1)
                 except Exception:  # noqa: BLE001 - the recorder stops creation on purpose
                     pass
-                finally:
-                    for k, v in saved.items():
-                        if v is None:
-                            os.environ.pop(k, None)
-                        else:
-                            os.environ[k] = v
     finally:
         rw.get_module = orig
     with ThreadPoolExecutor(12) as ex:

@@ -31,8 +31,10 @@ buffers) against torch eager, and, on the GPU, the per-call time inside a replay
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -206,6 +208,24 @@ def _tolerance(dtype_name: str) -> tuple[float, float]:
     from infiniop_py.testing.compare import default_tolerance
 
     return default_tolerance(parse_dtype(dtype_name))
+
+
+@contextmanager
+def switches(envs: dict, clear=()):
+    """Environment switches (read at descriptor creation) set to ``envs``, and the names in
+    ``clear`` unset, inside the block; the previous values come back afterwards."""
+    saved = {k: os.environ.get(k) for k in {*envs, *clear}}
+    for k in clear:
+        os.environ.pop(k, None)
+    os.environ.update(envs)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 # --------------------------------------------------------------------------------------------

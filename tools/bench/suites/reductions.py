@@ -16,7 +16,7 @@ replaces the peer output (the allocation is what a torch user pays too).
 
 from __future__ import annotations
 
-from ..core import BenchCase, standard_workload
+from ..core import BenchCase, standard_workload, switches
 from ..core import graph_times as core_graph_times
 
 NAME = "reductions"
@@ -444,7 +444,6 @@ def ab_cases_round2():
 def ab_main(argv=None) -> int:
     import argparse
     import json
-    import os
 
     import numpy as np
 
@@ -470,16 +469,8 @@ def ab_main(argv=None) -> int:
             continue
         works, calls = {}, {}
         for name, envs in variants.items():
-            saved = {k: os.environ.get(k) for k in envs}
-            os.environ.update(envs)
-            try:
+            with switches(envs):
                 works[name] = case.build(env)
-            finally:
-                for k, v in saved.items():
-                    if v is None:
-                        os.environ.pop(k, None)
-                    else:
-                        os.environ[k] = v
             w = works[name]
             if w.atol == 0.0 and w.rtol == 0.0 and not w.exact:
                 w.atol, w.rtol = _tolerance(case.dtype)
