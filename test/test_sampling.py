@@ -147,6 +147,281 @@ def test_random_sample_gpu_algorithm_matches_reference():
                 assert compare_index(np.array(got), np.array(want), x).ok, (case.description, dt, seed, got, want)
 
 
+# The multi-block path (kernel.cu rm_*) modelled in NumPy: the 11-bit top histogram, the
+# compacted 64-bit composites (value key << 32 | ~index) and the radix select over them, either
+# with the fixed 8-bit windows of rm_select (sel 0) or with rm_select2's windows from the highest
+# bit varying across the list down to a varying bit (IOP_SAMPLE_SEL with bit 1; the other bits
+# only change where survivors are read, how the histogram is picked and how loads are issued).
+def _mb_pick(c, w, need, ac, aw, mode):
+    """rm_pick: bins descending, the first non-empty one where the running count / weight
+    reaches need, else the last non-empty one (above = everything before it)."""
+    last, lac, law = -1, ac, aw
+    for b in range(len(c) - 1, -1, -1):
+        if c[b] == 0:
+            continue
+        if (ac + c[b] >= need) if mode == 0 else (aw + w[b] >= need):
+            return b, ac, aw, c[b], w[b]
+        lac, law, last = ac, aw, b
+        ac, aw = ac + c[b], aw + w[b]
+    b = last if last >= 0 else len(c) - 1
+    return b, lac, law, c[b], w[b]
+
+
+def _mb_hist(dig, wts, nb):
+    c = np.bincount(dig, minlength=nb).astype(object)
+    w = [0] * nb
+    for d, wt in zip(dig.tolist(), wts.tolist()):
+        w[d] += wt
+    return [int(v) for v in c], w
+
+
+def _mb_select(comp, wts, need, mode, bucket, sel):
+    """rm_select (sel 0) / rm_select2 (sel 1) on one list; returns (composite, weight above)."""
+    comp = [int(v) for v in comp]
+    wts = [int(v) for v in wts]
+    vand, vor = (1 << 64) - 1, 0
+    for v in comp:
+        vand &= v
+        vor |= v
+    var = vand ^ vor
+    prefix, ac, aw, bc, shift = bucket << 53, 0, 0, len(comp), 53
+    while True:
+        if sel == 0:
+            if not (bc > 1 and shift > 0):
+                break
+            d = min(8, shift)
+            lo = shift - d
+            fixed = 0
+        else:
+            vb = var & ((1 << shift) - 1)
+            if bc <= 1 or vb == 0:
+                break
+            h = vb.bit_length() - 1
+            win = vb & ~((1 << max(h - 7, 0)) - 1)
+            lo = (win & -win).bit_length() - 1  # the window's lowest bit varies too
+            d = h - lo + 1
+            fixed = vand & ((1 << shift) - 1) & ~((2 << h) - 1)
+        idx = [q for q, v in enumerate(comp) if (v >> shift) == (prefix >> shift)]
+        dig = np.array([(comp[q] >> lo) & ((1 << d) - 1) for q in idx], dtype=np.int64)
+        c, w = _mb_hist(dig, np.array([wts[q] for q in idx], dtype=object), 256)
+        b, ac, aw, bc, _ = _mb_pick(c, w, need, ac, aw, mode)
+        prefix |= fixed | (b << lo)
+        shift = lo
+    hits = [v for v in comp if (v >> shift) == (prefix >> shift)]
+    assert len(hits) == 1
+    return hits[0], aw
+
+
+def emulate_multi_block(x, random_val, topp, topk, temperature, sel):
+    """kernel.cu's multi-block path (sampled calls) step by step; returns the index."""
+    a = np.asarray(x).astype(np.float32)
+    n = a.size
+    k, _ = _keys(a)
+    i0 = int(np.flatnonzero(k == k.max())[0])
+    scale = 2.0 ** (62 - int(n).bit_length())
+    with np.errstate(all="ignore"):
+        e = np.exp((a - a[i0]) / np.float32(temperature)).astype(np.float32)
+    e = np.minimum(np.where(e >= 0, e, 0), 1)
+    w = np.floor(e.astype(np.float64) * scale + 0.5).astype(np.uint64)
+    comp = (k << np.uint64(32)) | (~np.arange(n, dtype=np.uint64) & np.uint64(0xFFFFFFFF))
+    top = (k >> np.uint64(21)).astype(np.int64)
+    hc, hw = _mb_hist(top, w.astype(object), 2048)
+    W = sum(hw)
+    kp = max(1, min(int(topk), n))
+
+    def need_of(s_mass):
+        lim = random_val * min(float(s_mass), topp * float(W))
+        return min(int(np.ceil(lim)) if lim > 0 else 0, s_mass)
+
+    def listed(b):
+        m = top == b
+        return comp[m], w[m]
+
+    if kp < n:
+        b0, ac0, aw0, _, _ = _mb_pick(hc, hw, kp, 0, 0, 0)
+        ans, aw = _mb_select(*listed(b0), kp - ac0, 0, b0, sel)
+        S = aw0 + aw + int(w[(~ans) & 0xFFFFFFFF])
+    else:
+        S = W
+    need = need_of(S)
+    b1, _, aw1, _, _ = _mb_pick(hc, hw, need, 0, 0, 1)
+    ans, _ = _mb_select(*listed(b1), need - aw1, 1, b1, sel)
+    return (~ans) & 0xFFFFFFFF
+
+
+def _direct_fixed_point(x, random_val, topp, topk, temperature):
+    """The rule on the same fixed-point weights, by sorting (what both selects must return)."""
+    a = np.asarray(x).astype(np.float32)
+    n = a.size
+    k, _ = _keys(a)
+    i0 = int(np.flatnonzero(k == k.max())[0])
+    scale = 2.0 ** (62 - int(n).bit_length())
+    with np.errstate(all="ignore"):
+        e = np.exp((a - a[i0]) / np.float32(temperature)).astype(np.float32)
+    e = np.minimum(np.where(e >= 0, e, 0), 1)
+    w = np.floor(e.astype(np.float64) * scale + 0.5).astype(np.uint64)
+    order = np.lexsort((np.arange(n), -k.astype(np.float64)))  # key descending, index ascending
+    assert np.all(np.diff(k[order].astype(np.int64)) <= 0)
+    cum = np.cumsum(w[order].astype(object))
+    kp = max(1, min(int(topk), n))
+    W = int(cum[-1])
+    S = int(cum[kp - 1])
+    lim = random_val * min(float(S), topp * float(W))
+    need = min(int(np.ceil(lim)) if lim > 0 else 0, S)
+    pos = next(q for q, v in enumerate(cum) if v >= need)
+    return int(order[min(pos, kp - 1)])
+
+
+def _half_data(kind, n, dt, rng):
+    import ml_dtypes
+
+    npdt = {"f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16}[dt]
+    if kind == "uniform":
+        return rng.uniform(-8.0, 8.0, n).astype(np.float32).astype(npdt)
+    if kind == "ties":
+        return rng.integers(-3, 3, n).astype(npdt)
+    return (rng.standard_normal(n) * 3).astype(np.float32).astype(npdt)
+
+
+SEL_PARAMS = [(0.8, 0.9, 50, 0.8), (0.95, 1.0, 10**9, 1.0), (0.3, 0.5, 1, 1.0), (0.999, 0.9, 50, 0.5), (0.5, 1.0, 10**9, 2.0)]
+
+
+@pytest.mark.parametrize("dt", ["bf16", "f16", "f32"])
+def test_random_sample_multi_block_select_windows_model(dt):
+    """rm_select2's windows over the varying bits pick the same composite as rm_select's fixed
+    windows and as the rule on the same fixed-point weights (NumPy model of kernel.cu)."""
+    rng = np.random.default_rng(11)
+    for n in (2, 7, 300, 4097, 20011):
+        for kind in ("uniform", "ties", "normal"):
+            x = _half_data(kind, n, dt, rng)
+            for rv, topp, topk, T in SEL_PARAMS[:2] + SEL_PARAMS[3:]:
+                want = _direct_fixed_point(x, rv, topp, topk, T)
+                for sel in (0, 1):
+                    got = emulate_multi_block(x, rv, topp, topk, T, sel)
+                    assert got == want, (dt, n, kind, rv, topp, topk, T, sel, got, want)
+
+
+def _block_pick(c, w, need, mode, threads):
+    """kernel.cu rm_pick_hist: per-thread bins, block scan, the first thread where the running
+    count / weight reaches need walks its bins; else the last thread with entries."""
+    nb = len(c)
+    per = nb // threads
+    ranks = [list(range(nb - 1 - t * per, nb - 1 - t * per - per, -1)) for t in range(threads)]
+    lc = [sum(c[b] for b in r) for r in ranks]
+    lw = [sum(w[b] for b in r) for r in ranks]
+    tc, tw = sum(lc), sum(lw)
+
+    def reach(cc, ww):
+        return cc > 0 and (cc >= need if mode == 0 else ww >= need)
+
+    pc = pw = 0
+    if tc == 0:
+        return nb // 32 - 1, 0, 0, 0, 0
+    for t in range(threads):
+        ic, iw = pc + lc[t], pw + lw[t]
+        if reach(tc, tw):
+            if reach(ic, iw) and not reach(pc, pw):
+                ac, aw = pc, pw
+                for b in ranks[t]:
+                    if c[b] == 0:
+                        continue
+                    if (ac + c[b] >= need) if mode == 0 else (aw + w[b] >= need):
+                        return b, ac, aw, c[b], w[b]
+                    ac, aw = ac + c[b], aw + w[b]
+                raise AssertionError("the reaching thread holds the bin")
+        elif lc[t] > 0 and ic == tc:
+            ac, aw, out = pc, pw, None
+            for b in ranks[t]:
+                if c[b]:
+                    out = (b, ac, aw, c[b], w[b])
+                    ac, aw = ac + c[b], aw + w[b]
+            return out
+        pc, pw = ic, iw
+    raise AssertionError("no thread answered")
+
+
+def test_random_sample_block_histogram_pick_model():
+    """rm_pick_hist (IOP_SAMPLE_SEL bit 4) picks what rm_pick does on the 2048-bin histogram:
+    sparse / dense bins, zero weights, need 0, need beyond the total, 512 and 1024 threads."""
+    rng = np.random.default_rng(4)
+    for trial in range(100):
+        nz = int(rng.integers(1, 2048)) if trial % 3 else int(rng.integers(1, 8))
+        c = [0] * 2048
+        w = [0] * 2048
+        for b in rng.choice(2048, nz, replace=False).tolist():
+            c[b] = int(rng.integers(1, 50))
+            w[b] = 0 if rng.random() < 0.1 else int(rng.integers(1, 1 << 40)) * c[b]
+        tc, tw = sum(c), sum(w)
+        for mode in (0, 1):
+            tot = tc if mode == 0 else tw
+            for need in (0, 1, int(rng.integers(0, tot + 1)), tot, tot + 1):
+                want = _mb_pick(c, w, need, 0, 0, mode)
+                for threads in (512, 1024):
+                    assert _block_pick(c, w, need, mode, threads) == want, (trial, mode, need, threads)
+
+
+def _gpu_or_skip(monkeypatch, env):
+    from conftest import gpu_available
+
+    if not gpu_available():
+        pytest.skip("needs an NVIDIA GPU with CuPy")
+    import cupy
+
+    for key, v in env.items():
+        monkeypatch.setenv(key, v)
+    return cupy
+
+
+SEL_NS = (1, 2, 7, 31, 1000, 4097, 20011, 32000, 50001, 151936)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("sel", ["", "0", "1", "3", "12", "13", "15"])
+@pytest.mark.parametrize("dt", ["bf16", "f16", "f32"])
+def test_random_sample_nvidia_select_variants(monkeypatch, sel, dt):
+    """Every IOP_SAMPLE_SEL value on f32 / f16 / bf16, n = 1 .. 151936 (odd n, ties), topk 1 / 50
+    / n, topp 0.5 / 0.9 / 1, T 0.5 / 1 / 2, several random_val: the index equals the old select's
+    (sel 0, run in the same test), the CPU backend's (or an equal value) and repeats exactly."""
+    import ml_dtypes
+
+    cp = _gpu_or_skip(monkeypatch, {})
+    iop_dt = {"f32": iop.float32, "f16": iop.float16, "bf16": iop.bfloat16}[dt]
+    hg, hc = iop.create_handle("nvidia"), iop.create_handle("cpu")
+    rng = np.random.default_rng(5)
+    params = [(0.8, 0.9, 50, 0.8), (0.95, 1.0, None, 1.0), (0.3, 0.5, 1, 1.0), (0.999, 0.9, 50, 0.5)]
+    params += [(0.5, 1.0, None, 2.0), (0.1, 0.9, None, 0.5), (0.7, 0.5, 50, 2.0), (1.5, 0.9, 50, 1.0)]
+    for n in SEL_NS:
+        for kind in ("uniform", "ties", "normal"):
+            x = _half_data(kind, n, dt, rng)
+            if dt == "bf16":
+                assert x.dtype == ml_dtypes.bfloat16
+            descs = {}
+            for s in ("0", sel):
+                monkeypatch.setenv("IOP_SAMPLE_SEL", s)
+                descs[s] = iop.create_descriptor("random_sample", hg, D((), None, iop.int64), D((n,), None, iop_dt))
+            dc = iop.create_descriptor("random_sample", hc, D((), None, iop.int64), D((n,), None, iop_dt))
+            ws = cp.empty(max(1, max(d.workspace_size for d in descs.values())), cp.uint8)
+            xd = cp.asarray(x)
+            for rv, topp, topk, T in params:
+                topk = n if topk is None else topk
+                got = {}
+                for s, d in descs.items():
+                    outs = []
+                    for _ in range(2):
+                        r = cp.full((), -1, cp.int64)
+                        d.calculate(ws, r, xd, rv, topp, topk, T)
+                        cp.cuda.get_current_stream().synchronize()
+                        outs.append(int(r))
+                    assert outs[0] == outs[1], (n, kind, rv, topp, topk, T, s)
+                    got[s] = outs[0]
+                tag = (dt, n, kind, rv, topp, topk, T, sel)
+                assert got[sel] == got["0"], tag
+                rc = np.zeros((), np.int64)
+                dc.calculate(None, rc, x, rv, topp, topk, T)
+                a = x.astype(np.float64)
+                assert got[sel] == int(rc) or a[got[sel]] == a[int(rc)], (tag, got[sel], int(rc))
+
+
 # -- topksoftmax / topkrouter ----------------------------------------------------------------
 def test_topksoftmax_bad_input(h):
     x = D((4, 16), None, iop.float16)

@@ -8,7 +8,8 @@ original index of the first ranked entry with cum_i >= limit (the entry k'-1 if 
 none, e.g. random_val > 1). The terms are computed in f32 (f64 for f64); the CPU accumulates
 them in f64 and the GPU in 64-bit fixed point (exact, order-independent sums; see kernel.cu),
 so neither drifts over large vocabularies. On the GPU f32/f16/bf16 use a multi-block path with a
-workspace (about 16 bytes per entry; kernel.cu); f64 one block and no workspace. The result is 0-d of any signed/unsigned integer dtype (an index that does not fit
+workspace (about 16 bytes per entry; kernel.cu; plan variants IOP_SAMPLE_SEL, default f16/bf16
+13: selects with windows over the varying bits; f32 12); f64 one block and no workspace. The result is 0-d of any signed/unsigned integer dtype (an index that does not fit
 wraps). Runtime scalars are checked at calculate: NaN random_val/topp/temperature or a negative
 temperature -> BAD_PARAM.
 """
@@ -117,7 +118,7 @@ RM_EPB = 4096  # entries per block of the streaming passes
 # blocks whose last block (integer ticket) combines the partials (rm_greedy_last); n = 151936
 # on the H200 (round 4): 17.8-18.6 vs 22.1-23.4 us for the two launches (1.17-1.20x torch).
 GREEDY1_MAX = 1 << 16
-RM_CTRL = 2048 * 12 + 64  # sizeof(RmCtrl), rounded up below like rm_view does
+RM_CTRL = 2048 * 12 + 128  # >= sizeof(RmCtrl), rounded up below like rm_view does
 
 
 def _up(b: int) -> int:
@@ -130,19 +131,41 @@ def rm_workspace(n: int) -> int:
     return _up(RM_CTRL) + 2 * _up(4 * B) + 2 * _up(8 * n)
 
 
-def rm_names(pdt: DType, rdt: DType) -> dict:
+def rm_names(pdt: DType, rdt: DType, sel: int = 0) -> dict:
     t, r = ctype(pdt), ctype(rdt)
     return {
         "argmax": f"rm_argmax<{t}>",
-        "hist": f"rm_hist<{t}>",
-        "compact0": f"rm_compact<{t}, 0>",
-        "compact1": f"rm_compact<{t}, 1>",
-        "refine0": f"rm_refine0<{t}>",
+        "hist": f"rm_hist<{t}, {sel}>",
+        "compact0": f"rm_compact<{t}, 0, {sel}>",
+        "compact1": f"rm_compact<{t}, 1, {sel}>",
+        "refine0": f"rm_refine0<{t}, {sel}>",
         "greedy": f"rm_greedy<{t}, {r}>",
         "greedy1": f"rm_greedy1<{t}, {r}>",
         "greedy_last": f"rm_greedy_last<{t}, {r}>",
-        "final": f"rm_final<{t}, {r}>",
+        "final": f"rm_final<{t}, {r}, {sel}>",
     }
+
+
+# variant of the sampled path (kernel.cu), bit flags: 1 = rm_select2 (windows from the highest
+# bit varying across the compacted list, whose lowest bit varies too), 2 = its survivors gathered
+# to shared memory, 4 = the 2048-bin histogram pick by the whole block (rm_pick_hist), 8 = the
+# histogram / compaction passes issue all their loads first. 0 = the fixed 8-bit windows and
+# one-warp picks of before. 16-bit logits have few distinct values (many ties, constant low key
+# bits): the fixed windows spent several passes on constant bits, and their digits fell on every
+# 8th bin (bank conflicts). Tuning switch IOP_SAMPLE_SEL = 0..15 (read at create). Defaults from
+# the H200 A/B of round 9E (docs/perf/reductions.md, kernel-only, x torch): f16 / bf16 13 (bf16
+# 0.60-0.74x -> 1.39-2.10x, f16 0.88-1.37x -> 1.32-1.88x; the gather, 15, measured no better),
+# f32 12 (its select already splits well: 1.12-1.57x -> 1.36-1.94x; 13 was 1.28-1.83x). Every
+# variant returns the same index (the same unique composite, exact integer sums).
+SEL_VARIANTS = (0, 1, 3, 12, 13, 15)  # compiled by the compile check; any 0..15 works at run time
+SEL_HALF, SEL_F32 = 13, 12
+
+
+def sample_sel(pdt: DType) -> int:
+    env = os.environ.get("IOP_SAMPLE_SEL", "")
+    if env.isdigit() and int(env) < 16:
+        return int(env)
+    return SEL_HALF if pdt in (DType.F16, DType.BF16) else SEL_F32
 
 
 def multi_block(pdt: DType) -> bool:
@@ -165,7 +188,8 @@ class RandomSampleKernel(CudaKernel):
             return
         self.B = -(-self.n // RM_EPB)
         self.workspace_size = rm_workspace(self.n)
-        names = rm_names(pdt, rdt)
+        self.sel = sample_sel(pdt)
+        names = rm_names(pdt, rdt, self.sel)
         mod = get_module(_source(), list(names.values()), handle.device_id)
         fn = {k: mod.ptr[v] for k, v in names.items()}
         ws, x, res, prm = Slot("ws"), Slot(1), Slot(0), self.params
@@ -231,7 +255,11 @@ def _all_names() -> list[str]:
     names = []
     for p in sorted(F):
         for r in sorted(OUT_DTYPES):
-            names += list(rm_names(p, r).values()) if multi_block(p) else [kernel_name(p, r)]
+            if not multi_block(p):
+                names.append(kernel_name(p, r))
+                continue
+            for sel in SEL_VARIANTS:
+                names += list(rm_names(p, r, sel).values())
     return list(dict.fromkeys(names))
 
 

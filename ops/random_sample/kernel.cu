@@ -309,11 +309,20 @@ __global__ void __launch_bounds__(RS_THREADS) random_sample(TO* result, const T*
 //               then the mass bucket; reuses list 0 when it is the same bucket
 //   rm_compact  (again, k' < n) list 1 for the mass bucket
 //   rm_final    one block: radix select in list 1 -> the entry; writes the result
+// Variants (template V, bit flags RM_SEL2 / RM_GATHER / RM_BPICK / RM_BATCH below; Python
+// IOP_SAMPLE_SEL, default 13 for f16 / bf16, 12 for f32): rm_select2 (windows over the bits that
+// vary across the list, for the ties and constant low key bits of 16-bit logits), the histogram
+// picks by the whole block (rm_pick_hist), batched loads; all return the same index.
 // Greedy: rm_greedy1 (one block, n <= 65536), rm_greedy_last (one launch, last block finishes)
 // or rm_argmax + rm_greedy (IOP_SAMPLE_GREEDY=2pass). The workspace holds the control block,
 // partials and 2 lists.
 
 #define RM_BINS 2048
+// Variant flags (template V of rm_hist / rm_compact / rm_refine0 / rm_final; IOP_SAMPLE_SEL):
+#define RM_SEL2 1    // rm_select2: windows over the bits varying across the list
+#define RM_GATHER 2  // rm_select2 gathers the survivors to shared memory
+#define RM_BPICK 4   // pick in the 2048-bin global histogram by the whole block (rm_pick_hist)
+#define RM_BATCH 8   // rm_hist / rm_compact issue all loads of a thread before using them
 #define RM_TOPBITS 11
 #define RM_EPB 4096
 #define RM_THREADS 512
@@ -327,6 +336,7 @@ struct RmCtrl {
   int bucket[2];        // top-level buckets of select 0 / 1
   int use0;             // list 1 is list 0
   unsigned long long above_c0, above_w0, above_w1, need1;
+  unsigned long long vand[2], vor[2];  // AND / OR of list 0 / 1's composites (select V >= 1)
 };
 
 struct RmView {
@@ -403,6 +413,8 @@ __global__ void __launch_bounds__(RM_THREADS) rm_argmax(const T* __restrict__ x,
     if (threadIdx.x == 0) {
       v.c->cnt[0] = v.c->cnt[1] = 0;
       v.c->use0 = 0;
+      v.c->vand[0] = v.c->vand[1] = ~0ULL;
+      v.c->vor[0] = v.c->vor[1] = 0ULL;
     }
   }
 }
@@ -563,7 +575,7 @@ __global__ void __launch_bounds__(1024) rm_greedy1(TO* result, const T* __restri
   if (tid == 0) result[0] = Conv<TO>::from((long long)(bi < n ? bi : 0));
 }
 
-template <class T>
+template <class T, int V>
 __global__ void __launch_bounds__(RM_THREADS) rm_hist(const T* __restrict__ x, unsigned char* ws, SampleParams p) {
   __shared__ unsigned int sc[RM_BINS];
   __shared__ unsigned long long sw[RM_BINS];
@@ -579,12 +591,30 @@ __global__ void __launch_bounds__(RM_THREADS) rm_hist(const T* __restrict__ x, u
   const float v0 = RsKey<float>::val(vk), temp = (float)p.temperature;
   const long long b0 = (long long)blockIdx.x * RM_EPB;
   const long long b1 = min((long long)n, b0 + RM_EPB);
-  for (long long i = b0 + threadIdx.x; i < b1; i += RM_THREADS) {
-    const float xv = red_load(x[i]);
-    const unsigned int k = RsKey<float>::key(xv);
-    const int d = (int)(k >> (32 - RM_TOPBITS));
-    atomicAdd(&sc[d], 1u);
-    atomicAdd(&sw[d], rs_weight<float>(xv, v0, temp, p.scale));
+  if (V & RM_BATCH) {  // the same entries and atomics; the RM_EPB / RM_THREADS loads issued first
+    constexpr int PER = RM_EPB / RM_THREADS;
+    float xs[PER];
+#pragma unroll
+    for (int q = 0; q < PER; ++q) {
+      const long long i = b0 + threadIdx.x + q * RM_THREADS;
+      xs[q] = i < b1 ? red_load(x[i]) : 0.f;
+    }
+#pragma unroll
+    for (int q = 0; q < PER; ++q) {
+      if (b0 + threadIdx.x + q * RM_THREADS >= b1) break;
+      const unsigned int k = RsKey<float>::key(xs[q]);
+      const int d = (int)(k >> (32 - RM_TOPBITS));
+      atomicAdd(&sc[d], 1u);
+      atomicAdd(&sw[d], rs_weight<float>(xs[q], v0, temp, p.scale));
+    }
+  } else {
+    for (long long i = b0 + threadIdx.x; i < b1; i += RM_THREADS) {
+      const float xv = red_load(x[i]);
+      const unsigned int k = RsKey<float>::key(xv);
+      const int d = (int)(k >> (32 - RM_TOPBITS));
+      atomicAdd(&sc[d], 1u);
+      atomicAdd(&sw[d], rs_weight<float>(xv, v0, temp, p.scale));
+    }
   }
   __syncthreads();
   for (int b = threadIdx.x; b < RM_BINS; b += RM_THREADS)
@@ -657,6 +687,116 @@ __device__ void rm_pick(const unsigned int* c, const unsigned long long* w, unsi
   }
 }
 
+// rm_pick<MODE, RM_BINS> (ac0 = aw0 = 0) on the global histogram by the whole block (RM_BPICK):
+// thread t loads the RM_BINS / blockDim bins of ranks t * per .. t * per + per - 1 (coalesced),
+// a block scan gives the count / weight ranked above each thread, and the one thread where the
+// condition first holds walks its few bins. The same bin as rm_pick (the first non-empty bin
+// whose running count / weight reaches need, else the last non-empty one), without one lane
+// walking up to 64 global bins serially. Every thread must call it; *out is valid after a sync.
+struct RmBPick {
+  unsigned long long wc[32], ww[32];  // per-warp inclusive totals, then exclusive prefixes
+  unsigned long long tc, tw;          // totals
+};
+
+template <int MODE>
+__device__ void rm_pick_hist(const unsigned int* gc, const unsigned long long* gw, unsigned long long need, RmBPick& sc,
+                             RmPick* out) {
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nw = blockDim.x >> 5;
+  const int per = RM_BINS / blockDim.x;  // 4 (512 threads) or 2 (1024)
+  const int top = RM_BINS - 1 - tid * per;
+  unsigned int c[4];
+  unsigned long long w[4];
+  unsigned long long lc = 0, lw = 0;
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    c[q] = 0;
+    w[q] = 0;
+    if (q < per) {
+      c[q] = gc[top - q];
+      w[q] = gw[top - q];
+    }
+    lc += c[q];
+    lw += w[q];
+  }
+  unsigned long long ic = lc, iw = lw;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const unsigned long long tc = __shfl_up_sync(0xffffffffu, ic, o);
+    const unsigned long long tw = __shfl_up_sync(0xffffffffu, iw, o);
+    if (lane >= o) { ic += tc; iw += tw; }
+  }
+  if (lane == 31) { sc.wc[warp] = ic; sc.ww[warp] = iw; }
+  __syncthreads();
+  if (warp == 0) {
+    const unsigned long long xc = lane < nw ? sc.wc[lane] : 0ULL, xw = lane < nw ? sc.ww[lane] : 0ULL;
+    unsigned long long jc = xc, jw = xw;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const unsigned long long tc = __shfl_up_sync(0xffffffffu, jc, o);
+      const unsigned long long tw = __shfl_up_sync(0xffffffffu, jw, o);
+      if (lane >= o) { jc += tc; jw += tw; }
+    }
+    __syncwarp();
+    if (lane < nw) { sc.wc[lane] = jc - xc; sc.ww[lane] = jw - xw; }
+    if (lane == 31) { sc.tc = jc; sc.tw = jw; }
+  }
+  __syncthreads();
+  const unsigned long long IC = sc.wc[warp] + ic, IW = sc.ww[warp] + iw;  // through this thread
+  const unsigned long long PC = IC - lc, PW = IW - lw;                    // ranked above it
+  const unsigned long long TC = sc.tc, TW = sc.tw;
+  const bool all = TC > 0 && (MODE == 0 ? TC >= need : TW >= need);
+  if (all) {
+    const bool mine = IC > 0 && (MODE == 0 ? IC >= need : IW >= need);
+    const bool before = PC > 0 && (MODE == 0 ? PC >= need : PW >= need);
+    if (mine && !before) {
+      unsigned long long ac = PC, aw = PW;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        if (q >= per || c[q] == 0) continue;
+        if (MODE == 0 ? ac + c[q] >= need : aw + w[q] >= need) {
+          out->bin = top - q;
+          out->ac = ac;
+          out->aw = aw;
+          out->bc = c[q];
+          out->bw = w[q];
+          break;
+        }
+        ac += c[q];
+        aw += w[q];
+      }
+    }
+  } else if (TC == 0) {  // empty histogram (cannot happen: n >= 1): rm_pick's answer
+    if (tid == 0) {
+      out->bin = RM_BINS / 32 - 1;
+      out->ac = out->aw = out->bc = out->bw = 0;
+    }
+  } else if (lc > 0 && IC == TC) {  // not reached: the last non-empty bin, above = all before it
+    unsigned long long ac = PC, aw = PW;
+    int last = 0;
+    unsigned long long lac = ac, law = aw;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      if (q >= per || c[q] == 0) continue;
+      lac = ac;
+      law = aw;
+      last = q;
+      ac += c[q];
+      aw += w[q];
+    }
+    out->bin = top - last;
+    out->ac = lac;
+    out->aw = law;
+    out->bc = c[last];
+    out->bw = w[last];
+  }
+}
+
+template <int MODE, int V>
+__device__ __forceinline__ void rm_pick_top(const RmCtrl* c, unsigned long long need, RmBPick& sc, RmPick* out) {
+  if (V & RM_BPICK) rm_pick_hist<MODE>(c->hist_c, c->hist_w, need, sc, out);
+  else rm_pick<MODE, RM_BINS>(c->hist_c, c->hist_w, need, 0, 0, out);
+}
+
 // Sum of the histogram's weights (every thread gets it).
 __device__ unsigned long long rm_total(const RmCtrl* c, unsigned long long* red) {
   unsigned long long s = 0;
@@ -673,16 +813,17 @@ __device__ __forceinline__ unsigned long long rm_need(const SampleParams& p, uns
 // Compact the entries of a top-level bucket into list `which`. WHICH 0: the top-k' bucket;
 // WHICH 1: the mass bucket (picked here when k' = n, else by rm_refine0; skipped when list 1
 // is list 0).
-template <class T, int WHICH>
+template <class T, int WHICH, int V>
 __global__ void __launch_bounds__(RM_THREADS) rm_compact(const T* __restrict__ x, unsigned char* ws, SampleParams p) {
   __shared__ RmPick pk;
   __shared__ unsigned long long red[32];
+  __shared__ RmBPick bp;
   const int n = (int)p.n;
   RmView v = rm_view(ws, p.n, p.pad_);
   RmCtrl* c = v.c;
   int bucket;
   if (WHICH == 0) {
-    rm_pick<0, RM_BINS>(c->hist_c, c->hist_w, (unsigned long long)p.kp, 0, 0, &pk);
+    rm_pick_top<0, V>(c, (unsigned long long)p.kp, bp, &pk);
     __syncthreads();
     bucket = pk.bin;
     if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -693,7 +834,7 @@ __global__ void __launch_bounds__(RM_THREADS) rm_compact(const T* __restrict__ x
   } else if (p.kp >= p.n) {
     const unsigned long long W = rm_total(c, red);
     const unsigned long long need = rm_need(p, W, W);
-    rm_pick<1, RM_BINS>(c->hist_c, c->hist_w, need, 0, 0, &pk);
+    rm_pick_top<1, V>(c, need, bp, &pk);
     __syncthreads();
     bucket = pk.bin;
     if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -709,12 +850,26 @@ __global__ void __launch_bounds__(RM_THREADS) rm_compact(const T* __restrict__ x
   unsigned long long* list = v.list[WHICH];
   const long long b0 = (long long)blockIdx.x * RM_EPB;
   const long long b1 = min((long long)n, b0 + RM_EPB);
-  for (long long i0 = b0; i0 < b1; i0 += RM_THREADS) {  // warp-uniform trip count
+  unsigned long long van = ~0ULL, vor = 0ULL;  // RM_SEL2: AND / OR of this lane's composites
+  bool any = false;
+  constexpr int PER = RM_EPB / RM_THREADS;
+  unsigned int ks[(V & RM_BATCH) ? PER : 1];
+  if (V & RM_BATCH) {  // all loads of this thread first
+#pragma unroll
+    for (int q = 0; q < ((V & RM_BATCH) ? PER : 1); ++q) {
+      const long long i = b0 + threadIdx.x + q * RM_THREADS;
+      ks[q] = i < b1 ? RsKey<float>::key(red_load(x[i])) : 0u;
+    }
+  }
+#pragma unroll
+  for (int q = 0; q < PER; ++q) {  // warp-uniform trip count
+    const long long i0 = b0 + q * RM_THREADS;
+    if (i0 >= b1) break;
     const long long i = i0 + threadIdx.x;
     unsigned int k = 0;
     bool hit = false;
     if (i < b1) {
-      k = RsKey<float>::key(red_load(x[i]));
+      k = (V & RM_BATCH) ? ks[(V & RM_BATCH) ? q : 0] : RsKey<float>::key(red_load(x[i]));
       hit = (int)(k >> (32 - RM_TOPBITS)) == bucket;
     }
     const unsigned int m = __ballot_sync(0xffffffffu, hit);
@@ -723,7 +878,26 @@ __global__ void __launch_bounds__(RM_THREADS) rm_compact(const T* __restrict__ x
       unsigned int base = 0;
       if (lane == leader) base = atomicAdd(&c->cnt[WHICH], (unsigned int)__popc(m));
       base = __shfl_sync(0xffffffffu, base, leader);
-      if (hit) list[base + __popc(m & ((1u << lane) - 1u))] = ((unsigned long long)k << 32) | (unsigned int)~(unsigned int)i;
+      if (hit) {
+        const unsigned long long comp = ((unsigned long long)k << 32) | (unsigned int)~(unsigned int)i;
+        list[base + __popc(m & ((1u << lane) - 1u))] = comp;
+        if (V & RM_SEL2) {
+          van &= comp;
+          vor |= comp;
+        }
+      }
+      any = true;
+    }
+  }
+  if ((V & RM_SEL2) && any) {  // `any` is warp-uniform (set from the ballot); one atomic pair per warp
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      van &= __shfl_xor_sync(0xffffffffu, van, o);
+      vor |= __shfl_xor_sync(0xffffffffu, vor, o);
+    }
+    if (lane == 0) {
+      atomicAnd(&c->vand[WHICH], van);
+      atomicOr(&c->vor[WHICH], vor);
     }
   }
 }
@@ -787,18 +961,135 @@ __device__ void rm_select(const unsigned long long* list, unsigned int cnt, unsi
   __syncthreads();
 }
 
-template <class T>
+// Select V >= 1 (the default for f16 / bf16; IOP_SAMPLE_SEL): the same select, but each pass
+// takes the 8-bit window starting at the highest bit that varies across the list (the AND / OR
+// of its composites, from rm_compact), so bits constant over the whole bucket cost no pass.
+// 16-bit logits have few distinct values, so the low float-key bits are constant and ties are
+// common; the old fixed windows spent 3-4 passes over constant key bits and over the index's
+// constant high bits before the index bits that break the ties. V = 1 (GATHER) also copies the
+// survivors to shared memory in the first pass where at most RM_CAP remain, so the later passes
+// and the final lookup read shared memory instead of the list. The chosen composite is the
+// same unique one as with rm_select (same rule, exact integer sums), so results are identical.
+#define RM_CAP 2048
+struct RmSel2 {
+  unsigned int c[256];
+  unsigned long long w[256];
+  RmPick pk;
+  unsigned long long prefix, ac, aw, bc, ans;
+  unsigned long long red[32];
+  unsigned int nbuf;
+  unsigned long long buf[RM_CAP];
+};
+
+template <int MODE, int GATHER>
+__device__ void rm_select2(const unsigned long long* list, unsigned int cnt, unsigned long long need, float v0, float temp,
+                           double scale, int bucket, unsigned long long vand, unsigned long long vor, RmSel2& s) {
+  const int tid = threadIdx.x, lane = tid & 31;
+  const unsigned long long var = vand ^ vor;  // bits that differ somewhere in the list
+  if (tid == 0) {
+    s.prefix = (unsigned long long)bucket << (64 - RM_TOPBITS);
+    s.ac = 0;
+    s.aw = 0;
+    s.bc = cnt;
+    s.ans = 0;
+    s.nbuf = 0;
+  }
+  __syncthreads();
+  const unsigned long long* src = list;
+  unsigned int m = cnt;
+  bool inbuf = false;
+  int shift = 64 - RM_TOPBITS;  // bits at and above `shift` are fixed by the prefix
+  for (;;) {
+    const unsigned long long vb = var & ((1ULL << shift) - 1ULL);
+    const unsigned long long bc = s.bc;
+    if (bc <= 1 || vb == 0) break;
+    const int h = 63 - __clzll((long long)vb);  // the highest varying bit below shift
+    // the window's lowest bit varies too: constant low digit bits would put every digit on a
+    // multiple of 2^j (bf16: 5 varying value bits over 3 constant ones = 8-way shared-memory
+    // bank conflicts on the 64-bit weight bins); they are taken by a later window
+    const int lo = __ffsll((long long)(vb & ~((1ULL << (h >= 7 ? h - 7 : 0)) - 1ULL))) - 1;
+    const int d = h - lo + 1;
+    const unsigned long long pre = s.prefix >> shift;
+    const bool gather = GATHER && !inbuf && bc <= RM_CAP;
+    for (int b = tid; b < 256; b += blockDim.x) { s.c[b] = 0; s.w[b] = 0; }
+    __syncthreads();
+    for (unsigned int e0 = tid - lane; e0 < m; e0 += blockDim.x) {  // warp-uniform trip count
+      const unsigned int e = e0 + lane;
+      unsigned long long k = 0;
+      bool in = false;
+      if (e < m) {
+        k = src[e];
+        in = (k >> shift) == pre;
+      }
+      if (gather) {
+        const unsigned int bm = __ballot_sync(0xffffffffu, in);
+        if (bm) {
+          const int leader = __ffs(bm) - 1;
+          unsigned int base = 0;
+          if (lane == leader) base = atomicAdd(&s.nbuf, (unsigned int)__popc(bm));
+          base = __shfl_sync(0xffffffffu, base, leader);
+          if (in) s.buf[base + __popc(bm & ((1u << lane) - 1u))] = k;
+        }
+      }
+      if (!in) continue;
+      const int dig = (int)((k >> lo) & ((1u << d) - 1u));
+      atomicAdd(&s.c[dig], 1u);
+      atomicAdd(&s.w[dig], rm_weight_of_key((unsigned int)(k >> 32), v0, temp, scale));
+    }
+    __syncthreads();
+    if (gather) {
+      src = s.buf;
+      m = s.nbuf;
+      inbuf = true;
+    }
+    const unsigned long long rel_c = s.ac, rel_w = s.aw;
+    if (d > 5) rm_pick<MODE, 256>(s.c, s.w, need, rel_c, rel_w, &s.pk);
+    else rm_pick<MODE, 32>(s.c, s.w, need, rel_c, rel_w, &s.pk);
+    __syncthreads();
+    if (tid == 0) {  // bits [h + 1, shift) are the same in every composite: take them from vand
+      const unsigned long long fixed = vand & ((1ULL << shift) - 1ULL) & ~((2ULL << h) - 1ULL);
+      s.prefix |= fixed | ((unsigned long long)s.pk.bin << lo);
+      s.ac = s.pk.ac;
+      s.aw = s.pk.aw;
+      s.bc = s.pk.bc;
+    }
+    shift = lo;
+    __syncthreads();
+  }
+  const unsigned long long pre = s.prefix >> shift;
+  for (unsigned int e = tid; e < m; e += blockDim.x)
+    if ((src[e] >> shift) == pre) s.ans = src[e];  // one writer
+  __syncthreads();
+}
+
+// The select of variant V: rm_select (V = 0) or rm_select2 on list L's AND / OR.
+template <int MODE, int V>
+__device__ __forceinline__ void rm_sel(const RmView& v, int L, unsigned long long need, float v0, float temp, double scale,
+                                       int bucket, RmSel& s) {
+  rm_select<MODE>(v.list[L], v.c->cnt[L], need, v0, temp, scale, bucket, s);
+}
+template <int MODE, int V>
+__device__ __forceinline__ void rm_sel(const RmView& v, int L, unsigned long long need, float v0, float temp, double scale,
+                                       int bucket, RmSel2& s) {
+  rm_select2<MODE, (V & RM_GATHER) != 0>(v.list[L], v.c->cnt[L], need, v0, temp, scale, bucket, v.c->vand[L], v.c->vor[L], s);
+}
+template <bool SEL2> struct RmSelPick { typedef RmSel2 type; };
+template <> struct RmSelPick<false> { typedef RmSel type; };
+template <int V> struct RmSelOf { typedef typename RmSelPick<(V & RM_SEL2) != 0>::type type; };
+
+template <class T, int V>
 __global__ void __launch_bounds__(RM_RTHREADS) rm_refine0(unsigned char* ws, SampleParams p) {
-  __shared__ RmSel s;
+  __shared__ typename RmSelOf<V>::type s;
   __shared__ RmPick pk;
+  __shared__ RmBPick bp;
   RmView v = rm_view(ws, p.n, p.pad_);
   RmCtrl* c = v.c;
   const float v0 = RsKey<float>::val(c->vkey), temp = (float)p.temperature;
   const unsigned long long W = rm_total(c, s.red);
-  rm_select<0>(v.list[0], c->cnt[0], (unsigned long long)p.kp - c->above_c0, v0, temp, p.scale, c->bucket[0], s);
+  rm_sel<0, V>(v, 0, (unsigned long long)p.kp - c->above_c0, v0, temp, p.scale, c->bucket[0], s);
   const unsigned long long S = c->above_w0 + s.aw + rm_weight_of_key((unsigned int)(s.ans >> 32), v0, temp, p.scale);
   const unsigned long long need = rm_need(p, S, W);
-  rm_pick<1, RM_BINS>(c->hist_c, c->hist_w, need, 0, 0, &pk);
+  rm_pick_top<1, V>(c, need, bp, &pk);
   __syncthreads();
   if (threadIdx.x == 0) {
     c->bucket[1] = pk.bin;
@@ -808,13 +1099,13 @@ __global__ void __launch_bounds__(RM_RTHREADS) rm_refine0(unsigned char* ws, Sam
   }
 }
 
-template <class T, class TO>
+template <class T, class TO, int V>
 __global__ void __launch_bounds__(RM_RTHREADS) rm_final(TO* result, unsigned char* ws, SampleParams p) {
-  __shared__ RmSel s;
+  __shared__ typename RmSelOf<V>::type s;
   RmView v = rm_view(ws, p.n, p.pad_);
   RmCtrl* c = v.c;
   const float v0 = RsKey<float>::val(c->vkey), temp = (float)p.temperature;
   const int L = c->use0 ? 0 : 1;
-  rm_select<1>(v.list[L], c->cnt[L], c->need1 - c->above_w1, v0, temp, p.scale, c->bucket[1], s);
+  rm_sel<1, V>(v, L, c->need1 - c->above_w1, v0, temp, p.scale, c->bucket[1], s);
   if (threadIdx.x == 0) result[0] = Conv<TO>::from((long long)(unsigned int)~(unsigned int)(s.ans & 0xffffffffu));
 }
