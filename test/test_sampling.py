@@ -212,8 +212,9 @@ def _mb_select(comp, wts, need, mode, bucket, sel):
     return hits[0], aw
 
 
-def emulate_multi_block(x, random_val, topp, topk, temperature, sel):
-    """kernel.cu's multi-block path (sampled calls) step by step; returns the index."""
+def _fixed_point_weights(x, temperature):
+    """(f32 logits, n, ordered keys, 64-bit fixed-point weights) as kernel.cu computes them:
+    exp((x - max) / T) clamped to [0, 1], times 2^(62 - bits(n)), rounded."""
     a = np.asarray(x).astype(np.float32)
     n = a.size
     k, _ = _keys(a)
@@ -223,6 +224,12 @@ def emulate_multi_block(x, random_val, topp, topk, temperature, sel):
         e = np.exp((a - a[i0]) / np.float32(temperature)).astype(np.float32)
     e = np.minimum(np.where(e >= 0, e, 0), 1)
     w = np.floor(e.astype(np.float64) * scale + 0.5).astype(np.uint64)
+    return a, n, k, w
+
+
+def emulate_multi_block(x, random_val, topp, topk, temperature, sel):
+    """kernel.cu's multi-block path (sampled calls) step by step; returns the index."""
+    a, n, k, w = _fixed_point_weights(x, temperature)
     comp = (k << np.uint64(32)) | (~np.arange(n, dtype=np.uint64) & np.uint64(0xFFFFFFFF))
     top = (k >> np.uint64(21)).astype(np.int64)
     hc, hw = _mb_hist(top, w.astype(object), 2048)
@@ -251,15 +258,7 @@ def emulate_multi_block(x, random_val, topp, topk, temperature, sel):
 
 def _direct_fixed_point(x, random_val, topp, topk, temperature):
     """The rule on the same fixed-point weights, by sorting (what both selects must return)."""
-    a = np.asarray(x).astype(np.float32)
-    n = a.size
-    k, _ = _keys(a)
-    i0 = int(np.flatnonzero(k == k.max())[0])
-    scale = 2.0 ** (62 - int(n).bit_length())
-    with np.errstate(all="ignore"):
-        e = np.exp((a - a[i0]) / np.float32(temperature)).astype(np.float32)
-    e = np.minimum(np.where(e >= 0, e, 0), 1)
-    w = np.floor(e.astype(np.float64) * scale + 0.5).astype(np.uint64)
+    a, n, k, w = _fixed_point_weights(x, temperature)
     order = np.lexsort((np.arange(n), -k.astype(np.float64)))  # key descending, index ascending
     assert np.all(np.diff(k[order].astype(np.int64)) <= 0)
     cum = np.cumsum(w[order].astype(object))

@@ -914,17 +914,42 @@ struct RmSel {
   unsigned long long red[32];
 };
 
-template <int MODE>
-__device__ void rm_select(const unsigned long long* list, unsigned int cnt, unsigned long long need, float v0, float temp,
-                          double scale, int bucket, RmSel& s) {
-  const int tid = threadIdx.x;
-  if (tid == 0) {
+// Pieces of both selects. Begin: the prefix is the top-level bucket, nothing ranked yet.
+__device__ __forceinline__ void rm_sel_begin(RmSel& s, int bucket, unsigned int cnt) {
+  if (threadIdx.x == 0) {
     s.prefix = (unsigned long long)bucket << (64 - RM_TOPBITS);
     s.ac = 0;
     s.aw = 0;
     s.bc = cnt;
     s.ans = 0;
   }
+}
+// Count and weigh composite k in bin (k >> lo) & (2^d - 1).
+__device__ __forceinline__ void rm_sel_add(RmSel& s, unsigned long long k, int lo, int d, float v0, float temp, double scale) {
+  const int dig = (int)((k >> lo) & ((1u << d) - 1u));
+  atomicAdd(&s.c[dig], 1u);
+  atomicAdd(&s.w[dig], rm_weight_of_key((unsigned int)(k >> 32), v0, temp, scale));
+}
+// Pick the bin of a d-bit window (256 bins, or 32 for the 5-bit windows) relative to what is ranked above.
+template <int MODE>
+__device__ __forceinline__ void rm_sel_pick(RmSel& s, int d, unsigned long long need) {
+  const unsigned long long rel_c = s.ac, rel_w = s.aw;
+  if (d > 5) rm_pick<MODE, 256>(s.c, s.w, need, rel_c, rel_w, &s.pk);
+  else rm_pick<MODE, 32>(s.c, s.w, need, rel_c, rel_w, &s.pk);
+}
+// The bucket holds one composite (or all bits are fixed): find it among src[0, m).
+__device__ __forceinline__ void rm_sel_find(RmSel& s, const unsigned long long* src, unsigned int m, int shift) {
+  const unsigned long long pre = s.prefix >> shift;
+  for (unsigned int e = threadIdx.x; e < m; e += blockDim.x)
+    if ((src[e] >> shift) == pre) s.ans = src[e];  // one writer
+  __syncthreads();
+}
+
+template <int MODE>
+__device__ void rm_select(const unsigned long long* list, unsigned int cnt, unsigned long long need, float v0, float temp,
+                          double scale, int bucket, RmSel& s) {
+  const int tid = threadIdx.x;
+  rm_sel_begin(s, bucket, cnt);
   __syncthreads();
   int shift = 64 - RM_TOPBITS;  // bits above `shift` are fixed by the prefix
   while (s.bc > 1 && shift > 0) {
@@ -936,14 +961,10 @@ __device__ void rm_select(const unsigned long long* list, unsigned int cnt, unsi
     for (unsigned int e = tid; e < cnt; e += blockDim.x) {
       const unsigned long long k = list[e];
       if ((k >> shift) != pre) continue;
-      const int dig = (int)((k >> lo) & ((1u << d) - 1u));
-      atomicAdd(&s.c[dig], 1u);
-      atomicAdd(&s.w[dig], rm_weight_of_key((unsigned int)(k >> 32), v0, temp, scale));
+      rm_sel_add(s, k, lo, d, v0, temp, scale);
     }
     __syncthreads();
-    const unsigned long long rel_c = s.ac, rel_w = s.aw;
-    if (d == 8) rm_pick<MODE, 256>(s.c, s.w, need, rel_c, rel_w, &s.pk);
-    else rm_pick<MODE, 32>(s.c, s.w, need, rel_c, rel_w, &s.pk);  // d = 5 (53 = 6*8 + 5): bins 0..31
+    rm_sel_pick<MODE>(s, d, need);  // d = 8, or 5 last (53 = 6*8 + 5): bins 0..31
     __syncthreads();
     if (tid == 0) {
       s.prefix |= (unsigned long long)s.pk.bin << lo;
@@ -954,11 +975,7 @@ __device__ void rm_select(const unsigned long long* list, unsigned int cnt, unsi
     shift = lo;
     __syncthreads();
   }
-  // the bucket holds one composite (or all bits are fixed): find it
-  const unsigned long long pre = s.prefix >> shift;
-  for (unsigned int e = tid; e < cnt; e += blockDim.x)
-    if ((list[e] >> shift) == pre) s.ans = list[e];  // one writer
-  __syncthreads();
+  rm_sel_find(s, list, cnt, shift);
 }
 
 // Select V >= 1 (the default for f16 / bf16; IOP_SAMPLE_SEL): the same select, but each pass
@@ -971,12 +988,7 @@ __device__ void rm_select(const unsigned long long* list, unsigned int cnt, unsi
 // and the final lookup read shared memory instead of the list. The chosen composite is the
 // same unique one as with rm_select (same rule, exact integer sums), so results are identical.
 #define RM_CAP 2048
-struct RmSel2 {
-  unsigned int c[256];
-  unsigned long long w[256];
-  RmPick pk;
-  unsigned long long prefix, ac, aw, bc, ans;
-  unsigned long long red[32];
+struct RmSel2 : RmSel {
   unsigned int nbuf;
   unsigned long long buf[RM_CAP];
 };
@@ -986,14 +998,8 @@ __device__ void rm_select2(const unsigned long long* list, unsigned int cnt, uns
                            double scale, int bucket, unsigned long long vand, unsigned long long vor, RmSel2& s) {
   const int tid = threadIdx.x, lane = tid & 31;
   const unsigned long long var = vand ^ vor;  // bits that differ somewhere in the list
-  if (tid == 0) {
-    s.prefix = (unsigned long long)bucket << (64 - RM_TOPBITS);
-    s.ac = 0;
-    s.aw = 0;
-    s.bc = cnt;
-    s.ans = 0;
-    s.nbuf = 0;
-  }
+  rm_sel_begin(s, bucket, cnt);
+  if (tid == 0) s.nbuf = 0;
   __syncthreads();
   const unsigned long long* src = list;
   unsigned int m = cnt;
@@ -1032,9 +1038,7 @@ __device__ void rm_select2(const unsigned long long* list, unsigned int cnt, uns
         }
       }
       if (!in) continue;
-      const int dig = (int)((k >> lo) & ((1u << d) - 1u));
-      atomicAdd(&s.c[dig], 1u);
-      atomicAdd(&s.w[dig], rm_weight_of_key((unsigned int)(k >> 32), v0, temp, scale));
+      rm_sel_add(s, k, lo, d, v0, temp, scale);
     }
     __syncthreads();
     if (gather) {
@@ -1042,9 +1046,7 @@ __device__ void rm_select2(const unsigned long long* list, unsigned int cnt, uns
       m = s.nbuf;
       inbuf = true;
     }
-    const unsigned long long rel_c = s.ac, rel_w = s.aw;
-    if (d > 5) rm_pick<MODE, 256>(s.c, s.w, need, rel_c, rel_w, &s.pk);
-    else rm_pick<MODE, 32>(s.c, s.w, need, rel_c, rel_w, &s.pk);
+    rm_sel_pick<MODE>(s, d, need);
     __syncthreads();
     if (tid == 0) {  // bits [h + 1, shift) are the same in every composite: take them from vand
       const unsigned long long fixed = vand & ((1ULL << shift) - 1ULL) & ~((2ULL << h) - 1ULL);
@@ -1056,10 +1058,7 @@ __device__ void rm_select2(const unsigned long long* list, unsigned int cnt, uns
     shift = lo;
     __syncthreads();
   }
-  const unsigned long long pre = s.prefix >> shift;
-  for (unsigned int e = tid; e < m; e += blockDim.x)
-    if ((src[e] >> shift) == pre) s.ans = src[e];  // one writer
-  __syncthreads();
+  rm_sel_find(s, src, m, shift);
 }
 
 // The select of variant V: rm_select (V = 0) or rm_select2 on list L's AND / OR.

@@ -38,9 +38,7 @@ def cases():
 
 
 def profile(path: str) -> None:
-    import os
-
-    from .core import ours_call
+    from .core import ours_call, switches
     from .env import make_env
 
     env = make_env(False)
@@ -51,16 +49,8 @@ def profile(path: str) -> None:
             case = red.sample_case(dt, n, rt)
             for name in PROFILE:
                 envs = SEL[name]
-                saved = {k: os.environ.get(k) for k in envs}
-                os.environ.update(envs)
-                try:
+                with switches(envs):
                     w = case.build(env)
-                finally:
-                    for k, v in saved.items():
-                        if v is None:
-                            os.environ.pop(k, None)
-                        else:
-                            os.environ[k] = v
                 f = ours_call(env, w)
                 for i in range(5):
                     f(i % w.nsets)
