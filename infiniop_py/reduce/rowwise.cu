@@ -316,6 +316,16 @@ template <> struct RawPair<iop_bf16> {
   }
 };
 
+// An opaque zero (p.ne >> 40: row counts stay below 2^40) xor-ed into a lane's raw words before
+// the write pass: ptxas then converts them again instead of keeping the sum pass's converted
+// values live in registers (row_softmax's raw cache does the same inline).
+template <int P> __device__ __forceinline__ void opaque_xor(unsigned int (&w)[P][4], unsigned int z) {
+#pragma unroll
+  for (int e = 0; e < P; ++e)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) asm volatile("xor.b32 %0, %0, %1;" : "+r"(w[e][i]) : "r"(z));
+}
+
 // A lane's share of a 16-bit row held as raw words (P packs of 4 words, two values each) plus
 // its unaligned head / tail scalars: the max (packed max.NaN pairs on 4 independent chains,
 // converted once) and the sum of exp(v - m) (two f32 chains). Shared by the warp kernels.
@@ -382,14 +392,7 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_warp(T* y, const T* x, 
   const float s = warp_reduce<SumOp, float>(raw_lane_expsum<T, P>(w, hv, tv, m));
   const float inv = 1.f / s;
   const float lg = RowMath<T>::log_(s);
-  {  // an opaque zero xor-ed into the words: ptxas converts them again instead of keeping the
-    // sum pass's converted values live (as in row_softmax's raw cache)
-    const unsigned int z = (unsigned int)(p.ne >> 40);
-#pragma unroll
-    for (int e = 0; e < P; ++e)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) asm volatile("xor.b32 %0, %0, %1;" : "+r"(w[e][i]) : "r"(z));
-  }
+  opaque_xor<P>(w, (unsigned int)(p.ne >> 40));
   if (lane < head) py[lane] = Conv<T>::from(rw_value<T, MODE>(hv, m, inv, lg));
   W4* yv = reinterpret_cast<W4*>(py + head);
 #pragma unroll
@@ -556,14 +559,7 @@ __global__ void __launch_bounds__(1024) row_softmax_hyb(T* y, const T* x, const 
   const float s = block_reduce<SumOp, float>(s0 + s1, sred, tid, G);
   const float inv = 1.f / s;
   const float lg = RowMath<T>::log_(s);
-  if (H::EPW == 2) {  // an opaque zero (p.ne < 2^40) xor-ed into the words: ptxas converts them
-    // again instead of keeping the sum pass's converted values live (as in row_softmax_warp)
-    const unsigned int z = (unsigned int)(p.ne >> 40);
-#pragma unroll
-    for (int e = 0; e < P; ++e)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) asm volatile("xor.b32 %0, %0, %1;" : "+r"(w[e][i]) : "r"(z));
-  }
+  if (H::EPW == 2) opaque_xor<P>(w, (unsigned int)(p.ne >> 40));
   if (tid < head) py[tid] = Conv<T>::from(rw_value<T, MODE>(hv, m, inv, lg));
 #pragma unroll
   for (int e = 0; e < P; ++e) {
@@ -708,10 +704,7 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_wpipe(T* y, const T* x,
     }
     const float inv = 1.f / s;
     const float lg = RowMath<T>::log_(s);
-#pragma unroll
-    for (int e = 0; e < P; ++e)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) asm volatile("xor.b32 %0, %0, %1;" : "+r"(w[e][i]) : "r"(z));
+    opaque_xor<P>(w, z);
     const long long rn = r + G;
     const bool more = !(H & 8) && rn < p.R;  // H bit 3: one row per warp (no loop)
     WpRow n = c;
