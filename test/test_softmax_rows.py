@@ -38,13 +38,14 @@ def test_pipe_plan_rule(monkeypatch):
     from infiniop_py.dtypes import DType
     from infiniop_py.reduce.rowwise import all_names, pipe_kernel_name, pipe_plan
 
-    # default: two warps per row for unaligned rows of 257-512 packs, nc loads and one warp
-    # per block for rows of 225-256 packs, else row_softmax_warp
+    # default: two warps per row for unaligned f16 log_softmax rows of 257-512 packs, nc loads
+    # and one warp per block for rows of 225-256 packs, else row_softmax_warp
     s2, nc = (8, 8, 2, 8, 1.0, 4), (8, 8, 1, 9, 1.0, 1)
     assert pipe_plan(DType.F16, "softmax", 4096) is None and pipe_plan(DType.F16, "softmax", 2049) == nc
-    assert pipe_plan(DType.BF16, "log_softmax", 4097) == s2 and pipe_plan(DType.F16, "log_softmax", 2048) == nc
-    assert pipe_plan(DType.F16, "softmax", 4103) == s2 and pipe_plan(DType.F16, "softmax", 4105) is None
-    assert pipe_plan(DType.F16, "softmax", 2055) == nc and pipe_plan(DType.F16, "softmax", 2057) == s2
+    assert pipe_plan(DType.F16, "log_softmax", 4097) == s2 and pipe_plan(DType.F16, "log_softmax", 2048) == nc
+    assert pipe_plan(DType.BF16, "log_softmax", 4097) is None and pipe_plan(DType.F16, "softmax", 4097) is None
+    assert pipe_plan(DType.F16, "log_softmax", 4103) == s2 and pipe_plan(DType.F16, "log_softmax", 4105) is None
+    assert pipe_plan(DType.F16, "softmax", 2055) == nc and pipe_plan(DType.F16, "log_softmax", 2057) == s2
     assert pipe_plan(DType.F16, "softmax", 1799) is None and pipe_plan(DType.F16, "softmax", 1800) == nc
     assert pipe_plan(DType.F16, "log_softmax", 1000) is None
     assert pipe_plan(DType.F32, "softmax", 4097) is None and pipe_plan(DType.F16, "causal", 4097) is None

@@ -7,7 +7,8 @@ f32 / f16 / bf16 softmax / log_softmax rows of at most 256 (f32) / 128 (16-bit) 
 (N <= 1027 / 1031) go to ``row_softmax_short`` (``short_plan``: 4-32 lanes per row, several rows
 per warp, sizes fixed at compile time); longer 16-bit rows of <= 1024 packs to a warp per row
 instead (``warp_packs``: ``row_softmax_warp``; ``pipe_plan``: ``row_softmax_wpipe`` with nc
-loads and one-warp blocks at N = 1800-2055, two warps per row for unaligned N = 2057-4103);
+loads and one-warp blocks at N = 1800-2055, two warps per row for unaligned f16 log_softmax
+N = 2057-4103);
 rows of 16385-65536 to ``row_softmax_hyb`` (``hyb_plan``).
 """
 
@@ -168,9 +169,16 @@ PIPE_NC_MIN_NV = 224  # default: rows of more packs than this, at most PIPE_S2_M
 PIPE_NC_DEFAULT = (8, 8, 1, 9, 1.0, 1)  # ... a warp per row, ld.global.nc.L1::no_allocate, one warp per block
 
 
+WARP_WPB = {16: 1}  # row_softmax_warp's warps per block by packs per lane (others: 4)
+
+
 def warps_per_block(s: int = 1, default: int = 4) -> int:
     """Warps per 128-thread-max block of the warp kernels (``IOP_ROWWISE_WARPS``: 1, 2 or 4;
-    else ``default``); at least the S warps of one row."""
+    else ``default``); at least the S warps of one row. row_softmax_warp's default is
+    ``WARP_WPB``: one warp per block at 16 packs per lane (N = 2056-4103; H200, CUDA-graph
+    replay, two runs, (4096, 4096) f16 / bf16 softmax 18.90-18.92 / 18.91-18.93 us vs
+    19.07-19.08 / 19.03-19.04 with four, log_softmax 18.66-18.72 / 18.64-18.65 vs 18.78-18.81 /
+    18.70)."""
     w = int(os.environ.get("IOP_ROWWISE_WARPS", "") or default)
     return max(s, min(4, w))
 
@@ -195,10 +203,15 @@ def pipe_plan(dtype: DType, mode: str, n: int) -> tuple[int, int, int, int, floa
       ``ld.global.nc.L1::no_allocate``, **one warp per block** (H = 9, no loop): (4096, 2048)
       softmax f16 10.88 vs 11.38 us, log_softmax 10.12 vs 10.68, bf16 11.03 vs 11.30 / 10.22
       vs 10.70; (4096, 2049) 11.51 vs 11.88, 11.15 vs 11.04, 11.83 vs 12.25, 10.95 vs 11.12.
-    - unaligned rows (N not a multiple of 8) of 257-512 packs: **two warps per row**, no loop
-      (S = 2, H = 8: 8 packs per lane, 64 registers, 32 warps per SM): (4096, 4097) softmax f16
+    - unaligned f16 log_softmax rows (N not a multiple of 8) of 257-512 packs: **two warps per
+      row**, no loop (S = 2, H = 8: 8 packs per lane, 64 registers, 32 warps per SM). Round 8B
+      measured it against row_softmax_warp with four warps per block at (4096, 4097): softmax f16
       20.53 vs 21.53 us, log_softmax 19.41 vs 20.76, bf16 20.49 vs 21.61 / 19.52 vs 20.75. At
       4096 it tied or lost (softmax f16 20.32 vs 19.91), so aligned rows keep row_softmax_warp.
+      Since the branch-free write pass (``st16_if``, 2026-11-22, third session; two runs)
+      row_softmax_warp with one warp per block wins at 4097 except for f16 log_softmax: softmax
+      f16 19.31 / 19.24 vs 19.77 / 19.80 us, bf16 19.27 / 19.30 vs 19.78 / 19.78, log_softmax
+      bf16 18.87 / 18.88 vs 19.00 / 19.02, but log_softmax f16 19.27 / 19.26 vs 18.96 / 18.93.
 
     Looping over rows (RPW > 1) lost everywhere, as did one pair of warps per block."""
     env = os.environ.get("IOP_ROWWISE_PIPE", "")
@@ -206,7 +219,7 @@ def pipe_plan(dtype: DType, mode: str, n: int) -> tuple[int, int, int, int, floa
         return None
     if env not in ("1", "all"):
         nv = n // 8
-        if PIPE_S2_MIN_NV < nv <= WARP_MAX_NV and n % 8:
+        if PIPE_S2_MIN_NV < nv <= WARP_MAX_NV and n % 8 and mode == "log_softmax" and dtype is DType.F16:
             return PIPE_S2_DEFAULT
         if PIPE_NC_MIN_NV < nv <= PIPE_S2_MIN_NV:
             return PIPE_NC_DEFAULT
@@ -427,11 +440,11 @@ class RowwiseKernel(CudaKernel):
                     configs.append((name, (-(-slots // (wpb // S)),), (32, wpb), meta))
                     continue
                 wp = warp_packs(dtype, mode, N) if v > 1 else 0
-                if wp:  # one warp per row, 4 rows per block, exact grid
+                if wp:  # one warp per row, WARP_WPB (else 4) rows per block, exact grid
                     meta = meta_rows + struct.pack("<7q", N, lay.sx, lay.sy, R, lay.seq, lay.shift, 1)
                     name = warp_kernel_name(dtype, mode, wp)
                     names.append(name)
-                    wpb = warps_per_block()
+                    wpb = warps_per_block(1, WARP_WPB.get(wp, 4))
                     configs.append((name, (-(-R // wpb),), (32, wpb), meta))
                     continue
                 raw = raw_cache(dtype, v, mode, nvec)

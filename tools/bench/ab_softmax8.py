@@ -93,6 +93,25 @@ def cases_short2():
     return out
 
 
+MID4K_R10 = {  # session 2026-11-22 (third), after the branch-free write pass: S2 vs the warp kernel
+    "w4": {**OLD, "IOP_ROWWISE_WARPS": "4"},  # row_softmax_warp, 4 warps per block (the earlier default)
+    "w1": {**OLD, "IOP_ROWWISE_WARPS": "1"},
+    "s2": {**PIPE, "IOP_ROWWISE_PIPE_S": "2", "IOP_ROWWISE_PIPE_H": "8"},
+    "s2nc": {**PIPE, "IOP_ROWWISE_PIPE_S": "2", "IOP_ROWWISE_PIPE_H": "9"},
+    "ncw1": {**PIPE, "IOP_ROWWISE_PIPE_H": "9", "IOP_ROWWISE_WARPS": "1"},  # one warp per row, nc loads
+}
+
+
+def cases_r10():
+    """Session 2026-11-22 (third): N = 4096 / 4097 after ``st16_if`` (``--r10``)."""
+    return [
+        (red.softmax_case(op, dt, (4096, n)), MID4K_R10, True)
+        for n in (4096, 4097)
+        for dt in ("f16", "bf16")
+        for op in ("softmax", "log_softmax")
+    ]
+
+
 def cases_minb():
     """Lead's follow-up: the warp kernel's launch bound at N = 4096 (waves per grid)."""
     return [(red.softmax_case(op, dt, (4096, 4096)), MINB4K, True) for dt in ("f16", "bf16") for op in ("softmax", "log_softmax")]
@@ -211,6 +230,9 @@ if __name__ == "__main__":
     if "--minb" in sys.argv:  # the launch-bound follow-up only
         sys.argv.remove("--minb")
         red.ab_cases = cases_minb
+    if "--r10" in sys.argv:
+        sys.argv.remove("--r10")
+        red.ab_cases = cases_r10
     if "--short" in sys.argv:
         sys.argv.remove("--short")
         red.ab_cases = cases_short
