@@ -187,13 +187,20 @@ def test_short_plan_rule(monkeypatch):
 
     for k in ("IOP_ROWWISE_SHORT", "IOP_ROWWISE_SHORT_L", "IOP_ROWWISE_SHORT_P", "IOP_ROWWISE_SHORT_W", "IOP_ROWWISE_SHORT_H"):
         monkeypatch.delenv(k, raising=False)
-    # default: f32 two packs per lane, 16-bit one; f32 rows of <= 256 packs, 16-bit <= 128
+    # default: f32 two packs per lane, 16-bit one; f32 rows of <= 512 packs (a warp each with 16
+    # packs per lane and one warp per block past 256), 16-bit <= 128
     assert short_plan(DType.F32, "softmax", 128) == (16, 2, 4, 0)
     assert short_plan(DType.F16, "log_softmax", 128) == (16, 1, 4, 0)
     assert short_plan(DType.BF16, "softmax", 17) == (4, 1, 4, 0)
     assert short_plan(DType.F32, "log_softmax", 1000) == (32, 8, 4, 0)
     assert short_plan(DType.F16, "softmax", 1000) == (32, 4, 4, 0) and short_plan(DType.BF16, "softmax", 1031) == (32, 4, 4, 0)
-    assert short_plan(DType.F16, "softmax", 1032) is None and short_plan(DType.F32, "softmax", 1028) is None
+    assert short_plan(DType.F16, "softmax", 1032) is None and short_plan(DType.F32, "softmax", 2052) is None
+    assert short_plan(DType.F32, "softmax", 1028) == (32, 16, 1, 0) and short_plan(DType.F32, "log_softmax", 2051) == (
+        32,
+        16,
+        1,
+        0,
+    )
     assert warp_packs(DType.F16, "softmax", 1032) == 8 and warp_packs(DType.F16, "log_softmax", 1032) == 8
     assert short_plan(DType.F32, "softmax", 3) is None  # no whole pack (the scalar path anyway)
     assert short_plan(DType.F16, "causal", 128) is None and short_plan(DType.F64, "softmax", 128) is None
@@ -204,7 +211,8 @@ def test_short_plan_rule(monkeypatch):
     assert short_plan(DType.F32, "softmax", 128) is None
     monkeypatch.setenv("IOP_ROWWISE_SHORT", "all")
     assert short_plan(DType.F16, "softmax", 1032) == (32, 8, 4, 0)
-    assert short_plan(DType.F32, "softmax", 1028) is None  # 257 packs: more than 32 x 8
+    assert short_plan(DType.F32, "softmax", 2052) is None  # 513 packs: more than 32 x 16
+    assert short_plan(DType.F16, "softmax", 2048) == (32, 8, 4, 0)  # 16-bit: at most 8 packs per lane
     monkeypatch.setenv("IOP_ROWWISE_SHORT_P", "2")
     assert short_plan(DType.F16, "softmax", 128) == (8, 2, 4, 0)
     monkeypatch.setenv("IOP_ROWWISE_SHORT_L", "4")
@@ -269,6 +277,8 @@ def test_softmax_short_rows_nvidia(monkeypatch, env):
     h = iop.create_handle("nvidia")
     rng = np.random.default_rng(31)
     shapes = ((1, 128), (2, 17), (3, 100), (4, 127), (5, 129), (6, 64), (7, 256), (8, 512), (9, 1000), (3, 33), (2, 1), (2, 1031))
+    # f32 rows of 257-512 packs: a warp per row, 16 packs per lane (16-bit rows: other kernels)
+    shapes += ((3, 1028), (4, 2048), (2, 2051), (5, 1501))
     if env not in (SHORT_ENVS["default"], SHORT_ENVS["short_all"], SHORT_ENVS["nc"]):  # the switches: fewer modules to compile
         shapes = ((2, 17), (4, 127), (5, 129), (9, 1000))
     for op in ("softmax", "log_softmax"):
@@ -296,7 +306,7 @@ def test_softmax_short_rows_nvidia_4096_rows(monkeypatch, env):
     cp = _gpu(monkeypatch, env)
     h = iop.create_handle("nvidia")
     rng = np.random.default_rng(37)
-    for N in (128, 1000, 129):
+    for N in (128, 1000, 129, 2049):
         for op in ("softmax", "log_softmax"):
             for dt, npdt, tol in _short_types():
                 a = rng.uniform(-8, 8, size=(4096, N))

@@ -3,8 +3,8 @@
 A "row" is the line of elements along ``dim``; every other dim enumerates rows. The plan picks
 ``row_softmax`` when ``dim`` is the input's fastest dim (register-cached rows, 16-byte vectors
 when contiguous) and ``col_softmax`` otherwise (one thread per row, coalesced across rows).
-f32 / f16 / bf16 softmax / log_softmax rows of at most 256 (f32) / 128 (16-bit) 16-byte packs
-(N <= 1027 / 1031) go to ``row_softmax_short`` (``short_plan``: 4-32 lanes per row, several rows
+f32 / f16 / bf16 softmax / log_softmax rows of at most 512 (f32) / 128 (16-bit) 16-byte packs
+(N <= 2051 / 1031) go to ``row_softmax_short`` (``short_plan``: 4-32 lanes per row, several rows
 per warp, sizes fixed at compile time); longer 16-bit rows of <= 1024 packs to a warp per row
 instead (``warp_packs``: ``row_softmax_warp``; ``pipe_plan``: ``row_softmax_wpipe`` with nc
 loads and one-warp blocks at N = 1800-2055, two warps per row for unaligned f16 log_softmax
@@ -110,15 +110,15 @@ def warp_packs(dtype: DType, mode: str, n: int) -> int:
 
 
 SHORT_LANES = (4, 8, 16, 32)  # lanes per row of row_softmax_short instantiations
-SHORT_PACKS = (1, 2, 4, 8)  # packs per lane (8 only with 32 lanes)
+SHORT_PACKS = (1, 2, 4, 8, 16)  # packs per lane (8 and 16 only with 32 lanes, 16 only for f32)
 SHORT_PPL = {4: 2, 2: 1}  # default packs per lane the lane count aims at, by element size
-SHORT_MAX_NV = {4: 256, 2: 128}  # default rule: rows of at most this many whole 16-byte packs
+SHORT_MAX_NV = {4: 512, 2: 128}  # default rule: rows of at most this many whole 16-byte packs
 SHORT_HINTS = (0, 1)  # H instantiated: 0 plain loads, 1 ld.global.nc.L1::no_allocate
 
 
 def short_names(dtype: DType, mode: str) -> list[tuple[int, int]]:
     """(L, P) pairs instantiated for ``row_softmax_short``."""
-    return [(q, p) for q in SHORT_LANES for p in SHORT_PACKS if p < 8 or q == 32]
+    return [(q, p) for q in SHORT_LANES for p in SHORT_PACKS if (p < 8 or q == 32) and (p < 16 or itemsize(dtype) == 4)]
 
 
 def short_plan(dtype: DType, mode: str, n: int) -> tuple[int, int, int, int] | None:
@@ -136,6 +136,14 @@ def short_plan(dtype: DType, mode: str, n: int) -> tuple[int, int, int, int] | N
     faster at every N measured (17, 64, 128, 256, 512, 1000). Two packs per lane for f32, one
     for 16-bit rows (the neighbours measured within 0.1 us; four packs per lane lost).
 
+    f32 rows of 257-512 packs (N = 1028-2051) take a warp each with 16 packs per lane (64
+    registers of values, 95-96 in all) and **one warp per block** (2026-11-22, third session;
+    two runs, against the block kernel ``row_softmax``): (4096, 2048) softmax 18.92 / 18.95 ->
+    18.61 / 18.61 us, log_softmax 19.34 / 19.32 -> 18.68 / 18.67; 2049 20.36 / 20.37 -> 18.96 /
+    18.93 and 20.27 / 20.33 -> 18.86 / 18.86; 1536 15.46 -> 14.65, 1100 13.48 -> 11.61 (log_softmax
+    13.48 -> 11.79, torch 12.75). Four warps per block measured 0.1-0.3 us slower, nc loads
+    0.3-0.6 us slower.
+
     Tuning switches (read at descriptor create): ``IOP_ROWWISE_SHORT`` ``0`` never (the earlier
     kernels), ``all`` every row that fits 32 lanes x 8 packs; ``IOP_ROWWISE_SHORT_L`` lanes per
     row, ``IOP_ROWWISE_SHORT_P`` packs per lane the lane count aims at, ``IOP_ROWWISE_SHORT_W``
@@ -152,7 +160,7 @@ def short_plan(dtype: DType, mode: str, n: int) -> tuple[int, int, int, int] | N
     P = next((q for q in SHORT_PACKS if L * q >= nv and (L, q) in short_names(dtype, mode)), 0)
     if not P:
         return None
-    w = int(os.environ.get("IOP_ROWWISE_SHORT_W", "") or 4)
+    w = int(os.environ.get("IOP_ROWWISE_SHORT_W", "") or (1 if P == 16 else 4))
     h = int(os.environ.get("IOP_ROWWISE_SHORT_H", "") or 0)
     return L, P, max(1, min(4, w)), h if h in SHORT_HINTS else 0
 

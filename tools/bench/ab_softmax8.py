@@ -112,6 +112,24 @@ def cases_r10():
     ]
 
 
+F32_WARP = {  # f32 rows of 257-512 packs: the block kernel (default) vs row_softmax_short with 16 packs per lane
+    "old": {},
+    "short": SHORT_ALL,  # 32 lanes (a warp) per row, 16 packs per lane, 4 warps per block
+    "sw1": {**SHORT_ALL, "IOP_ROWWISE_SHORT_W": "1"},
+    "sw1nc": {**SHORT_ALL, "IOP_ROWWISE_SHORT_W": "1", "IOP_ROWWISE_SHORT_H": "1"},
+    "snc": {**SHORT_ALL, "IOP_ROWWISE_SHORT_H": "1"},
+}
+
+
+def cases_f32warp():
+    """Session 2026-11-22 (third): f32 N = 1100 ... 2051 with a warp per row (``--f32warp``)."""
+    return [
+        (red.softmax_case(op, "f32", (4096, n)), F32_WARP, True)
+        for n in (2048, 2049, 1536, 1100)
+        for op in ("softmax", "log_softmax")
+    ]
+
+
 def cases_minb():
     """Lead's follow-up: the warp kernel's launch bound at N = 4096 (waves per grid)."""
     return [(red.softmax_case(op, dt, (4096, 4096)), MINB4K, True) for dt in ("f16", "bf16") for op in ("softmax", "log_softmax")]
@@ -233,6 +251,9 @@ if __name__ == "__main__":
     if "--r10" in sys.argv:
         sys.argv.remove("--r10")
         red.ab_cases = cases_r10
+    if "--f32warp" in sys.argv:
+        sys.argv.remove("--f32warp")
+        red.ab_cases = cases_f32warp
     if "--short" in sys.argv:
         sys.argv.remove("--short")
         red.ab_cases = cases_short

@@ -46,6 +46,28 @@ def router_rows_bad(torch, x, b, vals, idx, scale, eps=1e-6):
     return int(bad.sum())
 
 
+def sample_draw_bad(torch, x, idx, random_val, topp, topk, temp, rtol=1e-4) -> str:
+    """'' when ``idx`` is a draw of the random_sample rule on x in float64, allowing the
+    cumulative mass at the crossing to be off by ``rtol`` of the total (f32 sums in another
+    order cross ``random_val`` of the mass a neighbour earlier or later when the boundary term is
+    smaller than their rounding); else the reason. Ties in x may be ordered either way."""
+    xs = x.double().flatten()
+    n = xs.numel()
+    kp = min(topk, n)
+    j = int(idx)
+    if not 0 <= j < n:
+        return f"index {j} outside [0, {n})"
+    s, _ = torch.sort(xs, descending=True, stable=True)
+    cum = torch.cumsum(torch.exp((s - s[0]) / temp), 0)
+    limit = float(random_val * torch.minimum(cum[kp - 1], topp * cum[-1]))
+    tol = rtol * float(cum[-1])
+    eq = (s == xs[j]).nonzero().flatten()
+    for p in range(int(eq[0]), min(int(eq[-1]) + 1, kp)):
+        if float(cum[p]) >= limit - tol and (p == 0 or float(cum[p - 1]) <= limit + tol):
+            return ""
+    return f"index {j} (sorted position {int(eq[0])}) is not where the mass crosses {random_val} of the total"
+
+
 def _workload(env, op, make_set, eager, attrs=None, assign=False, descs=None):
     """``standard_workload`` for this family (most peers return their result: ``assign``)."""
     return standard_workload(env, op, make_set, eager, attrs=attrs, assign=assign, descs=descs)
@@ -168,6 +190,17 @@ def sample_case(dtype, n, rt, quick=False):
         work = _workload(env, "random_sample", make_set, eager, assign=True, descs=descs)
         work.runtime = (random_val, topp, topk, temp)
         work.exact = True
+
+        def recheck(s, ok, detail):
+            if ok or greedy:
+                return ok, detail
+            out, x = work.buffers[s]
+            bad = sample_draw_bad(torch, x, out.flatten()[0], random_val, topp, topk, temp)
+            if bad:
+                return False, f"{detail}; {bad} (float64 check)"
+            return True, f"{detail}; a valid draw in float64 (the mass crosses the limit within 1e-4 of the total)"
+
+        work.recheck = recheck
         return work
 
     name = f"n={n} " + ("greedy" if greedy else f"r={random_val} topp={topp} topk={topk} T={temp}")
