@@ -7,7 +7,7 @@ CUDA events per call, CUDA-graph replay for kernel-only time, results checked ag
 then a torch copy of the same bytes timed by the same graph replay (the kernel-only ceiling of
 one launch of that size).
 
-    python3 -m tools.bench.ab_softmax8 --reps 50 [--match TEXT] [--out FILE] [--minb | --short | --short2]
+    python3 -m tools.bench.ab_softmax8 --reps 50 [--match TEXT] [--out FILE] [--minb | --short | --short2 | --r10 | --f32warp]
 
 Round 9C (``--short``): short rows N = 17 ... 1000, f32 / f16 / bf16: ``row_softmax_short`` (L
 lanes per row, P packs per lane; ``new`` is the default rule) against the earlier kernels
@@ -245,21 +245,17 @@ def copy_ceiling(reps: int = 30) -> None:
 
 if __name__ == "__main__":
     red.ab_cases = cases
-    if "--minb" in sys.argv:  # the launch-bound follow-up only
-        sys.argv.remove("--minb")
-        red.ab_cases = cases_minb
-    if "--r10" in sys.argv:
-        sys.argv.remove("--r10")
-        red.ab_cases = cases_r10
-    if "--f32warp" in sys.argv:
-        sys.argv.remove("--f32warp")
-        red.ab_cases = cases_f32warp
-    if "--short" in sys.argv:
-        sys.argv.remove("--short")
-        red.ab_cases = cases_short
-    if "--short2" in sys.argv:
-        sys.argv.remove("--short2")
-        red.ab_cases = cases_short2
+    case_sets = {  # flag -> the case list it selects (the last one given wins)
+        "--minb": cases_minb,  # the launch-bound follow-up
+        "--r10": cases_r10,
+        "--f32warp": cases_f32warp,
+        "--short": cases_short,
+        "--short2": cases_short2,
+    }
+    for flag, fn in case_sets.items():
+        if flag in sys.argv:
+            sys.argv.remove(flag)
+            red.ab_cases = fn
     if "--no-copy" in sys.argv:
         sys.argv.remove("--no-copy")
         copy_ceiling = lambda: None  # noqa: E731

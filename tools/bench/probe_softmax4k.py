@@ -65,6 +65,55 @@ __device__ __forceinline__ float pexp(float a) {
   return __int_as_float(__float_as_int(p) + (__float_as_int(r) << 23));
 }
 
+// One row's work on its raw packs w (lane's 16-byte packs lane + 32 e), written to yv; ABL as
+// below. Shared by the plain and the TMA-fed probes.
+template <int ABL, int P, int BF>
+__device__ __forceinline__ void row_work(unsigned int (&w)[P][4], uint4* yv, int lane, unsigned int z) {
+  if (ABL == 3) {
+#pragma unroll
+    for (int e = 0; e < P; ++e) yv[lane + 32 * e] = make_uint4(w[e][0], w[e][1], w[e][2], w[e][3]);
+    return;
+  }
+  unsigned int mw[4] = {w[0][0], w[0][1], w[0][2], w[0][3]};
+#pragma unroll
+  for (int e = 1; e < P; ++e)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) mw[i] = max2(mw[i], w[e][i], BF);
+  mw[0] = max2(max2(mw[0], mw[1], BF), max2(mw[2], mw[3], BF), BF);
+  const float m = wmax(fmaxf(lo16(mw[0], BF), hi16(mw[0], BF)));
+  float s0 = 0.f, s1 = 0.f;
+#pragma unroll
+  for (int e = 0; e < P; ++e)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float a = lo16(w[e][i], BF) - m, b = hi16(w[e][i], BF) - m;
+      if (ABL == 1 || ABL == 4) { s0 += a; s1 += b; }
+      else if (ABL == 5 || ABL == 6) {
+        const float ea = __expf(a), eb = ABL == 6 ? pexp(b) : __expf(b);
+        s0 += ea; s1 += eb; w[e][i] = pack2(ea, eb, BF);
+      } else if (ABL == 7) { s0 += __expf(a); s1 += pexp(b); }
+      else { s0 += __expf(a); s1 += __expf(b); }
+    }
+  const float inv = 1.f / wsum(s0 + s1);
+#pragma unroll
+  for (int e = 0; e < P; ++e)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) asm volatile("xor.b32 %0, %0, %1;" : "+r"(w[e][i]) : "r"(z));
+#pragma unroll
+  for (int e = 0; e < P; ++e) {
+    unsigned int o[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float a = lo16(w[e][i], BF), b = hi16(w[e][i], BF);
+      if (ABL == 5 || ABL == 6) o[i] = pack2(a * inv, b * inv, BF);
+      else if (ABL == 2 || ABL == 4) o[i] = pack2((a - m) * inv, (b - m) * inv, BF);
+      else if (ABL == 7) o[i] = pack2(__expf(a - m) * inv, pexp(b - m) * inv, BF);
+      else o[i] = pack2(__expf(a - m) * inv, __expf(b - m) * inv, BF);
+    }
+    yv[lane + 32 * e] = make_uint4(o[0], o[1], o[2], o[3]);
+  }
+}
+
 // ABL: 0 full, 1 no exp in the sum pass, 2 no exp in the write pass, 3 copy, 4 no exp at all,
 // 5 exp once (cached as packed pairs), 6 exp once with the odd elements' exp on the FMA pipe,
 // 7 full with the odd elements' exp on the FMA pipe. PERS: the grid loops over rows.
@@ -80,49 +129,7 @@ __global__ void __launch_bounds__(128, MINB) probe(unsigned short* y, const unsi
       const uint4 q = xv[lane + 32 * e];
       w[e][0] = q.x; w[e][1] = q.y; w[e][2] = q.z; w[e][3] = q.w;
     }
-    if (ABL == 3) {
-#pragma unroll
-      for (int e = 0; e < P; ++e) yv[lane + 32 * e] = make_uint4(w[e][0], w[e][1], w[e][2], w[e][3]);
-      continue;
-    }
-    unsigned int mw[4] = {w[0][0], w[0][1], w[0][2], w[0][3]};
-#pragma unroll
-    for (int e = 1; e < P; ++e)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) mw[i] = max2(mw[i], w[e][i], BF);
-    mw[0] = max2(max2(mw[0], mw[1], BF), max2(mw[2], mw[3], BF), BF);
-    const float m = wmax(fmaxf(lo16(mw[0], BF), hi16(mw[0], BF)));
-    float s0 = 0.f, s1 = 0.f;
-#pragma unroll
-    for (int e = 0; e < P; ++e)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const float a = lo16(w[e][i], BF) - m, b = hi16(w[e][i], BF) - m;
-        if (ABL == 1 || ABL == 4) { s0 += a; s1 += b; }
-        else if (ABL == 5 || ABL == 6) {
-          const float ea = __expf(a), eb = ABL == 6 ? pexp(b) : __expf(b);
-          s0 += ea; s1 += eb; w[e][i] = pack2(ea, eb, BF);
-        } else if (ABL == 7) { s0 += __expf(a); s1 += pexp(b); }
-        else { s0 += __expf(a); s1 += __expf(b); }
-      }
-    const float inv = 1.f / wsum(s0 + s1);
-#pragma unroll
-    for (int e = 0; e < P; ++e)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) asm volatile("xor.b32 %0, %0, %1;" : "+r"(w[e][i]) : "r"(z));
-#pragma unroll
-    for (int e = 0; e < P; ++e) {
-      unsigned int o[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const float a = lo16(w[e][i], BF), b = hi16(w[e][i], BF);
-        if (ABL == 5 || ABL == 6) o[i] = pack2(a * inv, b * inv, BF);
-        else if (ABL == 2 || ABL == 4) o[i] = pack2((a - m) * inv, (b - m) * inv, BF);
-        else if (ABL == 7) o[i] = pack2(__expf(a - m) * inv, pexp(b - m) * inv, BF);
-        else o[i] = pack2(__expf(a - m) * inv, __expf(b - m) * inv, BF);
-      }
-      yv[lane + 32 * e] = make_uint4(o[0], o[1], o[2], o[3]);
-    }
+    row_work<ABL, P, BF>(w, yv, lane, z);
   }
 }
 
@@ -177,43 +184,7 @@ __global__ void __launch_bounds__(32 * W) tma_probe(unsigned short* y, const uns
       asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
       bulk_row(sa(buf + s * rb), x + (r + 2 * stride) * N, rb, s ? b1 : b0);
     }
-    if (ABL == 3) {
-#pragma unroll
-      for (int e = 0; e < P; ++e) yv[lane + 32 * e] = make_uint4(w[e][0], w[e][1], w[e][2], w[e][3]);
-      continue;
-    }
-    unsigned int mw[4] = {w[0][0], w[0][1], w[0][2], w[0][3]};
-#pragma unroll
-    for (int e = 1; e < P; ++e)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) mw[i] = max2(mw[i], w[e][i], BF);
-    mw[0] = max2(max2(mw[0], mw[1], BF), max2(mw[2], mw[3], BF), BF);
-    const float m = wmax(fmaxf(lo16(mw[0], BF), hi16(mw[0], BF)));
-    float s0 = 0.f, s1 = 0.f;
-#pragma unroll
-    for (int e = 0; e < P; ++e)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const float a = lo16(w[e][i], BF) - m, b = hi16(w[e][i], BF) - m;
-        if (ABL == 5) { const float ea = __expf(a), eb = __expf(b); s0 += ea; s1 += eb; w[e][i] = pack2(ea, eb, BF); }
-        else { s0 += __expf(a); s1 += __expf(b); }
-      }
-    const float inv = 1.f / wsum(s0 + s1);
-#pragma unroll
-    for (int e = 0; e < P; ++e)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) asm volatile("xor.b32 %0, %0, %1;" : "+r"(w[e][i]) : "r"(z));
-#pragma unroll
-    for (int e = 0; e < P; ++e) {
-      unsigned int o[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const float a = lo16(w[e][i], BF), b = hi16(w[e][i], BF);
-        if (ABL == 5) o[i] = pack2(a * inv, b * inv, BF);
-        else o[i] = pack2(__expf(a - m) * inv, __expf(b - m) * inv, BF);
-      }
-      yv[lane + 32 * e] = make_uint4(o[0], o[1], o[2], o[3]);
-    }
+    row_work<ABL, P, BF>(w, yv, lane, z);
   }
 }
 """
