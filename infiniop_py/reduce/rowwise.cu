@@ -332,6 +332,7 @@ template <int P> __device__ __forceinline__ void opaque_xor(unsigned int (&w)[P]
 // time: (4096, 4096) f16 softmax 19.9 us against 18.9 for the same work without the branches
 // (H200, CUDA-graph replay; docs/perf/reductions.md). Here every slot's value is computed (slots
 // past the row hold -inf pairs) and only the store is predicated. CS: st.global.cs.
+// row_softmax_hyb stores through it too, with c = true.
 template <int CS>
 __device__ __forceinline__ void st16_if(Pack<unsigned int, 4>* d, const Pack<unsigned int, 4>& o, bool c) {
   if (CS)
@@ -460,14 +461,6 @@ template <> struct HybW<iop_bf16> {
   __device__ static __forceinline__ unsigned int put(float lo, float hi) { return RawPair<iop_bf16>::pack2(lo, hi); }
 };
 
-template <int CS> __device__ __forceinline__ void hyb_store(Pack<unsigned int, 4>* d, const Pack<unsigned int, 4>& o) {
-  if (CS)
-    asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(d), "r"(o.v[0]), "r"(o.v[1]), "r"(o.v[2]), "r"(o.v[3])
-                 : "memory");
-  else
-    *d = o;
-}
-
 template <class T, int MODE, int P, int CS>
 __global__ void __launch_bounds__(1024) row_softmax_hyb(T* y, const T* x, const int* __restrict__ tgt,
                                                         float* __restrict__ ws, RowMeta p) {
@@ -590,7 +583,7 @@ __global__ void __launch_bounds__(1024) row_softmax_hyb(T* y, const T* x, const 
           o.v[i] = H::put(rw_value<T, MODE>(H::get(w[e][i], 0), m, inv, lg),
                           H::EPW == 2 ? rw_value<T, MODE>(H::get(w[e][i], 1), m, inv, lg) : 0.f);
       }
-      hyb_store<CS>(yv + v, o);
+      st16_if<CS>(yv + v, o, true);
     }
   }
 #pragma unroll 4
@@ -607,7 +600,7 @@ __global__ void __launch_bounds__(1024) row_softmax_hyb(T* y, const T* x, const 
           o.v[i] = H::put(rw_value<T, MODE>(H::get(q.v[i], 0), m, inv, lg),
                           H::EPW == 2 ? rw_value<T, MODE>(H::get(q.v[i], 1), m, inv, lg) : 0.f);
       }
-      hyb_store<CS>(yv + v, o);
+      st16_if<CS>(yv + v, o, true);
     }
   }
   if (tid < ntail) py[tail0 + tid] = Conv<T>::from(rw_value<T, MODE>(tv, m, inv, lg));
