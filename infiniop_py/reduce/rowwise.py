@@ -292,6 +292,40 @@ def hyb_kernel_name(dtype: DType, mode: str, p: int, cs: int) -> str:
     return f"row_softmax_hyb<{ctype(dtype)}, {MODES[mode]}, {p}, {cs}>"
 
 
+LSE_U = (2, 4, 8)  # packs per batch of row_lse instantiations
+LSE_DEFAULT_U = 4
+LSE_MAX_G = 256  # threads per row at most (one block)
+LSE_WARPS = 4096  # a warp per row from this many rows on (H200: 132 SMs x 32 resident warps)
+LSE_MIN_NV = 256  # rows of at least this many 16-byte packs (shorter ones: the cached kernel was faster)
+
+
+def lse_plan(dtype: DType, mode: str, n: int, rows: int = 1 << 30) -> tuple[int, int] | None:
+    """(G, U) of ``row_lse`` (cross entropy streamed once, online max / sum, G threads per row,
+    batches of U packs) for ``rows`` contiguous cross-entropy rows of N elements; None: the
+    cached ``row_softmax`` is used.
+
+    G is a warp per row while there are enough rows to fill the GPU (``LSE_WARPS`` warps),
+    else the power of two that makes about that many warps, at most ``LSE_MAX_G`` and no more
+    than the packs need (U per thread). Rows of fewer than ``LSE_MIN_NV`` packs keep the cached
+    kernel. Tuning switches (read at descriptor create): ``IOP_ROWWISE_LSE`` ``0`` never,
+    ``all`` at any row length; ``IOP_ROWWISE_LSE_G`` threads per row (a power of two,
+    32-256), ``IOP_ROWWISE_LSE_U`` packs per batch (2, 4, 8)."""
+    env = os.environ.get("IOP_ROWWISE_LSE", "")
+    nv = max(1, n // vec_of(dtype))
+    if env == "0" or mode not in ("ce", "ce_loss") or (env != "all" and nv < LSE_MIN_NV):
+        return None
+    U = int(os.environ.get("IOP_ROWWISE_LSE_U", "") or LSE_DEFAULT_U)
+    U = U if U in LSE_U else LSE_DEFAULT_U
+    G = 32 * max(1, min(LSE_MAX_G // 32, LSE_WARPS // max(1, rows)))
+    G = min(G, max(32, _pow2ceil(-(-nv // U))))
+    G = int(os.environ.get("IOP_ROWWISE_LSE_G", "") or G)
+    return max(32, min(LSE_MAX_G, 1 << (max(1, G).bit_length() - 1))), U
+
+
+def lse_kernel_name(dtype: DType, mode: str, ti: str, u: int) -> str:
+    return f"row_lse<{ctype(dtype)}, {MODES[mode]}, {ti}, {u}>"
+
+
 def _allow_smem(fn, nbytes: int) -> None:
     """Opt the kernel in to ``nbytes`` of dynamic shared memory, largest carveout."""
     fn.max_dynamic_shared_size_bytes = int(nbytes)
@@ -334,6 +368,8 @@ def all_names(dtype: DType, mode: str, ti: str = "int") -> list[str]:
         names += [short_kernel_name(dtype, mode, q, p, h) for q, p in short_names(dtype, mode) for h in SHORT_HINTS]
     if mode in ("softmax", "log_softmax") and itemsize(dtype) in (2, 4):
         names += [hyb_kernel_name(dtype, mode, q, cs) for q in (4, 8) for cs in (0, 1)]
+    if mode in ("ce", "ce_loss"):
+        names += [lse_kernel_name(dtype, mode, ti, u) for u in LSE_U]
     if mode == "ce_loss":
         names.append(f"ce_loss_finish<{ctype(dtype)}>")
     return names
@@ -419,6 +455,15 @@ class RowwiseKernel(CudaKernel):
         if row_path:
             for v in [vec, 1] if can_vec else [1]:
                 nvec = -(-max(N, 1) // v)
+                lp = lse_plan(dtype, mode, N, R) if v > 1 else None
+                if lp:  # cross entropy: streamed once, nothing cached
+                    G, U = lp
+                    meta = meta_rows + struct.pack("<7q", N, lay.sx, lay.sy, R, lay.seq, lay.shift, 0)
+                    name = lse_kernel_name(dtype, mode, ti, U)
+                    names.append(name)
+                    rpb = LSE_MAX_G // G if G == 32 else 1
+                    configs.append((name, (-(-R // rpb),), (G, rpb), meta))
+                    continue
                 hp = hyb_plan(dtype, mode, N) if v > 1 else None
                 if hp:  # one block per row, cache in registers + shared memory
                     P, G, S, cs = hp

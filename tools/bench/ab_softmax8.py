@@ -7,7 +7,7 @@ CUDA events per call, CUDA-graph replay for kernel-only time, results checked ag
 then a torch copy of the same bytes timed by the same graph replay (the kernel-only ceiling of
 one launch of that size).
 
-    python3 -m tools.bench.ab_softmax8 --reps 50 [--match TEXT] [--out FILE] [--minb | --short | --short2 | --r10 | --f32warp]
+    python3 -m tools.bench.ab_softmax8 --reps 50 [--match TEXT] [--out FILE] [--minb | --short | --short2 | --r10 | --f32warp | --ce]
 
 Round 9C (``--short``): short rows N = 17 ... 1000, f32 / f16 / bf16: ``row_softmax_short`` (L
 lanes per row, P packs per lane; ``new`` is the default rule) against the earlier kernels
@@ -130,6 +130,24 @@ def cases_f32warp():
     ]
 
 
+LSE = {  # cross entropy: row_softmax with the row cached (old) vs row_lse (streamed) and its switches
+    "old": {"IOP_ROWWISE_LSE": "0"},
+    "new": {},
+    "u2": {"IOP_ROWWISE_LSE_U": "2"},
+    "u8": {"IOP_ROWWISE_LSE_U": "8"},
+    "g32": {"IOP_ROWWISE_LSE_G": "32"},
+    "g64": {"IOP_ROWWISE_LSE_G": "64"},
+    "g128": {"IOP_ROWWISE_LSE_G": "128"},
+    "g256": {"IOP_ROWWISE_LSE_G": "256"},
+}
+
+
+def cases_ce():
+    """Session 2026-11-22 (fourth): cross entropy rows, cached vs streamed (``--ce``)."""
+    shapes = [(8192, 32000), (8192, 4096), (8192, 1000), (1024, 32000), (128, 32000)]
+    return [(red.ce_case(dt, sh), LSE, True) for sh in shapes for dt in ("f32", "f16", "bf16") if dt != "bf16" or sh[0] == 8192]
+
+
 def cases_minb():
     """Lead's follow-up: the warp kernel's launch bound at N = 4096 (waves per grid)."""
     return [(red.softmax_case(op, dt, (4096, 4096)), MINB4K, True) for dt in ("f16", "bf16") for op in ("softmax", "log_softmax")]
@@ -249,6 +267,7 @@ if __name__ == "__main__":
         "--minb": cases_minb,  # the launch-bound follow-up
         "--r10": cases_r10,
         "--f32warp": cases_f32warp,
+        "--ce": cases_ce,
         "--short": cases_short,
         "--short2": cases_short2,
     }
