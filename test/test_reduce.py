@@ -678,12 +678,18 @@ def test_row_softmax_warp_rule(monkeypatch):
     from infiniop_py.dtypes import DType
     from infiniop_py.reduce.rowwise import all_names, warp_kernel_name, warp_packs
 
+    monkeypatch.delenv("IOP_ROWWISE_WARP_AL", raising=False)
     assert warp_packs(DType.F16, "softmax", 2049) == 8 and warp_packs(DType.BF16, "log_softmax", 4097) == 16
     assert warp_packs(DType.F16, "log_softmax", 1000) == 4 and warp_packs(DType.F16, "softmax", 1000) == 0
     assert warp_packs(DType.F16, "softmax", 4104) == 0 and warp_packs(DType.F16, "softmax", 7175) == 0
     assert warp_packs(DType.F16, "softmax", 8192) == 32 and warp_packs(DType.F16, "softmax", 8200) == 0
     assert warp_packs(DType.F32, "softmax", 2048) == 0 and warp_packs(DType.F16, "causal", 2048) == 0
+    assert warp_kernel_name(DType.F16, "softmax", 16) == "row_softmax_warp<iop_half, 0, 16, 5, 1>"  # 128-byte boundary
+    assert warp_kernel_name(DType.F16, "softmax", 8) == "row_softmax_warp<iop_half, 0, 8, 8>"
+    monkeypatch.setenv("IOP_ROWWISE_WARP_AL", "0")
     assert warp_kernel_name(DType.F16, "softmax", 16) == "row_softmax_warp<iop_half, 0, 16, 5>"
+    assert warp_kernel_name(DType.F16, "softmax", 16) in all_names(DType.F16, "softmax")
+    monkeypatch.delenv("IOP_ROWWISE_WARP_AL")
     assert warp_kernel_name(DType.BF16, "log_softmax", 8) in all_names(DType.BF16, "log_softmax")
     monkeypatch.setenv("IOP_ROWWISE_WARP", "all")
     assert warp_packs(DType.F16, "softmax", 1000) == 4 and warp_packs(DType.F16, "softmax", 8199) == 32

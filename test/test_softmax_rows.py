@@ -31,6 +31,8 @@ ENVS = {
     "split_w2": {**PIPE, "IOP_ROWWISE_PIPE_S": "2", "IOP_ROWWISE_PIPE_H": "8", "IOP_ROWWISE_WARPS": "2"},
     "split_nc": {**PIPE, "IOP_ROWWISE_PIPE_S": "2", "IOP_ROWWISE_PIPE_H": "9"},
     "nc_w1": {**PIPE, "IOP_ROWWISE_PIPE_H": "9", "IOP_ROWWISE_WARPS": "1"},
+    "warp_al": {"IOP_ROWWISE_WARP_AL": "1"},
+    "warp_al_pipe0": {"IOP_ROWWISE_WARP_AL": "1", "IOP_ROWWISE_PIPE": "0"},
 }
 
 
@@ -38,14 +40,14 @@ def test_pipe_plan_rule(monkeypatch):
     from infiniop_py.dtypes import DType
     from infiniop_py.reduce.rowwise import all_names, pipe_kernel_name, pipe_plan
 
-    # default: two warps per row for unaligned f16 log_softmax rows of 257-512 packs, nc loads
-    # and one warp per block for rows of 225-256 packs, else row_softmax_warp
-    s2, nc = (8, 8, 2, 8, 1.0, 4), (8, 8, 1, 9, 1.0, 1)
+    # default: nc loads and one warp per block for rows of 225-256 packs, else row_softmax_warp
+    # (two warps per row only under the switches)
+    nc = (8, 8, 1, 9, 1.0, 1)
     assert pipe_plan(DType.F16, "softmax", 4096) is None and pipe_plan(DType.F16, "softmax", 2049) == nc
-    assert pipe_plan(DType.F16, "log_softmax", 4097) == s2 and pipe_plan(DType.F16, "log_softmax", 2048) == nc
+    assert pipe_plan(DType.F16, "log_softmax", 4097) is None and pipe_plan(DType.F16, "log_softmax", 2048) == nc
     assert pipe_plan(DType.BF16, "log_softmax", 4097) is None and pipe_plan(DType.F16, "softmax", 4097) is None
-    assert pipe_plan(DType.F16, "log_softmax", 4103) == s2 and pipe_plan(DType.F16, "log_softmax", 4105) is None
-    assert pipe_plan(DType.F16, "softmax", 2055) == nc and pipe_plan(DType.F16, "log_softmax", 2057) == s2
+    assert pipe_plan(DType.F16, "log_softmax", 4103) is None and pipe_plan(DType.F16, "log_softmax", 4105) is None
+    assert pipe_plan(DType.F16, "softmax", 2055) == nc and pipe_plan(DType.F16, "log_softmax", 2057) is None
     assert pipe_plan(DType.F16, "softmax", 1799) is None and pipe_plan(DType.F16, "softmax", 1800) == nc
     assert pipe_plan(DType.F16, "log_softmax", 1000) is None
     assert pipe_plan(DType.F32, "softmax", 4097) is None and pipe_plan(DType.F16, "causal", 4097) is None
@@ -178,6 +180,7 @@ SHORT_ENVS = {
     "p1": {"IOP_ROWWISE_SHORT": "all", "IOP_ROWWISE_SHORT_P": "1"},
     "p4": {"IOP_ROWWISE_SHORT": "all", "IOP_ROWWISE_SHORT_P": "4"},
     "nc": {"IOP_ROWWISE_SHORT": "all", "IOP_ROWWISE_SHORT_H": "1"},
+    "align128": {"IOP_ROWWISE_SHORT": "all", "IOP_ROWWISE_SHORT_L": "32", "IOP_ROWWISE_SHORT_H": "8"},
 }
 
 
@@ -192,14 +195,15 @@ def test_short_plan_rule(monkeypatch):
     assert short_plan(DType.F32, "softmax", 128) == (16, 2, 4, 0)
     assert short_plan(DType.F16, "log_softmax", 128) == (16, 1, 4, 0)
     assert short_plan(DType.BF16, "softmax", 17) == (4, 1, 4, 0)
-    assert short_plan(DType.F32, "log_softmax", 1000) == (32, 8, 4, 0)
+    assert short_plan(DType.F32, "log_softmax", 1000) == (32, 8, 4, 0)  # 8 packs per lane: 16-byte boundary
     assert short_plan(DType.F16, "softmax", 1000) == (32, 4, 4, 0) and short_plan(DType.BF16, "softmax", 1031) == (32, 4, 4, 0)
     assert short_plan(DType.F16, "softmax", 1032) is None and short_plan(DType.F32, "softmax", 2052) is None
-    assert short_plan(DType.F32, "softmax", 1028) == (32, 16, 1, 0) and short_plan(DType.F32, "log_softmax", 2051) == (
+    # f32 rows of 257-512 packs: packs from a 128-byte boundary (H = 8)
+    assert short_plan(DType.F32, "softmax", 1028) == (32, 16, 1, 8) and short_plan(DType.F32, "log_softmax", 2051) == (
         32,
         16,
         1,
-        0,
+        8,
     )
     assert warp_packs(DType.F16, "softmax", 1032) == 8 and warp_packs(DType.F16, "log_softmax", 1032) == 8
     assert short_plan(DType.F32, "softmax", 3) is None  # no whole pack (the scalar path anyway)
@@ -279,7 +283,12 @@ def test_softmax_short_rows_nvidia(monkeypatch, env):
     shapes = ((1, 128), (2, 17), (3, 100), (4, 127), (5, 129), (6, 64), (7, 256), (8, 512), (9, 1000), (3, 33), (2, 1), (2, 1031))
     # f32 rows of 257-512 packs: a warp per row, 16 packs per lane (16-bit rows: other kernels)
     shapes += ((3, 1028), (4, 2048), (2, 2051), (5, 1501))
-    if env not in (SHORT_ENVS["default"], SHORT_ENVS["short_all"], SHORT_ENVS["nc"]):  # the switches: fewer modules to compile
+    if env not in (
+        SHORT_ENVS["default"],
+        SHORT_ENVS["short_all"],
+        SHORT_ENVS["nc"],
+        SHORT_ENVS["align128"],
+    ):  # the switches: fewer modules to compile
         shapes = ((2, 17), (4, 127), (5, 129), (9, 1000))
     for op in ("softmax", "log_softmax"):
         for R, N in shapes:
@@ -297,7 +306,7 @@ def test_softmax_short_rows_nvidia(monkeypatch, env):
                     _run_any(cp, h, op, x, npdt, dt, stride, inplace, tol, tag, xoff, yoff)
 
 
-SHORT_ENVS_4096 = {k: SHORT_ENVS[k] for k in ("default", "short0", "short_all", "p4", "nc")}
+SHORT_ENVS_4096 = {k: SHORT_ENVS[k] for k in ("default", "short0", "short_all", "p4", "nc", "align128")}
 
 
 @pytest.mark.gpu

@@ -379,7 +379,9 @@ __device__ __forceinline__ float raw_lane_expsum(const unsigned int (&w)[P][4], 
   return s0 + s1;
 }
 
-template <class T, int MODE, int P, int MINB>
+// AL: the packs start at a 128-byte boundary (a head of up to 63 elements, two per lane), so each
+// warp-wide pack access covers whole 128-byte lines on unaligned rows.
+template <class T, int MODE, int P, int MINB, int AL = 0>
 __global__ void __launch_bounds__(128, MINB) row_softmax_warp(T* y, const T* x, const int* __restrict__ tgt,
                                                               float* __restrict__ ws, RowMeta p) {
   const int lane = threadIdx.x;
@@ -390,7 +392,8 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_warp(T* y, const T* x, 
   const T* px = x + off[0];
   T* py = y + off[1];
   const int N = (int)p.N;
-  int head = (int)((8 - (reinterpret_cast<unsigned long long>(px) >> 1)) & 7);
+  const int HA = AL ? 64 : 8;
+  int head = (int)((HA - (reinterpret_cast<unsigned long long>(px) >> 1)) & (HA - 1));
   if (head > N) head = N;
   const int nv = (N - head) >> 3;
   const int tail0 = head + nv * 8;
@@ -400,8 +403,9 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_warp(T* y, const T* x, 
   typedef Pack<unsigned int, 4> W4;
   const W4* xv = reinterpret_cast<const W4*>(px + head);
   unsigned int w[P][4];
-  float hv = NINF, tv = NINF;
+  float hv = NINF, tv = NINF, hv2 = NINF;
   if (lane < head) hv = red_load(px[lane]);
+  if (AL && lane + 32 < head) hv2 = red_load(px[lane + 32]);
 #pragma unroll
   for (int e = 0; e < P; ++e) {
     const int v = lane + 32 * e;
@@ -414,12 +418,13 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_warp(T* y, const T* x, 
     }
   }
   if (lane < ntail) tv = red_load(px[tail0 + lane]);
-  const float m = warp_reduce<MaxOp, float>(raw_lane_max<T, P>(w, hv, tv));
-  const float s = warp_reduce<SumOp, float>(raw_lane_expsum<T, P>(w, hv, tv, m));
+  const float m = warp_reduce<MaxOp, float>(raw_lane_max<T, P>(w, AL ? MaxOp::combine<float>(hv, hv2) : hv, tv));
+  const float s = warp_reduce<SumOp, float>(raw_lane_expsum<T, P>(w, hv, tv, m) + (AL ? RowMath<T>::exp_(hv2 - m) : 0.f));
   const float inv = 1.f / s;
   const float lg = RowMath<T>::log_(s);
   opaque_xor<P>(w, (unsigned int)(p.ne >> 40));
   if (lane < head) py[lane] = Conv<T>::from(rw_value<T, MODE>(hv, m, inv, lg));
+  if (AL && lane + 32 < head) py[lane + 32] = Conv<T>::from(rw_value<T, MODE>(hv2, m, inv, lg));
   W4* yv = reinterpret_cast<W4*>(py + head);
 #pragma unroll
   for (int e = 0; e < P; ++e) {
@@ -774,7 +779,9 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_wpipe(T* y, const T* x,
 // element), log_softmax writes (v - m) - log s. Max propagates NaN (max.NaN.f32); an all -inf row
 // gives NaN, as torch. Deterministic: fixed per-lane order, fixed butterfly. H (tuning switch):
 // bit 0 loads the packs with ld.global.nc.L1::no_allocate (valid in place: each pack is read only
-// by the group that writes it), bit 2 stores them with st.global.cs.
+// by the group that writes it), bit 2 stores them with st.global.cs, bit 3 (L = 32) starts the
+// packs at a 128-byte boundary (a longer scalar head), so each warp-wide pack access covers
+// whole 128-byte lines.
 __device__ __forceinline__ float rs_max(float a, float b) {
   float d;
   asm("max.NaN.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
@@ -788,7 +795,8 @@ __global__ void __launch_bounds__(128) row_softmax_short(T* y, const T* x, const
   typedef Pack<unsigned int, 4> W4;
   const int EPP = 16 / (int)sizeof(T);  // elements per pack
   const int EPW = HW::EPW;              // elements per 32-bit word
-  const int HS = (EPP - 1 + L - 1) / L;  // head / tail slots per lane
+  const int HA = (H & 8) && L == 32 ? 128 / (int)sizeof(T) : EPP;  // head: up to the next HA-element boundary
+  const int HS = (HA - 1 + L - 1) / L;  // head / tail slots per lane
   const int lane = threadIdx.x, g = lane & (L - 1);
   const long long r = ((long long)blockIdx.x * blockDim.y + threadIdx.y) * (32 / L) + lane / L;
   const bool active = r < p.R;  // uniform per group
@@ -817,7 +825,7 @@ __global__ void __launch_bounds__(128) row_softmax_short(T* y, const T* x, const
     px = x + o0;
     py = y + o1;
     const int N = (int)p.N;
-    head = (int)((EPP - (reinterpret_cast<unsigned long long>(px) / sizeof(T)) % EPP) % EPP);
+    head = (int)((HA - (reinterpret_cast<unsigned long long>(px) / sizeof(T)) % HA) % HA);
     if (head > N) head = N;
     nv = (N - head) / EPP;
     tail0 = head + nv * EPP;

@@ -142,7 +142,10 @@ def short_plan(dtype: DType, mode: str, n: int) -> tuple[int, int, int, int] | N
     18.61 / 18.61 us, log_softmax 19.34 / 19.32 -> 18.68 / 18.67; 2049 20.36 / 20.37 -> 18.96 /
     18.93 and 20.27 / 20.33 -> 18.86 / 18.86; 1536 15.46 -> 14.65, 1100 13.48 -> 11.61 (log_softmax
     13.48 -> 11.79, torch 12.75). Four warps per block measured 0.1-0.3 us slower, nc loads
-    0.3-0.6 us slower.
+    0.3-0.6 us slower. These rows start their packs at a 128-byte boundary (H = 8, a scalar
+    head of up to 31 elements; 2026-11-22, fourth session, two runs): (4096, 2049) softmax
+    18.88 / 18.95 -> 18.64 / 18.69 us, log_softmax 18.88 / 18.98 -> 18.69 / 18.74; 2048 and
+    1100 (rows already at 16-byte multiples of 128 bytes, or not) unchanged.
 
     Tuning switches (read at descriptor create): ``IOP_ROWWISE_SHORT`` ``0`` never (the earlier
     kernels), ``all`` every row that fits 32 lanes x 8 packs; ``IOP_ROWWISE_SHORT_L`` lanes per
@@ -161,8 +164,8 @@ def short_plan(dtype: DType, mode: str, n: int) -> tuple[int, int, int, int] | N
     if not P:
         return None
     w = int(os.environ.get("IOP_ROWWISE_SHORT_W", "") or (1 if P == 16 else 4))
-    h = int(os.environ.get("IOP_ROWWISE_SHORT_H", "") or 0)
-    return L, P, max(1, min(4, w)), h if h in SHORT_HINTS else 0
+    h = int(os.environ.get("IOP_ROWWISE_SHORT_H", "") or (8 if (L, P) == (32, 16) else 0))
+    return L, P, max(1, min(4, w)), h if h in SHORT_HINTS or (h == 8 and L == 32) else 0
 
 
 def short_kernel_name(dtype: DType, mode: str, lanes: int, p: int, h: int = 0) -> str:
@@ -171,8 +174,7 @@ def short_kernel_name(dtype: DType, mode: str, lanes: int, p: int, h: int = 0) -
 
 PIPE_RPW = 2  # row_softmax_wpipe: rows per warp (slot) by default
 PIPE_MINB = {4: 8, 8: 6, 16: 4, 32: 2}  # its launch bound when looping (0 spill: 64 / 80 / 125 registers)
-PIPE_S2_MIN_NV = 256  # default: unaligned rows of more packs than this (and <= WARP_MAX_NV) ...
-PIPE_S2_DEFAULT = (8, 8, 2, 8, 1.0, 4)  # ... two warps per row, 8 packs per lane, no loop, 4 warps per block
+PIPE_S2_MIN_NV = 256  # the nc rule's upper end (rows of more packs: 16 per lane)
 PIPE_NC_MIN_NV = 224  # default: rows of more packs than this, at most PIPE_S2_MIN_NV (8 packs per lane, >= 7/8 used) ...
 PIPE_NC_DEFAULT = (8, 8, 1, 9, 1.0, 1)  # ... a warp per row, ld.global.nc.L1::no_allocate, one warp per block
 
@@ -220,6 +222,8 @@ def pipe_plan(dtype: DType, mode: str, n: int) -> tuple[int, int, int, int, floa
       row_softmax_warp with one warp per block wins at 4097 except for f16 log_softmax: softmax
       f16 19.31 / 19.24 vs 19.77 / 19.80 us, bf16 19.27 / 19.30 vs 19.78 / 19.78, log_softmax
       bf16 18.87 / 18.88 vs 19.00 / 19.02, but log_softmax f16 19.27 / 19.26 vs 18.96 / 18.93.
+      Since the packs start at a 128-byte boundary (``warp_align``; 2026-11-22, fourth session)
+      row_softmax_warp wins there too (18.75 vs 19.14 us), so no row takes two warps by default.
 
     Looping over rows (RPW > 1) lost everywhere, as did one pair of warps per block."""
     env = os.environ.get("IOP_ROWWISE_PIPE", "")
@@ -227,8 +231,6 @@ def pipe_plan(dtype: DType, mode: str, n: int) -> tuple[int, int, int, int, floa
         return None
     if env not in ("1", "all"):
         nv = n // 8
-        if PIPE_S2_MIN_NV < nv <= WARP_MAX_NV and n % 8 and mode == "log_softmax" and dtype is DType.F16:
-            return PIPE_S2_DEFAULT
         if PIPE_NC_MIN_NV < nv <= PIPE_S2_MIN_NV:
             return PIPE_NC_DEFAULT
         return None
@@ -340,8 +342,21 @@ def warp_minb(p: int) -> int:
     return int(env) if env else WARP_MINB[p]
 
 
-def warp_kernel_name(dtype: DType, mode: str, p: int, minb: int | None = None) -> str:
-    return f"row_softmax_warp<{ctype(dtype)}, {MODES[mode]}, {p}, {warp_minb(p) if minb is None else minb}>"
+def warp_align(p: int) -> int:
+    """1: ``row_softmax_warp`` at 16 packs per lane starts the packs at a 128-byte boundary (a
+    scalar head of up to 63 elements, two per lane), so each warp-wide pack access covers whole
+    128-byte lines on unaligned rows (``IOP_ROWWISE_WARP_AL``: 0 / 1). Default 1 (H200,
+    CUDA-graph replay, 2026-11-22 fourth session, docs/perf/reductions.md): (4096, 4097) f16
+    softmax 19.39 -> 19.04 us, bf16 19.30 -> 18.99, log_softmax bf16 18.91 -> 18.68, f16 18.75
+    against 19.14 for the two-warps-per-row kernel it replaces; aligned 4096 within 0.15 us
+    (18.98 -> 18.84 f16 softmax)."""
+    return int(os.environ.get("IOP_ROWWISE_WARP_AL", "") or 1) if p == 16 else 0
+
+
+def warp_kernel_name(dtype: DType, mode: str, p: int, minb: int | None = None, al: int | None = None) -> str:
+    al = warp_align(p) if al is None else al
+    tail = ", 1" if al else ""
+    return f"row_softmax_warp<{ctype(dtype)}, {MODES[mode]}, {p}, {warp_minb(p) if minb is None else minb}{tail}>"
 
 
 def row_kernel_name(dtype: DType, mode: str, vec: int, ti: str = "int", raw: int = 0, nvec: int | None = None) -> str:
@@ -361,11 +376,13 @@ def all_names(dtype: DType, mode: str, ti: str = "int") -> list[str]:
     if raw_cache(dtype, vec_of(dtype), mode):  # the raw-cache variant for long rows
         names.insert(1, row_kernel_name(dtype, mode, vec_of(dtype), ti, 1))
     if mode in ("softmax", "log_softmax") and itemsize(dtype) == 2:
-        names += [warp_kernel_name(dtype, mode, q, WARP_MINB[q]) for q in WARP_PACKS]
+        names += [warp_kernel_name(dtype, mode, q, WARP_MINB[q], 0) for q in WARP_PACKS]
+        names.append(warp_kernel_name(dtype, mode, 16, WARP_MINB[16], 1))
         names += [pipe_kernel_name(dtype, mode, q, PIPE_MINB[q], s, 0) for q in (4, 8, 16) for s in (1, 2)]
         names += [pipe_kernel_name(dtype, mode, q, WARP_MINB[q], s, h) for q in (4, 8, 16) for s, h in ((1, 9), (1, 12), (2, 8))]
     if mode in ("softmax", "log_softmax") and dtype in (DType.F32, DType.F16, DType.BF16):
         names += [short_kernel_name(dtype, mode, q, p, h) for q, p in short_names(dtype, mode) for h in SHORT_HINTS]
+        names += [short_kernel_name(dtype, mode, 32, p, 8) for q, p in short_names(dtype, mode) if q == 32]
     if mode in ("softmax", "log_softmax") and itemsize(dtype) in (2, 4):
         names += [hyb_kernel_name(dtype, mode, q, cs) for q in (4, 8) for cs in (0, 1)]
     if mode in ("ce", "ce_loss"):

@@ -7,7 +7,7 @@ CUDA events per call, CUDA-graph replay for kernel-only time, results checked ag
 then a torch copy of the same bytes timed by the same graph replay (the kernel-only ceiling of
 one launch of that size).
 
-    python3 -m tools.bench.ab_softmax8 --reps 50 [--match TEXT] [--out FILE] [--minb | --short | --short2 | --r10 | --f32warp | --ce]
+    python3 -m tools.bench.ab_softmax8 --reps 50 [--match TEXT] [--out FILE] [--minb | --short | --short2 | --r10 | --f32warp | --ce | --align]
 
 Round 9C (``--short``): short rows N = 17 ... 1000, f32 / f16 / bf16: ``row_softmax_short`` (L
 lanes per row, P packs per lane; ``new`` is the default rule) against the earlier kernels
@@ -121,6 +121,26 @@ F32_WARP = {  # f32 rows of 257-512 packs: the block kernel (default) vs row_sof
 }
 
 
+ALIGN128 = {"h0": {}, "h8": {"IOP_ROWWISE_SHORT_H": "8"}}  # packs from a 16- vs 128-byte boundary
+
+
+ALIGN128W = {"h0": {}, "al": {"IOP_ROWWISE_WARP_AL": "1"}}  # row_softmax_warp, the same
+
+
+def cases_align():
+    """Session 2026-11-22 (fourth): unaligned rows, packs from a 128-byte boundary (``--align``):
+    f32 2049 (row_softmax_short), half 4097 / 4096 (row_softmax_warp; f16 log_softmax 4097
+    takes two warps per row by default, so it is measured with IOP_ROWWISE_PIPE=0 too)."""
+    out = [(red.softmax_case(op, "f32", (4096, 2049)), ALIGN128, True) for op in ("softmax", "log_softmax")]
+    w = {**ALIGN128W, "w0": {"IOP_ROWWISE_PIPE": "0"}, "w0al": {"IOP_ROWWISE_PIPE": "0", "IOP_ROWWISE_WARP_AL": "1"}}
+    for n in (4097, 4096):
+        for dt in ("f16", "bf16"):
+            for op in ("softmax", "log_softmax"):
+                var = w if (n, dt, op) == (4097, "f16", "log_softmax") else ALIGN128W
+                out.append((red.softmax_case(op, dt, (4096, n)), var, True))
+    return out
+
+
 def cases_f32warp():
     """Session 2026-11-22 (third): f32 N = 1100 ... 2051 with a warp per row (``--f32warp``)."""
     return [
@@ -144,7 +164,7 @@ LSE = {  # cross entropy: row_softmax with the row cached (old) vs row_lse (stre
 
 def cases_ce():
     """Session 2026-11-22 (fourth): cross entropy rows, cached vs streamed (``--ce``)."""
-    shapes = [(8192, 32000), (8192, 4096), (8192, 1000), (1024, 32000), (128, 32000)]
+    shapes = [(8192, 32000), (8192, 4096), (8192, 2048), (8192, 1000), (1024, 32000), (128, 32000)]
     return [(red.ce_case(dt, sh), LSE, True) for sh in shapes for dt in ("f32", "f16", "bf16") if dt != "bf16" or sh[0] == 8192]
 
 
@@ -268,6 +288,7 @@ if __name__ == "__main__":
         "--r10": cases_r10,
         "--f32warp": cases_f32warp,
         "--ce": cases_ce,
+        "--align": cases_align,
         "--short": cases_short,
         "--short2": cases_short2,
     }
