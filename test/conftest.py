@@ -19,6 +19,19 @@ def gpu_available() -> bool:
 
 requires_gpu = pytest.mark.skipif(not gpu_available(), reason="needs an NVIDIA GPU with CuPy")
 
+
+def cupy_with_env(monkeypatch, env: dict):
+    """CuPy, after skipping the test when there is no GPU and setting the tuning switches ``env``
+    (environment variables read at descriptor create)."""
+    if not gpu_available():
+        pytest.skip("needs an NVIDIA GPU with CuPy")
+    import cupy
+
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    return cupy
+
+
 DEVICES = [
     pytest.param("cpu", id="cpu"),
     pytest.param("nvidia", id="nvidia", marks=[requires_gpu, pytest.mark.gpu]),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import cupy_with_env
 
 import infiniop_py as iop
 from infiniop_py import create_tensor_descriptor as D  # noqa: N812
@@ -85,18 +86,6 @@ def _labels(rng, rows, n):
     return lab
 
 
-def _gpu(monkeypatch, env):
-    from conftest import gpu_available
-
-    if not gpu_available():
-        pytest.skip("needs an NVIDIA GPU with CuPy")
-    import cupy
-
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
-    return cupy
-
-
 def _types():
     import ml_dtypes
 
@@ -137,7 +126,7 @@ def _run(cp, h, x, lab, npdt, dt, tdt, stride, xoff, tol, tag):
 @pytest.mark.gpu
 @pytest.mark.parametrize("env", list(LSE_ENVS.values()), ids=list(LSE_ENVS))
 def test_cross_entropy_rows_nvidia(monkeypatch, env):
-    cp = _gpu(monkeypatch, env)
+    cp = cupy_with_env(monkeypatch, env)
     h = iop.create_handle("nvidia")
     rng = np.random.default_rng(31)
     shapes = ((3, 9), (7, 100), (6, 1000), (9, 2049), (5, 4100), (8, 33001), (6, 65537))
@@ -154,7 +143,7 @@ def test_cross_entropy_rows_nvidia(monkeypatch, env):
 @pytest.mark.parametrize("env", [LSE_ENVS["default"], LSE_ENVS["cached"]], ids=["default", "cached"])
 def test_cross_entropy_loss_rows_nvidia(monkeypatch, env):
     """cross_entropy_loss (class dim 1 of (B, V), mean over the labels in range) on wide rows."""
-    cp = _gpu(monkeypatch, env)
+    cp = cupy_with_env(monkeypatch, env)
     h = iop.create_handle("nvidia")
     rng = np.random.default_rng(37)
     for B, V in ((64, 32000), (33, 4097)):

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from conftest import cupy_with_env
 
 import infiniop_py as iop
 from infiniop_py import Status
@@ -227,19 +228,6 @@ GPU_PLAN_CASES = [
 ]
 
 
-def _gpu_with_env(monkeypatch, env: dict):
-    """CuPy, after skipping the test when there is no GPU and setting the tuning switches ``env``."""
-    from conftest import gpu_available
-
-    if not gpu_available():
-        pytest.skip("needs an NVIDIA GPU with CuPy")
-    import cupy
-
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
-    return cupy
-
-
 GPU_PLAN_ENVS = [
     {},
     {"IOP_REDUCE_FINISH": "2pass", "IOP_REDUCE_COLS": "split"},
@@ -253,7 +241,7 @@ GPU_PLAN_ENVS = [
 @pytest.mark.gpu
 @pytest.mark.parametrize("env", GPU_PLAN_ENVS, ids=["default", "2pass_split", "last", "fence", "acqrel", "flag"])
 def test_sum_reduce_max_reduce_mean_nvidia_plan_variants(monkeypatch, env):
-    cp = _gpu_with_env(monkeypatch, env)
+    cp = cupy_with_env(monkeypatch, env)
     h = iop.create_handle("nvidia")
     rng = np.random.default_rng(1)
     streams = [cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)]
@@ -419,7 +407,7 @@ def _two_calls(cp, d, ws, xin, out_shape, npdt):
     ],
 )
 def test_sum_reduce_max_reduce_mean_nvidia_rows16(monkeypatch, env):
-    cp = _gpu_with_env(monkeypatch, env)
+    cp = cupy_with_env(monkeypatch, env)
     import ml_dtypes
 
     h = iop.create_handle("nvidia")
@@ -536,7 +524,7 @@ RW_ENVS = [
     "env", RW_ENVS, ids=["default", "off", "mid", "rpb1", "rpb8", "rpb16", "np1", "np2", "np8", "dep0", "dep1"]
 )
 def test_sum_reduce_max_reduce_mean_nvidia_rows_warp(monkeypatch, env):
-    cp = _gpu_with_env(monkeypatch, env)
+    cp = cupy_with_env(monkeypatch, env)
     import ml_dtypes
 
     h = iop.create_handle("nvidia")
@@ -583,7 +571,7 @@ def test_sum_reduce_max_reduce_mean_nvidia_rows_warp(monkeypatch, env):
 @pytest.mark.gpu
 def test_reduce_rows_warp_strided_output(monkeypatch):
     """reduce_rows_warp writes through the output strides (a kept dim of stride 2, keepdim)."""
-    cp = _gpu_with_env(monkeypatch, {})
+    cp = cupy_with_env(monkeypatch, {})
     h = iop.create_handle("nvidia")
     rng = np.random.default_rng(3)
     x = rng.standard_normal((6, 5, 896)).astype(np.float16)
@@ -645,7 +633,7 @@ ROW_ENVS = [
 def test_softmax_log_softmax_nvidia_row_variants(monkeypatch, env):
     """Every row_softmax variant (raw 16-bit cache of 4 or 8 packs, f32 cache) on
     rows that select them, aligned and at an odd element offset, with -inf entries."""
-    cp = _gpu_with_env(monkeypatch, env)
+    cp = cupy_with_env(monkeypatch, env)
     h = iop.create_handle("nvidia")
     rng = np.random.default_rng(3)
     for op in ("softmax", "log_softmax"):
@@ -730,7 +718,7 @@ def test_softmax_log_softmax_nvidia_hyb_rows(monkeypatch, env):
     lengths, contiguous and with row stride N + 3 (every row at another alignment), in place,
     -inf entries, an all -inf row (NaN), large magnitudes; f32 / f16 / bf16; second call
     bitwise equal."""
-    cp = _gpu_with_env(monkeypatch, env)
+    cp = cupy_with_env(monkeypatch, env)
     import ml_dtypes
 
     h = iop.create_handle("nvidia")

@@ -4,6 +4,7 @@ float64 reference (the GPU kernel itself runs in test_ops on a GPU machine)."""
 
 import numpy as np
 import pytest
+from conftest import cupy_with_env
 
 import infiniop_py as iop
 from infiniop_py import Status
@@ -359,18 +360,6 @@ def test_random_sample_block_histogram_pick_model():
                     assert _block_pick(c, w, need, mode, threads) == want, (trial, mode, need, threads)
 
 
-def _gpu_or_skip(monkeypatch, env):
-    from conftest import gpu_available
-
-    if not gpu_available():
-        pytest.skip("needs an NVIDIA GPU with CuPy")
-    import cupy
-
-    for key, v in env.items():
-        monkeypatch.setenv(key, v)
-    return cupy
-
-
 SEL_NS = (1, 2, 7, 31, 1000, 4097, 20011, 32000, 50001, 151936)
 
 
@@ -383,7 +372,7 @@ def test_random_sample_nvidia_select_variants(monkeypatch, sel, dt):
     (sel 0, run in the same test), the CPU backend's (or an equal value) and repeats exactly."""
     import ml_dtypes
 
-    cp = _gpu_or_skip(monkeypatch, {})
+    cp = cupy_with_env(monkeypatch, {})
     iop_dt = {"f32": iop.float32, "f16": iop.float16, "bf16": iop.bfloat16}[dt]
     hg, hc = iop.create_handle("nvidia"), iop.create_handle("cpu")
     rng = np.random.default_rng(5)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest import cupy_with_env
 
 import infiniop_py as iop
 from infiniop_py import create_tensor_descriptor as D  # noqa: N812
@@ -65,18 +66,6 @@ def test_pipe_plan_rule(monkeypatch):
     assert pipe_kernel_name(DType.F16, "softmax", 16, 4, 1, 0) in all_names(DType.F16, "softmax")
 
 
-def _gpu(monkeypatch, env):
-    from conftest import gpu_available
-
-    if not gpu_available():
-        pytest.skip("needs an NVIDIA GPU with CuPy")
-    import cupy
-
-    for k, v in env.items():
-        monkeypatch.setenv(k, v)
-    return cupy
-
-
 def _want(x, op):
     r = x.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
@@ -131,7 +120,7 @@ def _run(cp, h, op, x, npdt, dt, stride, inplace, tol, tag, check_repeat=True):
 @pytest.mark.gpu
 @pytest.mark.parametrize("env", list(ENVS.values()), ids=list(ENVS))
 def test_softmax_rows_nvidia_variants(monkeypatch, env):
-    cp = _gpu(monkeypatch, env)
+    cp = cupy_with_env(monkeypatch, env)
     import ml_dtypes
 
     h = iop.create_handle("nvidia")
@@ -149,7 +138,7 @@ def test_softmax_rows_nvidia_variants(monkeypatch, env):
 @pytest.mark.parametrize("env", list(ENVS.values()), ids=list(ENVS))
 def test_softmax_rows_nvidia_variants_4096_rows(monkeypatch, env):
     """Full (4096, N): every warp loops over several rows (the grid is R / RPW slots)."""
-    cp = _gpu(monkeypatch, env)
+    cp = cupy_with_env(monkeypatch, env)
     import ml_dtypes
 
     h = iop.create_handle("nvidia")
@@ -277,7 +266,7 @@ def _short_types():
 @pytest.mark.gpu
 @pytest.mark.parametrize("env", list(SHORT_ENVS.values()), ids=list(SHORT_ENVS))
 def test_softmax_short_rows_nvidia(monkeypatch, env):
-    cp = _gpu(monkeypatch, env)
+    cp = cupy_with_env(monkeypatch, env)
     h = iop.create_handle("nvidia")
     rng = np.random.default_rng(31)
     shapes = ((1, 128), (2, 17), (3, 100), (4, 127), (5, 129), (6, 64), (7, 256), (8, 512), (9, 1000), (3, 33), (2, 1), (2, 1031))
@@ -312,7 +301,7 @@ SHORT_ENVS_4096 = {k: SHORT_ENVS[k] for k in ("default", "short0", "short_all", 
 @pytest.mark.gpu
 @pytest.mark.parametrize("env", list(SHORT_ENVS_4096.values()), ids=list(SHORT_ENVS_4096))
 def test_softmax_short_rows_nvidia_4096_rows(monkeypatch, env):
-    cp = _gpu(monkeypatch, env)
+    cp = cupy_with_env(monkeypatch, env)
     h = iop.create_handle("nvidia")
     rng = np.random.default_rng(37)
     for N in (128, 1000, 129, 2049):
@@ -336,7 +325,7 @@ def test_softmax_log_softmax_nvidia_warp_rows(monkeypatch, env):
     """row_softmax_warp (and the block kernel it replaces, under warp0) on odd / even row
     lengths, contiguous and with row stride N + 3 (every row at another alignment), -inf
     entries, an all -inf row (NaN, as torch), in place, few rows; second call bitwise equal."""
-    cp = _gpu(monkeypatch, env)
+    cp = cupy_with_env(monkeypatch, env)
     import ml_dtypes
 
     h = iop.create_handle("nvidia")
