@@ -159,3 +159,21 @@ def test_cross_entropy_loss_rows_nvidia(monkeypatch, env):
             d.calculate(ws, y, cp.asarray(x), cp.asarray(lab))
             got = float(cp.asnumpy(y).astype(np.float64))
             np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"{B}x{V} {dt}")
+
+
+def test_tuning_switch_not_a_number(monkeypatch):
+    """A tuning switch that is not a number is a BAD_PARAM error naming the variable (read when
+    a plan is made, so at descriptor create)."""
+    from infiniop_py.dtypes import DType
+    from infiniop_py.reduce.rowwise import lse_plan, pipe_plan
+
+    monkeypatch.setenv("IOP_ROWWISE_LSE_G", "wide")
+    with pytest.raises(iop.InfiniopError, match="IOP_ROWWISE_LSE_G") as e:
+        lse_plan(DType.F16, "ce", 32000, 8192)
+    assert e.value.status == iop.Status.BAD_PARAM
+    monkeypatch.setenv("IOP_ROWWISE_PIPE", "1")
+    monkeypatch.setenv("IOP_ROWWISE_PIPE_RPW", "1.5x")
+    with pytest.raises(iop.InfiniopError, match="IOP_ROWWISE_PIPE_RPW"):
+        pipe_plan(DType.F16, "softmax", 4096)
+    monkeypatch.setenv("IOP_ROWWISE_PIPE_RPW", "1.5")  # a float switch takes a float
+    assert pipe_plan(DType.F16, "softmax", 4096)[4] == 1.5

@@ -61,12 +61,28 @@ from ..cuda.kernel import CudaKernel, ctype
 from ..dtypes import DType, is_float, itemsize, to_numpy
 from ..halfconv import to_f32
 from ..layout import MAXD, collapse
+from ..status import Status, error
 
 HERE = Path(__file__).parent
 REDUCE_CUH = (HERE / "reduce.cuh").read_text()
 REDUCE_SOURCE = REDUCE_CUH + (HERE / "reduce_kernels.cu").read_text()
 
 OPS = {"sum": ("SumOp", 0), "max": ("MaxOp", 0), "mean": ("SumOp", 1)}
+
+
+def env_num(name: str, default, kind=int):
+    """A numeric tuning switch (an environment variable read at descriptor create): ``default``
+    when unset or empty, else the value as ``kind``; a value that is not a number is a
+    BAD_PARAM error naming the variable."""
+    v = os.environ.get(name, "")
+    if v == "":
+        return default
+    try:
+        return kind(v)
+    except ValueError:
+        raise error(
+            Status.BAD_PARAM, f"tuning switch {name}={v!r} is not {'an integer' if kind is int else 'a number'}"
+        ) from None
 
 
 def acc_size(dtype: DType) -> int:
@@ -94,8 +110,6 @@ def fit_dims(shape, strides_list):
     shape = list(shape)
     strides_list = [list(s) for s in strides_list]
     if len(shape) > MAXD:
-        from ..status import Status, error
-
         raise error(Status.NOT_IMPLEMENTED, f"more than {MAXD} non-mergeable dims are not supported")
     return tuple(shape), [tuple(s) for s in strides_list]
 
@@ -185,10 +199,10 @@ def row_warp(dtype: DType, vec: int, Ri: int, Ro: int, M: int, L: int, sm_count:
         or (dtype is not DType.F32 and Ri >= 2048 and M >= 8 * sm_count and os.environ.get("IOP_REDUCE_WARP", "1") != "0")
     ):
         return None
-    np_ = int(os.environ.get("IOP_REDUCE_RWNP", 0)) or min(RW_NP[-1], _pow2ceil(-(-nv // 32)))
+    np_ = env_num("IOP_REDUCE_RWNP", 0) or min(RW_NP[-1], _pow2ceil(-(-nv // 32)))
     if np_ not in RW_NP:
         raise ValueError(f"IOP_REDUCE_RWNP must be one of {RW_NP}")
-    rpb = int(os.environ.get("IOP_REDUCE_RWB", RW_RPB))
+    rpb = env_num("IOP_REDUCE_RWB", RW_RPB)
     return np_, max(1, min(16, rpb))
 
 
@@ -237,12 +251,12 @@ def plan_reduce(shape, x_strides, y_strides, axes, dtype: DType, sm_count: int, 
             np_, rpb = rw
             red_meta = pack_dim_meta(oshape, [ostr])
             meta = kept_meta + red_meta + struct.pack("<6qii", M, L, Ri, si, Ro, 0, 1, 0)
-            dep = int(os.environ.get("IOP_REDUCE_RWDEP", -1))  # tuning switch; -1: by op (_build)
+            dep = env_num("IOP_REDUCE_RWDEP", -1)  # tuning switch; -1: by op (_build)
             return ReducePlan("rows", meta, (-(-M // rpb), 1), (32, rpb), vec, 1, M, L, 0, np_, rw=np_, rwdep=dep)
         U = 1 if v1 or vec == 1 else 8
         h16 = int(vec == 8 and dtype in (DType.F16, DType.BF16) and not v1 and os.environ.get("IOP_REDUCE_H16", "1") != "0")
         if h16:
-            U = int(os.environ.get("IOP_REDUCE_U", U))  # tuning switch: 8 or 16 loads in flight
+            U = env_num("IOP_REDUCE_U", U)  # tuning switch: 8 or 16 loads in flight
         if not v1 and vec > 1 and Ro == 1 and L > 512:
             # contiguous rows: threads per row so that each thread owns about U packs (one
             # batch of U loads in flight), 64..256; blocks of 64-256 threads keep 1024+ per SM
@@ -252,9 +266,9 @@ def plan_reduce(shape, x_strides, y_strides, axes, dtype: DType, sm_count: int, 
             # packs per lane, 4 rows per block): 8192^2 dim 1 on the H200, graph replay, f16 sum
             # 33.3 vs 34.0 us, max 34.4 vs 35.5 us (IOP_REDUCE_WARP=0: 64 threads per row)
             warp = h16 and Ri >= 2048 and M >= 8 * sm_count and os.environ.get("IOP_REDUCE_WARP", "1") != "0"
-            ppt = int(os.environ.get("IOP_REDUCE_PPT", 32 if warp else 16))  # tuning switch: packs per thread
-            gmin = int(os.environ.get("IOP_REDUCE_GMIN", 32 if warp else 64))  # tuning switch: 32 = a warp per row
-            gmax = int(os.environ.get("IOP_REDUCE_GMAX", 256))  # tuning switch: threads per row at most
+            ppt = env_num("IOP_REDUCE_PPT", 32 if warp else 16)  # tuning switch: packs per thread
+            gmin = env_num("IOP_REDUCE_GMIN", 32 if warp else 64)  # tuning switch: 32 = a warp per row
+            gmax = env_num("IOP_REDUCE_GMAX", 256)  # tuning switch: threads per row at most
             G = min(gmax, max(gmin, _pow2ceil(-(-Ri // (vec * ppt)))))
             rpb = 4 if G == 32 else 1
         elif L <= 512:
@@ -268,7 +282,7 @@ def plan_reduce(shape, x_strides, y_strides, axes, dtype: DType, sm_count: int, 
         S, chunk, split_outer = 1, 0, 0
         # a split fills the GPU once: v1 aimed at 2048 threads per SM; with U packs per thread
         # (more registers) about 1024 are resident, and a grid of one wave has no tail
-        tgt = target if v1 or U == 1 else sm_count * int(os.environ.get("IOP_REDUCE_TPS", 1024))
+        tgt = target if v1 or U == 1 else sm_count * env_num("IOP_REDUCE_TPS", 1024)
         per = G * vec * (4 if v1 or U == 1 else min(U, 8))
         if threads < tgt and L >= G * vec * 8:
             want = min(-(-tgt // threads), max(1, L // per), 65535)
@@ -299,7 +313,7 @@ def plan_reduce(shape, x_strides, y_strides, axes, dtype: DType, sm_count: int, 
                 last = last_mode(dtype, ilv)
                 if last == 3:
                     ws = 0  # the partials live in the descriptor's flagged slots
-        ldk = int(os.environ.get("IOP_REDUCE_LDK", LDK_DEFAULT)) if h16 else 0  # tuning switch
+        ldk = env_num("IOP_REDUCE_LDK", LDK_DEFAULT) if h16 else 0  # tuning switch
         return ReducePlan("rows", meta, (nblocks, S), (G, rpb), vec, S, M, L, ws, U, fin, 0, last, h16, ldk, ilv)
     # columns
     rshape, (rstr,) = fit_dims(rshape, [rstr])
@@ -355,7 +369,7 @@ def _tile_plan(meta: bytes, M: int, L: int, cv: int, dtype: DType, sm_count: int
     seg = cv * itemsize(dtype)  # bytes per thread per reduced position
     ncols = -(-M // cv)
     tx_line, tx_min = max(1, 128 // seg), max(1, 32 // seg)
-    tx_env = int(os.environ.get("IOP_REDUCE_TILE_TX", 0))  # tuning switch
+    tx_env = env_num("IOP_REDUCE_TILE_TX", 0)  # tuning switch
     if tx_env:
         TX = tx_env
     elif -(-ncols // tx_line) * 100 >= sm_count * 95:  # 8192^2 f16 dim 0: 128 blocks, 36.8 vs 40.6 us at TX = 4
@@ -367,7 +381,7 @@ def _tile_plan(meta: bytes, M: int, L: int, cv: int, dtype: DType, sm_count: int
     tpb = min(1024, max(128, _pow2ceil(-(-sm_count * 1024 // nblocks))))
     if nblocks >= sm_count:
         tpb = min(tpb, 512)
-    tpb = int(os.environ.get("IOP_REDUCE_TILE_TPB", tpb))  # tuning switch
+    tpb = env_num("IOP_REDUCE_TILE_TPB", tpb)  # tuning switch
     BY = max(1, min(tpb // TX, 1 << (max(1, L // 4).bit_length() - 1)))
     acc = acc_size(dtype)
     while BY > 1 and (BY // 2) * TX * cv * acc > 48 * 1024:

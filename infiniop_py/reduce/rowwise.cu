@@ -33,6 +33,14 @@ struct RowMeta {
   long long ne;     // row_softmax: cached vectors per thread (0: loop mode)
 };
 
+// The unaligned head of a row at p: elements up to the next HA-element boundary (HA a power of
+// two: 16 bytes for the pack kernels, 128 bytes where packs start at a line), at most n.
+template <int HA, class T>
+__device__ __forceinline__ int row_head(const T* p, long long n) {
+  const int h = (int)((HA - reinterpret_cast<unsigned long long>(p) / sizeof(T)) & (HA - 1));
+  return h > n ? (int)n : h;
+}
+
 template <class T, int MODE>
 __device__ __forceinline__ typename Acc<T>::type rw_value(typename Acc<T>::type v, typename Acc<T>::type m,
                                                            typename Acc<T>::type inv, typename Acc<T>::type lg) {
@@ -113,8 +121,7 @@ __global__ void __launch_bounds__(1024) row_softmax(T* y, const T* x, const TI* 
     A hv = NINF, tv = NINF;
     long long head = 0, nv = N;
     if (VEC > 1) {
-      head = (long long)((VEC - (reinterpret_cast<unsigned long long>(px) / sizeof(T)) % VEC) % VEC);
-      if (head > N) head = N;
+      head = row_head<VEC>(px, N);
       nv = (N - head) / VEC;
     }
     const long long tail0 = head + nv * VEC;
@@ -393,8 +400,7 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_warp(T* y, const T* x, 
   T* py = y + off[1];
   const int N = (int)p.N;
   const int HA = AL ? 64 : 8;
-  int head = (int)((HA - (reinterpret_cast<unsigned long long>(px) >> 1)) & (HA - 1));
-  if (head > N) head = N;
+  const int head = row_head<HA>(px, N);
   const int nv = (N - head) >> 3;
   const int tail0 = head + nv * 8;
   const int ntail = N - tail0;
@@ -490,8 +496,7 @@ __global__ void __launch_bounds__(1024) row_softmax_hyb(T* y, const T* x, const 
   const T* px = x + off[0];
   T* py = y + off[1];
   const int N = (int)p.N;
-  int head = (int)((EPP - (reinterpret_cast<unsigned long long>(px) / sizeof(T)) % EPP) % EPP);
-  if (head > N) head = N;
+  const int head = row_head<EPP>(px, N);
   const int nv = (N - head) / EPP;
   const int tail0 = head + nv * EPP;
   const int ntail = N - tail0;
@@ -664,8 +669,7 @@ __device__ __forceinline__ WpRow wp_row(T* y, const T* x, const RowMeta& p, long
   w.px = px;
   w.py = y + off[1];
   const int N = (int)p.N;
-  int head = (int)((8 - (reinterpret_cast<unsigned long long>(px) >> 1)) & 7);
-  if (head > N) head = N;
+  const int head = row_head<8>(px, N);
   w.head = head;
   w.nv = (N - head) >> 3;
   w.tail0 = head + w.nv * 8;
@@ -825,8 +829,7 @@ __global__ void __launch_bounds__(128) row_softmax_short(T* y, const T* x, const
     px = x + o0;
     py = y + o1;
     const int N = (int)p.N;
-    head = (int)((HA - (reinterpret_cast<unsigned long long>(px) / sizeof(T)) % HA) % HA);
-    if (head > N) head = N;
+    head = row_head<HA>(px, N);
     nv = (N - head) / EPP;
     tail0 = head + nv * EPP;
     ntail = N - tail0;
@@ -985,8 +988,7 @@ __global__ void __launch_bounds__(256) row_lse(T* y, const T* x, const TI* __res
   const T* px = x + off[0];
   const long long N = p.N;
   const long long lab = (long long)tgt[off[2]];  // every thread: one broadcast load per warp
-  long long head = (long long)((VEC - (reinterpret_cast<unsigned long long>(px) / sizeof(T)) % VEC) % VEC);
-  if (head > N) head = N;
+  const long long head = row_head<VEC>(px, N);
   const long long nv = (N - head) / VEC;  // >= 1: the host sends rows of >= 2 * VEC here
   const long long tail0 = head + nv * VEC;
   const bool ok = lab >= 0 && lab < N;

@@ -25,7 +25,7 @@ from ..cuda.kernel import CudaKernel, ctype
 from ..dtypes import DType, itemsize
 from ..layout import MAXD, collapse
 from ..status import Status, error
-from . import HERE, REDUCE_CUH, acc_size, pack_dim_meta
+from . import HERE, REDUCE_CUH, acc_size, env_num, pack_dim_meta
 
 ROWWISE_SOURCE = REDUCE_CUH + (HERE / "rowwise.cu").read_text()
 
@@ -158,13 +158,13 @@ def short_plan(dtype: DType, mode: str, n: int) -> tuple[int, int, int, int] | N
     nv = n // vec_of(dtype)  # whole packs at the best alignment (head / tail slots cover the rest)
     if nv < 1 or nv > 32 * SHORT_PACKS[-1] or (env != "all" and nv > SHORT_MAX_NV[size]):
         return None
-    ppl = int(os.environ.get("IOP_ROWWISE_SHORT_P", "") or SHORT_PPL[size])
-    L = int(os.environ.get("IOP_ROWWISE_SHORT_L", "") or min(32, max(4, _pow2ceil(-(-nv // max(1, ppl))))))
+    ppl = env_num("IOP_ROWWISE_SHORT_P", SHORT_PPL[size])
+    L = env_num("IOP_ROWWISE_SHORT_L", min(32, max(4, _pow2ceil(-(-nv // max(1, ppl))))))
     P = next((q for q in SHORT_PACKS if L * q >= nv and (L, q) in short_names(dtype, mode)), 0)
     if not P:
         return None
-    w = int(os.environ.get("IOP_ROWWISE_SHORT_W", "") or (1 if P == 16 else 4))
-    h = int(os.environ.get("IOP_ROWWISE_SHORT_H", "") or (8 if (L, P) == (32, 16) else 0))
+    w = env_num("IOP_ROWWISE_SHORT_W", 1 if P == 16 else 4)
+    h = env_num("IOP_ROWWISE_SHORT_H", 8 if (L, P) == (32, 16) else 0)
     return L, P, max(1, min(4, w)), h if h in SHORT_HINTS or (h == 8 and L == 32) else 0
 
 
@@ -189,7 +189,7 @@ def warps_per_block(s: int = 1, default: int = 4) -> int:
     replay, two runs, (4096, 4096) f16 / bf16 softmax 18.90-18.92 / 18.91-18.93 us vs
     19.07-19.08 / 19.03-19.04 with four, log_softmax 18.66-18.72 / 18.64-18.65 vs 18.78-18.81 /
     18.70)."""
-    w = int(os.environ.get("IOP_ROWWISE_WARPS", "") or default)
+    w = env_num("IOP_ROWWISE_WARPS", default)
     return max(s, min(4, w))
 
 
@@ -234,14 +234,14 @@ def pipe_plan(dtype: DType, mode: str, n: int) -> tuple[int, int, int, int, floa
         if PIPE_NC_MIN_NV < nv <= PIPE_S2_MIN_NV:
             return PIPE_NC_DEFAULT
         return None
-    S = int(os.environ.get("IOP_ROWWISE_PIPE_S", "") or 1)
+    S = env_num("IOP_ROWWISE_PIPE_S", 1)
     nv = n // 8
     P = next((q for q in WARP_PACKS if 32 * S * q >= nv), 0)
     if not P:
         return None
-    H = int(os.environ.get("IOP_ROWWISE_PIPE_H", "") or 0)
-    minb = int(os.environ.get("IOP_ROWWISE_PIPE_MINB", "") or (WARP_MINB if H & 8 else PIPE_MINB)[P])
-    rpw = 1.0 if H & 8 else float(os.environ.get("IOP_ROWWISE_PIPE_RPW", "") or PIPE_RPW)
+    H = env_num("IOP_ROWWISE_PIPE_H", 0)
+    minb = env_num("IOP_ROWWISE_PIPE_MINB", (WARP_MINB if H & 8 else PIPE_MINB)[P])
+    rpw = 1.0 if H & 8 else env_num("IOP_ROWWISE_PIPE_RPW", PIPE_RPW, float)
     return P, minb, S, H, max(1.0, rpw), 4
 
 
@@ -275,9 +275,9 @@ def hyb_plan(dtype: DType, mode: str, n: int) -> tuple[int, int, int, int] | Non
         return None
     if env != "all" and not HYB_MIN_N <= n <= HYB_MAX_N:
         return None
-    P = int(os.environ.get("IOP_ROWWISE_HYB_P", "") or HYB_P)
-    G = int(os.environ.get("IOP_ROWWISE_HYB_G", "") or HYB_G[size])
-    cs = int(os.environ.get("IOP_ROWWISE_HYB_CS", "") or 0)
+    P = env_num("IOP_ROWWISE_HYB_P", HYB_P)
+    G = env_num("IOP_ROWWISE_HYB_G", HYB_G[size])
+    cs = env_num("IOP_ROWWISE_HYB_CS", 0)
     nv = n // (16 // size)  # whole packs at the best alignment
     need = -(-nv // P)  # threads that hold the row in registers alone
     G = min(G, max(32, -(-need // 32) * 32))  # no more threads than the packs need
@@ -316,11 +316,11 @@ def lse_plan(dtype: DType, mode: str, n: int, rows: int = 1 << 30) -> tuple[int,
     nv = max(1, n // vec_of(dtype))
     if env == "0" or mode not in ("ce", "ce_loss") or (env != "all" and nv < LSE_MIN_NV):
         return None
-    U = int(os.environ.get("IOP_ROWWISE_LSE_U", "") or LSE_DEFAULT_U)
+    U = env_num("IOP_ROWWISE_LSE_U", LSE_DEFAULT_U)
     U = U if U in LSE_U else LSE_DEFAULT_U
     G = 32 * max(1, min(LSE_MAX_G // 32, LSE_WARPS // max(1, rows)))
     G = min(G, max(32, _pow2ceil(-(-nv // U))))
-    G = int(os.environ.get("IOP_ROWWISE_LSE_G", "") or G)
+    G = env_num("IOP_ROWWISE_LSE_G", G)
     return max(32, min(LSE_MAX_G, 1 << (max(1, G).bit_length() - 1))), U
 
 
@@ -338,8 +338,7 @@ def _allow_smem(fn, nbytes: int) -> None:
 
 
 def warp_minb(p: int) -> int:
-    env = os.environ.get("IOP_ROWWISE_WARP_MINB", "")
-    return int(env) if env else WARP_MINB[p]
+    return env_num("IOP_ROWWISE_WARP_MINB", WARP_MINB[p])
 
 
 def warp_align(p: int) -> int:
@@ -350,7 +349,7 @@ def warp_align(p: int) -> int:
     softmax 19.39 -> 19.04 us, bf16 19.30 -> 18.99, log_softmax bf16 18.91 -> 18.68, f16 18.75
     against 19.14 for the two-warps-per-row kernel it replaces; aligned 4096 within 0.15 us
     (18.98 -> 18.84 f16 softmax)."""
-    return int(os.environ.get("IOP_ROWWISE_WARP_AL", "") or 1) if p == 16 else 0
+    return env_num("IOP_ROWWISE_WARP_AL", 1) if p == 16 else 0
 
 
 def warp_kernel_name(dtype: DType, mode: str, p: int, minb: int | None = None, al: int | None = None) -> str:
