@@ -667,18 +667,27 @@ def test_row_softmax_warp_rule(monkeypatch):
     from infiniop_py.reduce.rowwise import all_names, warp_kernel_name, warp_packs
 
     monkeypatch.delenv("IOP_ROWWISE_WARP_AL", raising=False)
+    monkeypatch.delenv("IOP_ROWWISE_WARP_SH", raising=False)
     assert warp_packs(DType.F16, "softmax", 2049) == 8 and warp_packs(DType.BF16, "log_softmax", 4097) == 16
     assert warp_packs(DType.F16, "log_softmax", 1000) == 4 and warp_packs(DType.F16, "softmax", 1000) == 0
     assert warp_packs(DType.F16, "softmax", 4104) == 0 and warp_packs(DType.F16, "softmax", 7175) == 0
     assert warp_packs(DType.F16, "softmax", 8192) == 32 and warp_packs(DType.F16, "softmax", 8200) == 0
     assert warp_packs(DType.F32, "softmax", 2048) == 0 and warp_packs(DType.F16, "causal", 2048) == 0
-    assert warp_kernel_name(DType.F16, "softmax", 16) == "row_softmax_warp<iop_half, 0, 16, 5, 1>"  # 128-byte boundary
-    assert warp_kernel_name(DType.F16, "softmax", 8) == "row_softmax_warp<iop_half, 0, 8, 8>"
+    # softmax: 128-byte boundary at 16 packs per lane, exponentials by ShiftExp (SH = 1) at every P
+    assert warp_kernel_name(DType.F16, "softmax", 16) == "row_softmax_warp<iop_half, 0, 16, 5, 1, 1>"
+    assert warp_kernel_name(DType.F16, "softmax", 8) == "row_softmax_warp<iop_half, 0, 8, 8, 0, 1>"
+    # log_softmax: SH only at 32 packs per lane
+    assert warp_kernel_name(DType.F16, "log_softmax", 16) == "row_softmax_warp<iop_half, 1, 16, 5, 1>"
+    assert warp_kernel_name(DType.BF16, "log_softmax", 32) == "row_softmax_warp<iop_bf16, 1, 32, 3, 0, 1>"
     monkeypatch.setenv("IOP_ROWWISE_WARP_AL", "0")
+    monkeypatch.setenv("IOP_ROWWISE_WARP_SH", "0")
     assert warp_kernel_name(DType.F16, "softmax", 16) == "row_softmax_warp<iop_half, 0, 16, 5>"
     assert warp_kernel_name(DType.F16, "softmax", 16) in all_names(DType.F16, "softmax")
     monkeypatch.delenv("IOP_ROWWISE_WARP_AL")
-    assert warp_kernel_name(DType.BF16, "log_softmax", 8) in all_names(DType.BF16, "log_softmax")
+    monkeypatch.delenv("IOP_ROWWISE_WARP_SH")
+    for mode in ("softmax", "log_softmax"):
+        for dt in (DType.F16, DType.BF16):
+            assert all(warp_kernel_name(dt, mode, q) in all_names(dt, mode) for q in (4, 8, 16, 32))
     monkeypatch.setenv("IOP_ROWWISE_WARP", "all")
     assert warp_packs(DType.F16, "softmax", 1000) == 4 and warp_packs(DType.F16, "softmax", 8199) == 32
     monkeypatch.setenv("IOP_ROWWISE_WARP", "0")

@@ -34,6 +34,9 @@ ENVS = {
     "nc_w1": {**PIPE, "IOP_ROWWISE_PIPE_H": "9", "IOP_ROWWISE_WARPS": "1"},
     "warp_al": {"IOP_ROWWISE_WARP_AL": "1"},
     "warp_al_pipe0": {"IOP_ROWWISE_WARP_AL": "1", "IOP_ROWWISE_PIPE": "0"},
+    "warp_sh1": {"IOP_ROWWISE_WARP_SH": "1"},  # exponentials as one FFMA and one ex2 (ShiftExp) or not
+    "warp_sh0": {"IOP_ROWWISE_WARP_SH": "0"},
+    "warp_sh1_pipe0": {"IOP_ROWWISE_WARP_SH": "1", "IOP_ROWWISE_PIPE": "0"},
 }
 
 
@@ -155,6 +158,29 @@ def test_softmax_rows_nvidia_variants_4096_rows(monkeypatch, env):
         x = a.astype(npdt)
         for stride, inplace in ((N, False), (N + 3, False), (N + 3, True)):
             _run(cp, h, op, x, npdt, dt, stride, inplace, tol, f"{op} 4096x{N} {dt} {stride} {inplace}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("env", [{}, {"IOP_ROWWISE_WARP_SH": "1"}, {"IOP_ROWWISE_WARP_SH": "0"}], ids=["default", "sh1", "sh0"])
+def test_softmax_rows_nvidia_large_magnitudes(monkeypatch, env):
+    """Rows around +-1000 and 30000 (f16): exp(v - m) must not lose the low bits of m * log2(e)
+    (ShiftExp keeps them as hi + lo); a naive exp(v) overflows."""
+    cp = cupy_with_env(monkeypatch, env)
+    import ml_dtypes
+
+    h = iop.create_handle("nvidia")
+    rng = np.random.default_rng(41)
+    for base, types in (
+        (1000.0, ((iop.float16, np.float16, 2e-3), (iop.bfloat16, ml_dtypes.bfloat16, 2e-2))),
+        (-1000.0, ((iop.float16, np.float16, 2e-3), (iop.bfloat16, ml_dtypes.bfloat16, 2e-2))),
+        (30000.0, ((iop.float16, np.float16, 2e-3),)),
+    ):
+        for op in ("softmax", "log_softmax"):
+            for R, N in ((3, 4097), (4, 4096), (2, 1500), (2, 8192)):
+                for dt, npdt, tol in types:
+                    x = (base + rng.uniform(-40, 40, size=(R, N))).astype(npdt)
+                    for stride, inplace in ((N, False), (N + 3, False)):
+                        _run(cp, h, op, x, npdt, dt, stride, inplace, tol, f"{op} {R}x{N} {dt} base {base} stride {stride}")
 
 
 # Round 9C (issue 4): short rows, row_softmax_short (L lanes per row, P packs per lane).

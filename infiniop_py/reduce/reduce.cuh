@@ -56,11 +56,28 @@ template <class Op, class A> __device__ __forceinline__ A block_reduce(A v, A* s
 // (4096, 4096) f16 softmax: 20.1 -> 18.8 us with the change below, docs/perf/reductions.md). Only
 // results below 2^-126 differ (0 instead of an f32 denormal): under any f16 output's least
 // denormal, and under bf16's least normal.
-__device__ __forceinline__ float exp_ftz(float x) {
+__device__ __forceinline__ float ex2_ftz(float t) {
   float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x * 1.4426950408889634f));
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(t));
   return y;
 }
+__device__ __forceinline__ float exp_ftz(float x) { return ex2_ftz(x * 1.4426950408889634f); }
+
+// exp(v - m) of the half types as one FFMA and one ex2 per element (exp_ftz(v - m) takes a
+// subtraction, a multiply and the ex2): with m * log2(e) = hi + lo (lo the FMA residual, exact),
+// e(v) = 2^(v * log2(e) - hi) = exp(v - m) * 2^lo. A sum of e(v) is the sum of exp(v - m) times
+// 2^lo, so softmax divides e(v) by it unchanged and log_softmax takes log(sum) - lo * ln 2. The
+// exponent is rounded once (v * log2(e) - hi inside the FFMA) instead of twice; m = -inf (an all
+// -inf row) gives NaN as before.
+struct ShiftExp {
+  float hi, lo;
+  __device__ __forceinline__ explicit ShiftExp(float m) {
+    hi = m * 1.4426950408889634f;
+    lo = fmaf(m, 1.4426950408889634f, -hi);
+  }
+  __device__ __forceinline__ float operator()(float v) const { return ex2_ftz(fmaf(v, 1.4426950408889634f, -hi)); }
+  __device__ __forceinline__ float log_sum(float s) const { return __logf(s) - lo * 0.6931471805599453f; }
+};
 template <class T> struct RowMath {
   __device__ static __forceinline__ float exp_(float x) { return expf(x); }
   __device__ static __forceinline__ float log_(float x) { return logf(x); }

@@ -374,6 +374,18 @@ __device__ __forceinline__ float raw_lane_max(const unsigned int (&w)[P][4], flo
                                MaxOp::combine<float>(rw_get<T>(mw[0], 0), rw_get<T>(mw[0], 1)));
 }
 template <class T, int P>
+__device__ __forceinline__ float raw_lane_expsum_sh(const unsigned int (&w)[P][4], float hv, float tv, const ShiftExp& e) {
+  float s0 = e(hv) + e(tv), s1 = 0.f;
+#pragma unroll
+  for (int k = 0; k < P; ++k)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      s0 += e(rw_get<T>(w[k][i], 0));
+      s1 += e(rw_get<T>(w[k][i], 1));
+    }
+  return s0 + s1;
+}
+template <class T, int P>
 __device__ __forceinline__ float raw_lane_expsum(const unsigned int (&w)[P][4], float hv, float tv, float m) {
   float s0 = RowMath<T>::exp_(hv - m) + RowMath<T>::exp_(tv - m), s1 = 0.f;
 #pragma unroll
@@ -387,8 +399,9 @@ __device__ __forceinline__ float raw_lane_expsum(const unsigned int (&w)[P][4], 
 }
 
 // AL: the packs start at a 128-byte boundary (a head of up to 63 elements, two per lane), so each
-// warp-wide pack access covers whole 128-byte lines on unaligned rows.
-template <class T, int MODE, int P, int MINB, int AL = 0>
+// warp-wide pack access covers whole 128-byte lines on unaligned rows. SH: exponentials as
+// ShiftExp (one FFMA and one ex2 per element) instead of exp_ftz(v - m).
+template <class T, int MODE, int P, int MINB, int AL = 0, int SH = 0>
 __global__ void __launch_bounds__(128, MINB) row_softmax_warp(T* y, const T* x, const int* __restrict__ tgt,
                                                               float* __restrict__ ws, RowMeta p) {
   const int lane = threadIdx.x;
@@ -425,24 +438,27 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_warp(T* y, const T* x, 
   }
   if (lane < ntail) tv = red_load(px[tail0 + lane]);
   const float m = warp_reduce<MaxOp, float>(raw_lane_max<T, P>(w, AL ? MaxOp::combine<float>(hv, hv2) : hv, tv));
-  const float s = warp_reduce<SumOp, float>(raw_lane_expsum<T, P>(w, hv, tv, m) + (AL ? RowMath<T>::exp_(hv2 - m) : 0.f));
+  const ShiftExp ex(m);
+  const float s = SH ? warp_reduce<SumOp, float>(raw_lane_expsum_sh<T, P>(w, hv, tv, ex) + (AL ? ex(hv2) : 0.f))
+                     : warp_reduce<SumOp, float>(raw_lane_expsum<T, P>(w, hv, tv, m) + (AL ? RowMath<T>::exp_(hv2 - m) : 0.f));
   const float inv = 1.f / s;
-  const float lg = RowMath<T>::log_(s);
+  const float lg = SH ? ex.log_sum(s) : RowMath<T>::log_(s);
   opaque_xor<P>(w, (unsigned int)(p.ne >> 40));
-  if (lane < head) py[lane] = Conv<T>::from(rw_value<T, MODE>(hv, m, inv, lg));
-  if (AL && lane + 32 < head) py[lane + 32] = Conv<T>::from(rw_value<T, MODE>(hv2, m, inv, lg));
+  // softmax with SH: e(v) / sum e (the 2^lo factors cancel); log_softmax: v - m - lg either way
+#define RW_OUT(v) (SH && MODE == RW_SOFTMAX ? ex(v) * inv : rw_value<T, MODE>((v), m, inv, lg))
+  if (lane < head) py[lane] = Conv<T>::from(RW_OUT(hv));
+  if (AL && lane + 32 < head) py[lane + 32] = Conv<T>::from(RW_OUT(hv2));
   W4* yv = reinterpret_cast<W4*>(py + head);
 #pragma unroll
   for (int e = 0; e < P; ++e) {
     const int v = lane + 32 * e;
     W4 o;
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-      o.v[i] = RawPair<T>::pack2(rw_value<T, MODE>(rw_get<T>(w[e][i], 0), m, inv, lg),
-                                 rw_value<T, MODE>(rw_get<T>(w[e][i], 1), m, inv, lg));
+    for (int i = 0; i < 4; ++i) o.v[i] = RawPair<T>::pack2(RW_OUT(rw_get<T>(w[e][i], 0)), RW_OUT(rw_get<T>(w[e][i], 1)));
     st16_if<0>(yv + v, o, v < nv);
   }
-  if (lane < ntail) py[tail0 + lane] = Conv<T>::from(rw_value<T, MODE>(tv, m, inv, lg));
+  if (lane < ntail) py[tail0 + lane] = Conv<T>::from(RW_OUT(tv));
+#undef RW_OUT
 }
 
 // row_softmax_hyb: softmax / log_softmax of a contiguous row (y at x's 16-byte alignment) by one

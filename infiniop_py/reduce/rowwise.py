@@ -352,9 +352,26 @@ def warp_align(p: int) -> int:
     return env_num("IOP_ROWWISE_WARP_AL", 1) if p == 16 else 0
 
 
-def warp_kernel_name(dtype: DType, mode: str, p: int, minb: int | None = None, al: int | None = None) -> str:
+def warp_shift(mode: str, p: int) -> int:
+    """1: ``row_softmax_warp`` takes its exponentials as one FFMA and one ex2 per element
+    (``ShiftExp`` in reduce.cuh: 2^(v log2 e - hi), hi + lo = m log2 e) instead of a subtraction,
+    a multiply and the ex2; softmax's write pass then divides by the shifted sum directly
+    (``IOP_ROWWISE_WARP_SH``: 0 / 1). Default: softmax at every P, log_softmax at 32 packs per
+    lane. H200, CUDA-graph replay, two runs (2026-11-22, fifth session; docs/perf/reductions.md):
+    softmax (4096, 4096) f16 18.97 / 18.96 -> 18.74 / 18.74 us, bf16 18.96 -> 18.85, (4096, 4097)
+    f16 18.99 / 18.96 -> 18.88 / 18.86, bf16 19.11 / 19.06 -> 18.89 / 18.92, (4096, 8192) f16
+    37.50 / 37.47 -> 35.82 / 35.81, bf16 36.57 / 36.51 -> 35.71 / 35.69; log_softmax 8192 35.41 ->
+    35.13 (f16), 35.20 -> 35.01 (bf16), but 4096 / 4097 0.02-0.07 us slower in both runs (its
+    write pass has no exponential), so it keeps exp_ftz there."""
+    return env_num("IOP_ROWWISE_WARP_SH", int(mode == "softmax" or p == 32))
+
+
+def warp_kernel_name(
+    dtype: DType, mode: str, p: int, minb: int | None = None, al: int | None = None, sh: int | None = None
+) -> str:
     al = warp_align(p) if al is None else al
-    tail = ", 1" if al else ""
+    sh = warp_shift(mode, p) if sh is None else sh
+    tail = f", {al}, 1" if sh else ", 1" if al else ""
     return f"row_softmax_warp<{ctype(dtype)}, {MODES[mode]}, {p}, {warp_minb(p) if minb is None else minb}{tail}>"
 
 
@@ -377,6 +394,7 @@ def all_names(dtype: DType, mode: str, ti: str = "int") -> list[str]:
     if mode in ("softmax", "log_softmax") and itemsize(dtype) == 2:
         names += [warp_kernel_name(dtype, mode, q, WARP_MINB[q], 0) for q in WARP_PACKS]
         names.append(warp_kernel_name(dtype, mode, 16, WARP_MINB[16], 1))
+        names += [warp_kernel_name(dtype, mode, q, WARP_MINB[q], int(q == 16), 1) for q in WARP_PACKS]
         names += [pipe_kernel_name(dtype, mode, q, PIPE_MINB[q], s, 0) for q in (4, 8, 16) for s in (1, 2)]
         names += [pipe_kernel_name(dtype, mode, q, WARP_MINB[q], s, h) for q in (4, 8, 16) for s, h in ((1, 9), (1, 12), (2, 8))]
     if mode in ("softmax", "log_softmax") and dtype in (DType.F32, DType.F16, DType.BF16):

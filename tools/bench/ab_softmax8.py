@@ -7,7 +7,7 @@ CUDA events per call, CUDA-graph replay for kernel-only time, results checked ag
 then a torch copy of the same bytes timed by the same graph replay (the kernel-only ceiling of
 one launch of that size).
 
-    python3 -m tools.bench.ab_softmax8 --reps 50 [--match TEXT] [--out FILE] [--minb | --short | --short2 | --r10 | --f32warp | --ce | --align]
+    python3 -m tools.bench.ab_softmax8 --reps 50 [--match TEXT] [--out FILE] [--minb | --short | --short2 | --r10 | --f32warp | --ce | --align | --shift]
 
 Round 9C (``--short``): short rows N = 17 ... 1000, f32 / f16 / bf16: ``row_softmax_short`` (L
 lanes per row, P packs per lane; ``new`` is the default rule) against the earlier kernels
@@ -139,6 +139,20 @@ def cases_align():
                 var = w if (n, dt, op) == (4097, "f16", "log_softmax") else ALIGN128W
                 out.append((red.softmax_case(op, dt, (4096, n)), var, True))
     return out
+
+
+SHIFT = {"sh0": {"IOP_ROWWISE_WARP_SH": "0"}, "sh1": {"IOP_ROWWISE_WARP_SH": "1"}}
+
+
+def cases_shift():
+    """Session 2026-11-22 (fifth): row_softmax_warp's exponentials as exp_ftz(v - m) vs one FFMA
+    and one ex2 (ShiftExp), half rows of 4096 / 4097 / 8192 (``--shift``)."""
+    return [
+        (red.softmax_case(op, dt, (4096, n)), SHIFT, True)
+        for n in (4096, 4097, 8192)
+        for dt in ("f16", "bf16")
+        for op in ("softmax", "log_softmax")
+    ]
 
 
 def cases_f32warp():
@@ -289,6 +303,7 @@ if __name__ == "__main__":
         "--f32warp": cases_f32warp,
         "--ce": cases_ce,
         "--align": cases_align,
+        "--shift": cases_shift,
         "--short": cases_short,
         "--short2": cases_short2,
     }
