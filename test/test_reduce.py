@@ -685,9 +685,16 @@ def test_row_softmax_warp_rule(monkeypatch):
     assert warp_kernel_name(DType.F16, "softmax", 16) in all_names(DType.F16, "softmax")
     monkeypatch.delenv("IOP_ROWWISE_WARP_AL")
     monkeypatch.delenv("IOP_ROWWISE_WARP_SH")
-    for mode in ("softmax", "log_softmax"):
+    for mode in ("softmax", "log_softmax"):  # every switch setting's kernel is instantiated
         for dt in (DType.F16, DType.BF16):
-            assert all(warp_kernel_name(dt, mode, q) in all_names(dt, mode) for q in (4, 8, 16, 32))
+            names = all_names(dt, mode)
+            assert all(
+                warp_kernel_name(dt, mode, q, al=al, sh=sh) in names
+                for q in (4, 8, 16, 32)
+                for al in (0, 1)
+                if al == 0 or q == 16
+                for sh in (0, 1)
+            )
     monkeypatch.setenv("IOP_ROWWISE_WARP", "all")
     assert warp_packs(DType.F16, "softmax", 1000) == 4 and warp_packs(DType.F16, "softmax", 8199) == 32
     monkeypatch.setenv("IOP_ROWWISE_WARP", "0")

@@ -392,9 +392,12 @@ def all_names(dtype: DType, mode: str, ti: str = "int") -> list[str]:
     if raw_cache(dtype, vec_of(dtype), mode):  # the raw-cache variant for long rows
         names.insert(1, row_kernel_name(dtype, mode, vec_of(dtype), ti, 1))
     if mode in ("softmax", "log_softmax") and itemsize(dtype) == 2:
-        names += [warp_kernel_name(dtype, mode, q, WARP_MINB[q], 0) for q in WARP_PACKS]
-        names.append(warp_kernel_name(dtype, mode, 16, WARP_MINB[16], 1))
-        names += [warp_kernel_name(dtype, mode, q, WARP_MINB[q], int(q == 16), 1) for q in WARP_PACKS]
+        names += [
+            warp_kernel_name(dtype, mode, q, WARP_MINB[q], al, sh)
+            for q in WARP_PACKS
+            for al in ((0, 1) if q == 16 else (0,))
+            for sh in (0, 1)
+        ]
         names += [pipe_kernel_name(dtype, mode, q, PIPE_MINB[q], s, 0) for q in (4, 8, 16) for s in (1, 2)]
         names += [pipe_kernel_name(dtype, mode, q, WARP_MINB[q], s, h) for q in (4, 8, 16) for s, h in ((1, 9), (1, 12), (2, 8))]
     if mode in ("softmax", "log_softmax") and dtype in (DType.F32, DType.F16, DType.BF16):
