@@ -373,27 +373,21 @@ __device__ __forceinline__ float raw_lane_max(const unsigned int (&w)[P][4], flo
   return MaxOp::combine<float>(MaxOp::combine<float>(hv, tv),
                                MaxOp::combine<float>(rw_get<T>(mw[0], 0), rw_get<T>(mw[0], 1)));
 }
-template <class T, int P>
-__device__ __forceinline__ float raw_lane_expsum_sh(const unsigned int (&w)[P][4], float hv, float tv, const ShiftExp& e) {
-  float s0 = e(hv) + e(tv), s1 = 0.f;
-#pragma unroll
-  for (int k = 0; k < P; ++k)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      s0 += e(rw_get<T>(w[k][i], 0));
-      s1 += e(rw_get<T>(w[k][i], 1));
-    }
-  return s0 + s1;
-}
-template <class T, int P>
-__device__ __forceinline__ float raw_lane_expsum(const unsigned int (&w)[P][4], float hv, float tv, float m) {
-  float s0 = RowMath<T>::exp_(hv - m) + RowMath<T>::exp_(tv - m), s1 = 0.f;
+// The sum of exp(v - m) over a lane's share, exp taken by E: SubExp (exp_(v - m)) or ShiftExp
+// (one FFMA and one ex2; the sum is then scaled by 2^lo, see ShiftExp).
+template <class T> struct SubExp {
+  float m;
+  __device__ __forceinline__ float operator()(float v) const { return RowMath<T>::exp_(v - m); }
+};
+template <class T, int P, class E>
+__device__ __forceinline__ float raw_lane_expsum(const unsigned int (&w)[P][4], float hv, float tv, const E& ex) {
+  float s0 = ex(hv) + ex(tv), s1 = 0.f;
 #pragma unroll
   for (int e = 0; e < P; ++e)
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      s0 += RowMath<T>::exp_(rw_get<T>(w[e][i], 0) - m);
-      s1 += RowMath<T>::exp_(rw_get<T>(w[e][i], 1) - m);
+      s0 += ex(rw_get<T>(w[e][i], 0));
+      s1 += ex(rw_get<T>(w[e][i], 1));
     }
   return s0 + s1;
 }
@@ -439,8 +433,8 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_warp(T* y, const T* x, 
   if (lane < ntail) tv = red_load(px[tail0 + lane]);
   const float m = warp_reduce<MaxOp, float>(raw_lane_max<T, P>(w, AL ? MaxOp::combine<float>(hv, hv2) : hv, tv));
   const ShiftExp ex(m);
-  const float s = SH ? warp_reduce<SumOp, float>(raw_lane_expsum_sh<T, P>(w, hv, tv, ex) + (AL ? ex(hv2) : 0.f))
-                     : warp_reduce<SumOp, float>(raw_lane_expsum<T, P>(w, hv, tv, m) + (AL ? RowMath<T>::exp_(hv2 - m) : 0.f));
+  const auto row_sum = [&](const auto& f) { return warp_reduce<SumOp, float>(raw_lane_expsum<T, P>(w, hv, tv, f) + (AL ? f(hv2) : 0.f)); };
+  const float s = SH ? row_sum(ex) : row_sum(SubExp<T>{m});
   const float inv = 1.f / s;
   const float lg = SH ? ex.log_sum(s) : RowMath<T>::log_(s);
   opaque_xor<P>(w, (unsigned int)(p.ne >> 40));
@@ -730,7 +724,7 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_wpipe(T* y, const T* x,
   }
   for (int it = 0;; ++it) {
     float m = warp_reduce<MaxOp, float>(raw_lane_max<T, P>(w, hv, tv));
-    float s = warp_reduce<SumOp, float>(raw_lane_expsum<T, P>(w, hv, tv, m));
+    float s = warp_reduce<SumOp, float>(raw_lane_expsum<T, P>(w, hv, tv, SubExp<T>{m}));
     if (S == 2) {  // merge the two halves: (m, s) of each, the same order in both warps
       const int k = it & 1;
       if (lane == 0) {
