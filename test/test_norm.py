@@ -263,3 +263,44 @@ def test_running_stats_updated_in_place():
     var_u = x.var(axis=(0, 2), ddof=1)
     np.testing.assert_allclose(rm, 0.25 * mu, rtol=1e-6)
     np.testing.assert_allclose(rv, 0.75 + 0.25 * var_u, rtol=1e-6)
+
+
+def _bn_backward_f64(x, dy, w, eps=1e-5):
+    """batch_norm_backward in float64 on (B, C) or (B, C, D) arrays (ops.md §3.6)."""
+    x3, dy3 = (a.astype(np.float64).reshape(a.shape[0], a.shape[1], -1) for a in (x, dy))
+    n = x3.shape[0] * x3.shape[2]
+    xc = x3 - x3.mean(axis=(0, 2), keepdims=True)
+    rstd = 1.0 / np.sqrt((xc * xc).mean(axis=(0, 2), keepdims=True) + eps)
+    xh = xc * rstd
+    gb = dy3.sum(axis=(0, 2))
+    gw = (dy3 * xh).sum(axis=(0, 2))
+    gi = w.astype(np.float64)[None, :, None] * rstd * (dy3 - gb[None, :, None] / n - xh * gw[None, :, None] / n)
+    return gi.reshape(x.shape), gw, gb
+
+
+# f32 data whose grad_output has a nonzero mean: sum dy*(x - mean) then cancels heavily, and
+# f32 sums (or an f32 mean) lose ~1e-4..1e-3 of grad_weight.
+BN_DATA = {
+    "normal": lambda rng, s: (rng.normal(3.0, 1.0, s), rng.normal(1.0, 1.0, s)),
+    "uniform": lambda rng, s: (rng.random(s), rng.random(s)),  # as upstream's generator
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("data", sorted(BN_DATA))
+@pytest.mark.parametrize("shape", [(2, 8, 5632), (4, 4, 5632), (4, 16, 32768), (8192, 16)], ids=str)
+def test_batch_norm_backward_f32_matches_float64(device, data, shape):
+    rng = np.random.default_rng(sum(shape))
+    x, dy = (a.astype(np.float32) for a in BN_DATA[data](rng, shape))
+    c = shape[1]
+    w = rng.uniform(0.5, 1.5, c).astype(np.float32)
+    ins = {"input": x, "grad_output": dy, "weight": w, "running_mean": np.zeros(c, np.float32)}
+    ins["running_var"] = np.ones(c, np.float32)
+    gi, gw, gb = _run("batch_norm_backward", ("grad_input", "grad_weight", "grad_bias"), ins, device)
+    want = _bn_backward_f64(x, dy, w)
+    for name, got, ref in zip(("grad_input", "grad_weight", "grad_bias"), (gi, gw, gb), want):
+        err = np.abs(got.astype(np.float64) - ref)
+        # the weight gradients to 1e-5 relative; grad_input as the GGUF files compare it
+        bound = 1e-5 * np.abs(ref) + (1e-5 if name == "grad_input" else 0.0)
+        worst = float(np.max(err / bound))
+        assert worst <= 1.0, f"{name}: error up to {worst:.3g} x the bound (1e-5 relative) on {device}"

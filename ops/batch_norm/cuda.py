@@ -104,7 +104,7 @@ def build(info: Info, handle, bwd: bool):
         xs, ys, gsl, ws_slot = 3, 0, 3, 4
     plan = BNPlan(ti["input"], y, g, vecs, handle, t)
     nv, nc = (4, 4) if bwd else (2, 3)
-    part_bytes = align_up(plan.stats_grid() * nv * plan.acc)
+    part_bytes = align_up(plan.stats_grid() * nv * (8 if bwd and t is DType.F32 else plan.acc))  # f64 (BnPart)
     coef_bytes = align_up(plan.C * nc * plan.acc)
     variants = ([plan.vec] if plan.vec > 1 else []) + [1]
     fin = fin_bwd_name(t) if bwd else fin_fwd_name(t, ti["running_mean"].dtype)

@@ -2,7 +2,9 @@
 // Three deterministic stages, each with a fixed reduction order:
 //   1. bn_stats:    block (c, j) reduces chunk j of channel c's n = B*D elements (flat index
 //                   k = b*D + d) to (mean_j, M2_j) [+ (sum dy, sum dy*(x - mean_j)) backward],
-//                   with sums shifted by the chunk's first value for accuracy.
+//                   with sums shifted by the chunk's first value for accuracy. Backward f32
+//                   input sums in f64 (BnPart), each term exact: sum dy*(x - mean) cancels
+//                   heavily when dy has a nonzero mean, and f32 terms and sums lose ~1e-3 of it.
 //   2. bn_finalize: one thread per channel combines the chunks in order (Chan's formula, f64):
 //                   forward writes (mean, weight*rstd, bias) and updates the running stats;
 //                   backward writes grad_weight, grad_bias and the grad_input coefficients.
@@ -28,12 +30,23 @@ __device__ __forceinline__ void bn_split(const BNMeta& m, long long k, long long
   d = k - b * m.D;
 }
 
+// Type of the statistics sums and partials: the compute type, but f64 for f32 backward.
+template <class T, bool BWD>
+struct BnPart {
+  typedef typename Compute<T>::type type;
+};
+template <>
+struct BnPart<float, true> {
+  typedef double type;
+};
+
 template <class T, int VEC, bool BWD>
 __global__ void __launch_bounds__(256)
-bn_stats(typename Compute<T>::type* part, const T* x, const T* dy, const BNMeta m) {
+bn_stats(typename BnPart<T, BWD>::type* part, const T* x, const T* dy, const BNMeta m) {
   typedef typename Compute<T>::type A;
+  typedef typename BnPart<T, BWD>::type S;
   constexpr int NV = BWD ? 4 : 2;
-  __shared__ A sm[8 * NV];
+  __shared__ S sm[8 * NV];
   const long long c = blockIdx.x / m.nchunk;
   const int j = blockIdx.x % m.nchunk;
   const long long k0 = (long long)j * m.chunk;
@@ -46,9 +59,9 @@ bn_stats(typename Compute<T>::type* part, const T* x, const T* dy, const BNMeta 
     bn_split(m, k0, b, d);
     K = (A)iop_load(xc[b * m.xs[0] + d * m.xs[2]]);
   }
-  A s[NV];
+  S s[NV];
 #pragma unroll
-  for (int i = 0; i < NV; ++i) s[i] = A(0);
+  for (int i = 0; i < NV; ++i) s[i] = S(0);
   for (long long k = k0 + (long long)threadIdx.x * VEC; k < k1; k += 256LL * VEC) {
     long long b, d;
     bn_split(m, k, b, d);
@@ -57,25 +70,25 @@ bn_stats(typename Compute<T>::type* part, const T* x, const T* dy, const BNMeta 
     if (BWD) norm_load<T, VEC, A>(gc + b * m.gs[0], d, m.gs[2], gv);
 #pragma unroll
     for (int q = 0; q < VEC; ++q) {
-      const A t = xv[q] - K;
+      const S t = (S)xv[q] - (S)K;  // exact in f64 for f32 x
       s[0] += t;
       s[1] += t * t;
       if (BWD) {
-        s[2] += gv[q];
-        s[3] += gv[q] * t;
+        s[2] += (S)gv[q];
+        s[3] += (S)gv[q] * t;
       }
     }
   }
   norm_group_sum<256, 1, NV>(s, sm);
   if (threadIdx.x == 0) {
-    A* out = part + (long long)blockIdx.x * NV;
+    S* out = part + (long long)blockIdx.x * NV;
     const long long cnt = k1 > k0 ? k1 - k0 : 0;
     if (cnt == 0) {
 #pragma unroll
-      for (int i = 0; i < NV; ++i) out[i] = A(0);
+      for (int i = 0; i < NV; ++i) out[i] = S(0);
     } else {
-      const A mu = s[0] / A(cnt);  // mean - K
-      out[0] = K + mu;
+      const S mu = s[0] / S(cnt);  // mean - K
+      out[0] = (S)K + mu;
       out[1] = s[1] - s[0] * mu;
       if (BWD) {
         out[2] = s[2];
@@ -122,9 +135,10 @@ bn_finalize_fwd(typename Compute<T>::type* coef, const typename Compute<T>::type
 // coef[c] = (a, a * mean(dy), a * rstd^2 * sum dy (x - mean) / n, mean) with a = weight * rstd.
 template <class T>
 __global__ void __launch_bounds__(256)
-bn_finalize_bwd(typename Compute<T>::type* coef, const typename Compute<T>::type* part, T* gw, T* gb,
+bn_finalize_bwd(typename Compute<T>::type* coef, const typename BnPart<T, true>::type* part, T* gw, T* gb,
                 const T* w, const BNMeta m, double eps) {
   typedef typename Compute<T>::type A;
+  typedef typename BnPart<T, true>::type S;
   const long long c = (long long)blockIdx.x * 256 + threadIdx.x;
   if (c >= m.C) return;
   double cnt = 0.0, mean = 0.0, m2 = 0.0, sdy = 0.0;
@@ -132,7 +146,7 @@ bn_finalize_bwd(typename Compute<T>::type* coef, const typename Compute<T>::type
     const long long k0 = (long long)j * m.chunk;
     const double nj = (double)(min(m.n, k0 + m.chunk) - k0);
     if (nj <= 0) continue;
-    const A* p = part + (c * m.nchunk + j) * 4;
+    const S* p = part + (c * m.nchunk + j) * 4;
     const double mj = (double)p[0], m2j = (double)p[1];
     const double tot = cnt + nj;
     const double delta = mj - mean;
@@ -145,7 +159,7 @@ bn_finalize_bwd(typename Compute<T>::type* coef, const typename Compute<T>::type
   for (int j = 0; j < m.nchunk; ++j) {
     const long long k0 = (long long)j * m.chunk;
     if (min(m.n, k0 + m.chunk) - k0 <= 0) continue;
-    const A* p = part + (c * m.nchunk + j) * 4;
+    const S* p = part + (c * m.nchunk + j) * 4;
     pdx += (double)p[3] + ((double)p[0] - mean) * (double)p[2];
   }
   const double var = m2 / cnt;
