@@ -100,6 +100,7 @@ class Descriptor:
         self._write = [spec.role[n].is_output for n in order]
         self._present = [info.tensors.get(n) is not None for n in order]
         self._facts = list(zip(order, self._nbytes, self._write, self._present, strict=True))
+        self._pairs = overlap_pairs(spec, info, order)
         self._last = [None] * len(order)  # (weakref, address) of the last buffer per tensor
         self._ws_last = None  # (weakref, address, revalidator) of the last checked workspace
         self._nrt = len(spec.runtime)
@@ -169,6 +170,13 @@ class Descriptor:
             else:
                 append(self._check_buffer(i, buf))
             i += 1
+        # Outputs against every other tensor: byte spans [p, p + span) that meet are refused
+        # unless they are an in-place pair at the same address (same layout, checked at create).
+        for i, j, ni, nj, same in self._pairs:
+            pi = ptrs[i]
+            pj = ptrs[j]
+            if pi < pj + nj and pj < pi + ni and not (same and pi == pj):
+                self._check_overlap(i, j, pi, pj)
         need = self.workspace_size
         if need:
             if workspace_size is not None and workspace_size < need:
@@ -207,6 +215,29 @@ class Descriptor:
             return 0
         raise error(Status.BAD_PARAM, f"{op}: tensor '{name}' was absent at create but a buffer was given")
 
+    def _check_overlap(self, i: int, j: int, pi: int, pj: int) -> None:
+        """Tensors ``i`` (an output) and ``j`` have meeting byte spans: raise unless provably disjoint."""
+        a = self.info.tensors[self._names[i]]
+        b = self.info.tensors[self._names[j]]
+        if interleaved_disjoint(a, pi, b, pj):
+            return
+        op, n, m = self.spec.name, self._names[i], self._names[j]
+        kind = "output" if self._write[j] else "input"
+        pair = (n, m) in self.spec.inplace or (m, n) in self.spec.inplace
+        if pair and pi == pj and a.shape == b.shape and a.strides == b.strides:
+            why = f"in place needs one element size, got {a.dtype.name} and {b.dtype.name}"
+        elif pair:
+            why = "in place needs the same address, shape and strides"
+        elif kind == "input":
+            why = f"{op} has no in-place pair ('{n}', '{m}')"
+        else:
+            why = "two outputs may not share memory"
+        raise error(
+            Status.BAD_TENSOR_STRIDES,
+            f"{op}: output '{n}' ({a.shape_text()} at {pi:#x}, {a.span_bytes} bytes) overlaps {kind} '{m}' "
+            f"({b.shape_text()} at {pj:#x}, {b.span_bytes} bytes): {why}",
+        )
+
     def _check_workspace(self, workspace, need: int) -> int:
         """Address of a workspace buffer that holds at least ``need`` bytes."""
         op = self.spec.name
@@ -243,6 +274,46 @@ class Descriptor:
         return [bound[n] for n in self._names], tuple(a.coerce(rt[a.name], spec.name) for a in spec.runtime)
 
 
+def overlap_pairs(spec: OpSpec, info: Info, order: list[str]) -> tuple:
+    """``(i, j, span_i, span_j, same)`` for every output ``i`` and other tensor ``j`` (pairs of
+    outputs once) that calculate checks for overlap; ``same``: the pair may alias at one address
+    (declared in place by the operator, identical shape, strides and element size). Absent and
+    empty tensors occupy no memory and are left out; inputs may alias each other freely."""
+    allowed = {tuple(p) for p in spec.inplace} | {(b, a) for a, b in spec.inplace}
+    descs = [info.tensors.get(n) for n in order]
+    pairs = []
+    for i, n in enumerate(order):
+        a = descs[i]
+        if a is None or not spec.role[n].is_output or a.numel == 0:
+            continue
+        for j, m in enumerate(order):
+            b = descs[j]
+            if j == i or b is None or b.numel == 0 or (spec.role[m].is_output and j < i):
+                continue
+            same = (n, m) in allowed and a.shape == b.shape and a.strides == b.strides and a.itemsize == b.itemsize
+            pairs.append((i, j, a.span_bytes, b.span_bytes, same))
+    return tuple(pairs)
+
+
+def interleaved_disjoint(a: TensorDescriptor, pa: int, b: TensorDescriptor, pb: int) -> bool:
+    """True when tensors ``a`` at address ``pa`` and ``b`` at ``pb`` provably share no byte
+    although their spans meet: every element of either starts at its base plus a multiple of
+    ``g``, the gcd of all their byte strides, so their bytes fill the residues ``[pa, pa + size)``
+    and ``[pb, pb + size)`` modulo ``g``; if those do not meet, the tensors are disjoint (e.g. the
+    even and odd columns of one matrix). Exact for such interleavings, conservative otherwise."""
+    import math
+
+    g = 0
+    for t in (a, b):
+        for d, s in zip(t.shape, t.strides, strict=True):
+            if d > 1:
+                g = math.gcd(g, s * t.itemsize)
+    if g == 0:
+        return False  # single elements: the spans are exact
+    diff = (pb - pa) % g
+    return diff >= a.itemsize and g - diff >= b.itemsize
+
+
 class _CpuKernel:
     """Adapts a NumPy implementation ``fn(views, workspace, runtime)`` to the pointer interface.
 
@@ -257,6 +328,11 @@ class _CpuKernel:
         self.slots = [(name, info.tensors.get(name)) for name in order]
         self.last = [None] * len(order)
         self.workspace_size = getattr(fn, "workspace_size", 0)
+        self.ws_desc = None
+        if self.workspace_size:
+            from .dtypes import DType
+
+            self.ws_desc = TensorDescriptor((self.workspace_size,), (1,), DType.U8)
 
     def __call__(self, ptrs, ws_ptr, rt, stream):
         views = {}
@@ -276,14 +352,7 @@ class _CpuKernel:
         if self.workspace_size:
             import numpy as np
 
-            from .dtypes import DType
-            from .tensor import TensorDescriptor
-
-            ws = (
-                host_view(ws_ptr, TensorDescriptor((self.workspace_size,), (1,), DType.U8))
-                if ws_ptr
-                else np.empty(self.workspace_size, np.uint8)
-            )
+            ws = host_view(ws_ptr, self.ws_desc) if ws_ptr else np.empty(self.workspace_size, np.uint8)
         try:
             self.fn(views, ws, rt)
         except InfiniopError:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .dtypes import DType, itemsize, parse_dtype
-from .status import Status, error
+from .status import InfiniopError, Status, error
 
 
 def contiguous_strides(shape) -> tuple[int, ...]:
@@ -19,27 +19,100 @@ def contiguous_strides(shape) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def _as_int_tuple(values, what: str) -> tuple[int, ...]:
+# Largest dimension, stride, element count and byte span a descriptor may have: offsets are
+# int64 on every backend (NumPy's intp, the CUDA kernels' long long).
+INT64_MAX = (1 << 63) - 1
+
+
+def _as_int_tuple(values, what: str, status: Status) -> tuple[int, ...]:
+    """``values`` as a tuple of non-negative Python ints that fit int64, else ``status``."""
+    if type(values) is tuple:  # the common case, a tuple of small ints: nothing to convert
+        for v in values:
+            if type(v) is not int or not 0 <= v <= INT64_MAX:
+                break
+        else:
+            return values
+    if isinstance(values, (str, bytes)) or values is None:
+        raise error(status, f"tensor descriptor: {what} must be a sequence of integers, got {values!r}")
     try:
         seq = tuple(values)
     except TypeError:
-        raise error(Status.BAD_PARAM, f"tensor descriptor: {what} must be a sequence, got {values!r}") from None
+        raise error(status, f"tensor descriptor: {what} must be a sequence of integers, got {values!r}") from None
     out = []
     for v in seq:
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
-            status = Status.BAD_TENSOR_SHAPE if what == "shape" else Status.BAD_TENSOR_STRIDES
-            raise error(status, f"tensor descriptor: {what} entries must be integers, got {v!r}")
-        out.append(int(v))
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise error(status, f"tensor descriptor: {what} entries must be integers, got {v!r} in {list(seq)!r}")
+        v = int(v)
+        if v < 0:
+            raise error(
+                status, f"tensor descriptor: negative {what[:-1] if what == 'strides' else 'dimension'} in {what} {list(seq)}"
+            )
+        if v > INT64_MAX:
+            raise error(status, f"tensor descriptor: {what} entry {v} does not fit int64")
+        out.append(v)
     return tuple(out)
+
+
+def _as_dtype(dtype) -> DType:
+    if type(dtype) is DType and dtype is not DType.INVALID:
+        return dtype
+    if dtype is None:
+        raise error(Status.BAD_TENSOR_DTYPE, "tensor descriptor: dtype is None")
+    try:
+        dt = parse_dtype(dtype)
+    except InfiniopError:
+        raise
+    except Exception:  # objects NumPy fails to read as a dtype in some other way
+        raise error(Status.BAD_TENSOR_DTYPE, f"tensor descriptor: unknown dtype {dtype!r}") from None
+    if dt is DType.INVALID:
+        raise error(Status.BAD_TENSOR_DTYPE, "tensor descriptor: dtype INVALID")
+    return dt
 
 
 @dataclass(frozen=True)
 class TensorDescriptor:
-    """Layout of one tensor. ``strides`` are in elements, one per dimension."""
+    """Layout of one tensor. ``strides`` are in elements, one per dimension (``None``: row-major).
+
+    Every way of making one validates: integer, non-negative dims and strides, one stride per
+    dim, a known dtype, and an element count and byte span that fit int64 (BAD_TENSOR_SHAPE,
+    BAD_TENSOR_STRIDES, BAD_TENSOR_DTYPE). Shape and strides are stored as tuples of ints.
+    """
 
     shape: tuple[int, ...]
-    strides: tuple[int, ...]
+    strides: tuple[int, ...] | None
     dtype: DType
+
+    def __post_init__(self):
+        shape = _as_int_tuple(self.shape, "shape", Status.BAD_TENSOR_SHAPE)
+        if self.strides is None:
+            strides = contiguous_strides(shape)
+        else:
+            strides = _as_int_tuple(self.strides, "strides", Status.BAD_TENSOR_STRIDES)
+            if len(strides) != len(shape):
+                raise error(
+                    Status.BAD_TENSOR_STRIDES,
+                    f"tensor descriptor: {len(strides)} strides for a {len(shape)}-d shape {list(shape)}",
+                )
+        dtype = _as_dtype(self.dtype)
+        numel = math.prod(shape)
+        if numel > INT64_MAX:
+            raise error(Status.BAD_TENSOR_SHAPE, f"tensor descriptor: shape {list(shape)} has more than 2^63 elements")
+        size = itemsize(dtype)
+        last = 0  # offset of the last element
+        if numel:
+            for d, s in zip(shape, strides):
+                last += (d - 1) * s
+        if (last + 1) * size > INT64_MAX or (strides and max(strides) * size > INT64_MAX):
+            raise error(
+                Status.BAD_TENSOR_STRIDES,
+                f"tensor descriptor: strides {list(strides)} of shape {list(shape)} span more than 2^63 bytes",
+            )
+        if shape is not self.shape:
+            object.__setattr__(self, "shape", shape)
+        if strides is not self.strides:
+            object.__setattr__(self, "strides", strides)
+        if dtype is not self.dtype:
+            object.__setattr__(self, "dtype", dtype)
 
     @property
     def ndim(self) -> int:
@@ -84,30 +157,17 @@ class TensorDescriptor:
     def with_dtype(self, dtype: DType) -> TensorDescriptor:
         return TensorDescriptor(self.shape, self.strides, dtype)
 
+    def shape_text(self) -> str:
+        """Short form for messages: ``F32 [4, 5] strides [5, 1]``."""
+        return f"{self.dtype.name} {list(self.shape)} strides {list(self.strides)}"
+
     def __str__(self) -> str:
         return f"Shape: {list(self.shape)}, Strides: {list(self.strides)}, Type: {self.dtype.name}"
 
 
 def create_tensor_descriptor(shape, strides=None, dtype=DType.F32) -> TensorDescriptor:
     """Validate and build a descriptor. ``strides=None`` means row-major contiguous."""
-    shape = _as_int_tuple(shape, "shape")
-    if any(d < 0 for d in shape):
-        raise error(Status.BAD_TENSOR_SHAPE, f"tensor descriptor: negative dimension in shape {list(shape)}")
-    if strides is None:
-        strides = contiguous_strides(shape)
-    else:
-        strides = _as_int_tuple(strides, "strides")
-        if len(strides) != len(shape):
-            raise error(
-                Status.BAD_TENSOR_STRIDES,
-                f"tensor descriptor: {len(strides)} strides for a {len(shape)}-d shape {list(shape)}",
-            )
-        if any(s < 0 for s in strides):
-            raise error(Status.BAD_TENSOR_STRIDES, f"tensor descriptor: negative stride in {list(strides)}")
-    dt = parse_dtype(dtype)
-    if dt is DType.INVALID:
-        raise error(Status.BAD_TENSOR_DTYPE, "tensor descriptor: dtype INVALID")
-    return TensorDescriptor(shape, strides, dt)
+    return TensorDescriptor(shape, strides, dtype)
 
 
 def destroy_tensor_descriptor(desc: TensorDescriptor) -> None:
@@ -117,14 +177,23 @@ def destroy_tensor_descriptor(desc: TensorDescriptor) -> None:
 
 
 def infiniopCreateTensorDescriptor(ndim, shape, strides, dtype) -> TensorDescriptor:  # noqa: N802
-    shape = list(shape)[:ndim] if shape is not None else []
+    """C-style create: ``shape`` and ``strides`` (or None: row-major) hold exactly ``ndim`` entries."""
+    fn = "infiniopCreateTensorDescriptor"
+    if isinstance(ndim, (bool, np.bool_)) or not isinstance(ndim, (int, np.integer)) or ndim < 0:
+        raise error(Status.BAD_PARAM, f"{fn}: ndim must be a non-negative integer, got {ndim!r}")
+    ndim = int(ndim)
+    if shape is None:
+        if ndim:
+            raise error(Status.NULL_POINTER, f"{fn}: ndim={ndim} but shape is None")
+        shape = ()
+    shape = _as_int_tuple(shape, "shape", Status.BAD_TENSOR_SHAPE)
     if len(shape) != ndim:
-        raise error(Status.BAD_TENSOR_SHAPE, f"infiniopCreateTensorDescriptor: ndim={ndim} but shape {shape}")
+        raise error(Status.BAD_TENSOR_SHAPE, f"{fn}: ndim={ndim} but shape {list(shape)}")
     if strides is not None:
-        strides = list(strides)
+        strides = _as_int_tuple(strides, "strides", Status.BAD_TENSOR_STRIDES)
         if len(strides) != ndim:
-            raise error(Status.BAD_TENSOR_STRIDES, f"infiniopCreateTensorDescriptor: ndim={ndim} but strides {strides}")
-    return create_tensor_descriptor(shape, strides, dtype)
+            raise error(Status.BAD_TENSOR_STRIDES, f"{fn}: ndim={ndim} but strides {list(strides)}")
+    return TensorDescriptor(shape, strides, dtype)
 
 
 infiniopDestroyTensorDescriptor = destroy_tensor_descriptor  # noqa: N816

@@ -190,6 +190,7 @@ def fake_specs() -> list[OpSpec]:
             attrs=SCALE_ATTRS,
             runtime=(Attr("shift", "float", 0.0),),
             gguf_names=("fake_alias",),
+            inplace=(("y", "x"),),
             reference=lambda x, scale, shift, **_: x * scale + shift,
         ),
         spec("fake_nowrite", _nowrite),
