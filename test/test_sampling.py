@@ -531,3 +531,45 @@ def test_topkrouter_misspelled_bias_strides(tmp_path):
         assert "correction_bias_strides.strides" in r.keys
     write_file(tmp_path / "tr.gguf", recs, "misspelled strides")
     assert main([str(tmp_path / "tr.gguf"), "--cpu", "--quiet"]) == 0
+
+
+@pytest.mark.parametrize("dt", ["f16", "bf16"])
+def test_topkrouter_rounds_sigmoid_to_x_dtype(device, dt):
+    """s = sigmoid(x) is rounded to x's dtype before the bias is added (ops.md §8.3): two
+    adjacent x whose f32 sigmoids differ but round to one f16/bf16 value tie (lower index
+    first, equal values) instead of ranking by the f32 sigmoid."""
+    import ml_dtypes
+
+    from infiniop_py.testing.device import backend_for
+    from ops.topkrouter import route
+
+    npd = {"f16": np.float16, "bf16": ml_dtypes.bfloat16}[dt]
+    f32 = np.float32
+    start = int(np.array(0.5, npd).view(np.uint16))
+    grid = np.arange(start, start + 256, dtype=np.uint16).view(npd)
+    sig = f32(1) / (f32(1) + np.exp(-grid.astype(f32)))
+    same = (sig[:-1] < sig[1:]) & (sig[:-1].astype(npd) == sig[1:].astype(npd))
+    k = int(np.flatnonzero(same)[0])
+    x = np.full((3, 256), -10.0, npd)
+    x[:, 0], x[:, 1] = grid[k], grid[k + 1]
+    b = np.zeros(256, f32)
+    unrounded_v, unrounded_i = route(x.astype(f32), b, 2, 1.0)
+    assert unrounded_i[0].tolist() == [1, 0] and unrounded_v[0, 0] != unrounded_v[0, 1]
+
+    be = backend_for(device)
+    h = iop.create_handle(device)
+    dtype = {"f16": iop.float16, "bf16": iop.bfloat16}[dt]
+    d = iop.create_descriptor(
+        "topkrouter",
+        h,
+        D((3, 2), None, iop.float32),
+        D((3, 2), None, iop.int32),
+        D((3, 256), None, dtype),
+        D((256,), None, iop.float32),
+    )
+    v, i = be.upload(np.zeros(6, f32)), be.upload(np.zeros(6, np.int32))
+    d.calculate(None, v, i, be.upload(x.reshape(-1)), be.upload(b), 1.0, 2)
+    be.synchronize()
+    v, i = be.download(v, f32).reshape(3, 2), be.download(i, np.int32).reshape(3, 2)
+    assert i.tolist() == [[0, 1]] * 3, (device, dt, i.tolist())
+    assert v.tolist() == [[0.5, 0.5]] * 3, (device, dt, v.tolist())

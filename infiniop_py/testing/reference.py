@@ -31,9 +31,12 @@ def to_output(value, dtype: DType) -> np.ndarray:
     return value.astype(np.int64).astype(to_numpy(dtype))
 
 
-def _output_kwargs(fn, out_dtypes: dict, out_shapes: dict | None) -> dict:
+def _output_kwargs(fn, out_dtypes: dict, out_shapes: dict | None, in_dtypes: dict | None = None) -> dict:
     """``out_dtypes`` / ``out_shapes`` for a reference function that declares such a parameter
-    (ops whose result depends on the output layout: cast's target dtype, equal's mode)."""
+    (ops whose result depends on the output layout: cast's target dtype, equal's mode), and
+    ``in_dtypes`` (NumPy storage dtypes by input name) for one whose result depends on an
+    input's storage dtype (topkrouter rounds an intermediate to it), since "torch64" inputs
+    arrive widened."""
     import inspect
 
     try:
@@ -45,6 +48,8 @@ def _output_kwargs(fn, out_dtypes: dict, out_shapes: dict | None) -> dict:
         kw["out_dtypes"] = dict(out_dtypes)
     if "out_shapes" in params and out_shapes is not None:
         kw["out_shapes"] = dict(out_shapes)
+    if "in_dtypes" in params and in_dtypes is not None:
+        kw["in_dtypes"] = dict(in_dtypes)
     return kw
 
 
@@ -56,7 +61,8 @@ def reference(spec, inputs: dict, attrs: dict, runtime: dict, out_dtypes: dict, 
     """
     if spec.reference is None:
         raise RuntimeError(f"{spec.name}: no reference function")
-    attrs = {**attrs, **_output_kwargs(spec.reference, out_dtypes, out_shapes)}
+    in_dtypes = {n: a.dtype for n, a in inputs.items() if hasattr(a, "dtype")}
+    attrs = {**attrs, **_output_kwargs(spec.reference, out_dtypes, out_shapes, in_dtypes)}
     if spec.reference_inputs == "numpy":
         res = spec.reference(**inputs, **attrs, **runtime)
     else:

@@ -1,6 +1,7 @@
 """topkrouter: grouped sigmoid routing of x [ntoken, 256] (ops.md §8.3), in f32.
 
-Per row: s = sigmoid(x), c = s + correction_bias; each of the 8 groups of 32 experts scores
+Per row: s = sigmoid(x) rounded to x's dtype (as upstream; a no-op for f32 and f64), then
+widened to f32, c = s + correction_bias; each of the 8 groups of 32 experts scores
 the sum of its two largest c; the 4 best groups are kept (ties -> lower group) and c = 0.0 in
 the others; indices = the top-k of c, descending (ties -> lower index); values = s at those
 indices (unbiased), scaled by routed_scaling_factor / (sum + 1e-20). x has last-dim stride 1
@@ -71,10 +72,13 @@ def check_topk(info: Info, topk: int) -> None:
 def route(x: np.ndarray, bias: np.ndarray, k: int, scale: float) -> tuple[np.ndarray, np.ndarray]:
     """The router in f32 on NumPy arrays (vectorised over rows)."""
     f32 = np.float32
-    xs = np.asarray(x).astype(f32)
+    x = np.asarray(x)
+    xs = x.astype(f32)
     n = xs.shape[0]
     with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
         s = (f32(1) / (f32(1) + np.exp(-xs))).astype(f32)
+        if x.dtype.itemsize < 4:  # f16 / bf16: the sigmoid is rounded to x's dtype (§8.3)
+            s = s.astype(x.dtype).astype(f32)
         c = (s + np.asarray(bias).astype(f32)[None, :]).astype(f32)
         g = c.reshape(n, GROUPS, EXPERTS // GROUPS)
         top2 = np.sort(g, axis=2)[:, :, -2:]
@@ -156,11 +160,15 @@ def c_infer(given: dict, runtime):
     }
 
 
-def reference(x, correction_bias, routed_scaling_factor, topk):
-    """The grouped router in torch float32 (stable sorts: ties -> lower group / index)."""
+def reference(x, correction_bias, routed_scaling_factor, topk, in_dtypes=None):
+    """The grouped router in torch float32 (stable sorts: ties -> lower group / index).
+    ``in_dtypes["x"]``, the storage dtype of x, when x arrives widened to float64."""
     import torch
 
     s = torch.sigmoid(x.float())
+    name = str(in_dtypes["x"]) if in_dtypes else str(x.dtype).removeprefix("torch.")
+    if name in ("float16", "bfloat16"):  # the sigmoid is rounded to x's dtype (ops.md §8.3)
+        s = s.to(getattr(torch, name)).float()
     c = s + correction_bias.float()
     n = c.shape[0]
     g = c.reshape(n, GROUPS, EXPERTS // GROUPS)

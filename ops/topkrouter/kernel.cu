@@ -1,8 +1,9 @@
 // topkrouter: DeepSeek-style grouped sigmoid routing of x [ntoken, 256] (last-dim stride 1), f32.
 // One warp per row (4 rows per 128-thread block); lane l caches experts 8l..8l+7, so group g
 // (experts 32g..32g+31) is lanes 4g..4g+3.
-//   s = sigmoid(x), c = s + bias; group score = sum of the group's two largest c (merged over
-//   its 4 lanes with commutative max/min, so all 4 lanes agree); the 4 best groups are kept
+//   s = sigmoid(x) rounded to T (as upstream; a no-op for f32 and f64), c = s + bias; group
+//   score = sum of the group's two largest c (merged over its 4 lanes with commutative
+//   max/min, so all 4 lanes agree); the 4 best groups are kept
 //   (ties -> lower group) and c = 0 elsewhere; round j takes the largest (c, index) pair ranked
 //   below round j-1's (ties -> lower index); values = s at the chosen experts, scaled by
 //   routed_scaling_factor / (sum + 1e-20).
@@ -37,7 +38,7 @@ __global__ void __launch_bounds__(32 * TR_ROWS) topk_router(float* values, int* 
 #pragma unroll
   for (int q = 0; q < TR_PER_LANE; ++q) {
     const float v = (float)iop_load(px[q]);
-    s[q] = 1.f / (1.f + expf(-v));
+    s[q] = (float)iop_load(Conv<T>::from(1.f / (1.f + expf(-v))));
     c[q] = s[q] + bias[(long long)(lane * TR_PER_LANE + q) * m.sb];
   }
   // The two largest c of the lane, then of the group (lanes 4g..4g+3).

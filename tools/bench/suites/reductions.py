@@ -30,6 +30,8 @@ def router_rows_bad(torch, x, b, vals, idx, scale, eps=1e-6):
     out of a surely kept group beats the weakest chosen one by more than eps, and the values are
     s at the chosen experts, normalised and scaled (f32 tolerance)."""
     s = torch.sigmoid(x.double())
+    if x.element_size() < 4:  # f16 / bf16: the sigmoid rounded to x's dtype (ops.md §8.3)
+        s = torch.sigmoid(x.float()).to(x.dtype).double()
     c = s + b.double()
     n = c.shape[0]
     idx = idx.long()
@@ -246,7 +248,7 @@ def topk_router_case(dtype, ntoken, k, quick=False):
             return [v, i, x, b], (x, b)
 
         def eager(x, b):
-            s = torch.sigmoid(x.float())
+            s = torch.sigmoid(x.float()).to(x.dtype).float()  # rounded to x's dtype (ops.md §8.3)
             c = (s + b).view(ntoken, 8, 32)
             score = c.topk(2, dim=-1).values.sum(-1)
             keep = torch.zeros(ntoken, 8, dtype=torch.bool, device=x.device).scatter_(1, score.topk(4, dim=-1).indices, True)
