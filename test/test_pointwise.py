@@ -225,6 +225,23 @@ def test_nan_and_signed_zero(device, dt):
     expect(f"clip with min > max {tag} (min wins, NaN stays NaN)", y, [NAN] + [1] * 5)
 
 
+@pytest.mark.parametrize("dt", [F32, F16, BF16, F64])
+def test_leaky_relu_any_slope_passes_x_ge_0(device, dt):
+    """x >= 0 (and +inf) comes out unchanged whatever the slope, inf, NaN and 1e39 (inf in f32)
+    included; x < 0 gives slope * x with the slope in the compute type (f32 for 16-bit types)."""
+    npd = to_numpy(dt)
+    x = np.array([3.0, 0.0, 1e-3, 1000.0, np.inf, -0.0, -2.0, -0.25, -np.inf, NAN], npd)
+    for slope in (np.inf, -np.inf, NAN, 1e39, 0.0, -0.5):
+        y = run("leaky_relu", device, {"output": ((x.size,), dt)}, {"input": x}, negative_slope=slope)
+        with np.errstate(over="ignore", invalid="ignore"):
+            s = np.float64(slope) if dt is F64 else np.float64(np.float32(slope))
+            xd = x.astype(np.float64)
+            want = np.where(xd >= 0, xd, xd * s).astype(npd)
+        expect(f"leaky_relu({slope}) [{device} {dt.name}]", y, want)
+        pos = x.astype(np.float64) >= 0
+        assert np.array_equal(y[pos].astype(np.float64), x[pos].astype(np.float64)), (slope, y.tolist())
+
+
 @pytest.mark.parametrize("dt", [F32, F16, F64])
 def test_exp_overflow_and_gelu_tails(device, dt):
     npd = to_numpy(dt)
