@@ -1,6 +1,8 @@
 """cast: output = input converted to the output descriptor's dtype (ops.md §1.9).
 
-Every (src, dst) pair of ALL on both backends. Rules: float -> int truncates toward zero;
+Every (src, dst) pair of ALL on both backends. In place (output on input's buffer, same shape
+and strides) works when the two dtypes have one element size (f32 <-> i32, f16 -> bf16, ...);
+at different sizes calculate refuses it (BAD_TENSOR_STRIDES), as for any other overlap. Rules: float -> int truncates toward zero;
 int -> int wraps mod 2^bits; -> float rounds to nearest even (overflow gives +-inf); x -> bool
 is x != 0 (NaN -> true); bool -> x gives 0 or 1.
 
