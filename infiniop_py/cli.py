@@ -1,7 +1,8 @@
 """``infiniop-test``: run GGUF test-case files on the CPU (NumPy) or NVIDIA (CuPy) backend.
 
 See gguf.md §4 (and ``infiniop-test --help``). Exit codes: 0 all selected tests passed, 1 a test
-failed, 2 usage error / unavailable device / unreadable file, 130 interrupted.
+failed or no test was selected, 2 usage error / unavailable device / unreadable file, 130
+interrupted.
 """
 
 from __future__ import annotations
@@ -16,15 +17,17 @@ from dataclasses import dataclass, field
 USAGE = """\
 usage: infiniop-test <file.gguf> [more files or directories] [--cpu | --nvidia[:id]]
                      [--warmup N] [--run N] [--atol X] [--rtol X]
-                     [-k SUBSTRING] [--json PATH] [--fail-fast] [--quiet] [-h | --help]"""
+                     [-k SUBSTRING] [--json PATH] [--fail-fast] [--quiet | --verbose]
+                     [--strict] [-h | --help]"""
 
 HELP = (
     USAGE
     + """
 
 Run the tests in GGUF test-case files and report PASS / WRONG ANSWER / OP CREATION FAILED /
-EXECUTION FAILED / INVALID TEST / SKIPPED for each. A directory runs every *.gguf directly
-inside it, sorted by name.
+EXECUTION FAILED / INVALID TEST / SKIPPED / ILL-DEFINED for each. A directory runs every *.gguf
+directly inside it, sorted by name. By default each file gets one summary line, and the block of
+every test that did not pass (failed, ill-defined or skipped) is printed in full.
 
 options:
   --cpu               NumPy backend (default); --cpu:0 is accepted
@@ -37,10 +40,13 @@ options:
   --json PATH         also write machine-readable results to PATH
   --fail-fast         stop after the first failing test or file error
   --quiet             print only failing test blocks, file errors and summaries
+  --verbose           print every test's block, passing ones included
+  --strict            count ILL-DEFINED tests (no right answer exists) as failures
   -h, --help          show this help and exit
 
-exit status: 0 every selected test passed (skips allowed), 1 a test failed, 2 usage error,
-unavailable device or unreadable file, 130 interrupted.
+exit status: 0 every selected test passed (skipped and ill-defined tests allowed), 1 a test
+failed or no test was selected, 2 usage error, unavailable device or unreadable file,
+130 interrupted. File errors go to stderr.
 Set INFINIOP_TEST_TRACEBACK=1 to print Python tracebacks of errors to stderr."""
 )
 
@@ -69,6 +75,8 @@ class Args:
     json: str | None = None
     fail_fast: bool = False
     quiet: bool = False
+    verbose: bool = False
+    strict: bool = False
 
 
 # -- arguments ---------------------------------------------------------------------------------
@@ -155,8 +163,8 @@ def parse_args(argv: list[str]) -> Args:
         if tok == "--fail-fast":
             args.fail_fast = True
             continue
-        if tok == "--quiet":
-            args.quiet = True
+        if tok in ("--quiet", "--verbose", "--strict"):
+            setattr(args, tok[2:], True)
             continue
         dev = _device(tok)
         if device_flag is not None and dev != args.device:
@@ -164,7 +172,23 @@ def parse_args(argv: list[str]) -> Args:
         device_flag, args.device = tok, dev
     if not args.paths:
         raise UsageError("no test file or directory given")
+    if args.quiet and args.verbose:
+        raise UsageError("--quiet and --verbose exclude each other")
     return args
+
+
+def check_json_path(path: str) -> None:
+    """UsageError unless results can be written to ``path`` (checked before any test runs, the
+    same way :func:`write_json` writes: a temporary file in the folder, then a rename)."""
+    if os.path.isdir(path):
+        raise UsageError(f"cannot write --json file '{path}': it is a directory")
+    folder = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".infiniop-test-", suffix=".json", dir=folder)
+    except OSError as exc:
+        raise UsageError(f"cannot write --json file '{path}': {exc.strerror or exc}") from None
+    os.close(fd)
+    os.unlink(tmp)
 
 
 def check_device(device: str) -> None:
@@ -220,7 +244,12 @@ def write_json(path: str, payload: dict) -> None:
 
 
 class Session:
-    """One invocation: runs the files, prints blocks and summaries, collects JSON."""
+    """One invocation: runs the files, prints blocks and summaries, collects JSON.
+
+    Output modes: ``--verbose`` prints every test's block (gguf.md §4.8); the default prints a
+    file's header and the blocks of the tests that did not pass, then one summary line per file;
+    ``--quiet`` prints the blocks of failures only.
+    """
 
     def __init__(self, args: Args, out=None, err=None):
         from .gguf.runner import Device, Options
@@ -232,21 +261,23 @@ class Session:
         self.opts = Options(atol=args.atol, rtol=args.rtol, warmup=args.warmup, run=args.run)
         self.colour = _isatty(self.out) and "NO_COLOR" not in os.environ
         self.files: list[dict] = []
-        self.selected = self.passed = self.failed = self.skipped = self.file_errors = 0
+        self.selected = self.passed = self.failed = self.skipped = self.ill_defined = self.file_errors = 0
         self.stopped = False
         self.interrupted = False
+        self._interrupt_reported = False
         self._bar = None
 
     # -- printing ------------------------------------------------------------------------------
     def _paint(self, text: str, colour: str) -> str:
         return f"{colour}{text}{RESET}" if self.colour else text
 
-    def emit(self, text: str) -> None:
+    def emit(self, text: str, stream=None) -> None:
+        stream = stream or self.out
         if self._bar is not None:
-            self._bar.write(text.rstrip("\n"), file=self.out)
+            self._bar.write(text.rstrip("\n"), file=stream)
         else:
-            self.out.write(text if text.endswith("\n") else text + "\n")
-        self.out.flush()
+            stream.write(text if text.endswith("\n") else text + "\n")
+        stream.flush()
 
     def _status(self, status: str) -> str:
         from .gguf.runner import PASS, SKIPPED
@@ -259,6 +290,35 @@ class Session:
         if r.error:
             lines.append(f"Error: {r.error}")
         return "\n".join(lines) + "\n\n"
+
+    def is_failure(self, r) -> bool:
+        from .gguf.runner import ILL_DEFINED
+
+        return r.failed or (self.args.strict and r.status == ILL_DEFINED)
+
+    def shows(self, r) -> bool:
+        """Whether test result ``r`` gets its block printed in this output mode."""
+        from .gguf.runner import PASS
+
+        if self.args.verbose:
+            return True
+        if self.args.quiet:
+            return self.is_failure(r)
+        return r.status != PASS
+
+    def closing(self, passed: int, failed: int, ill: int, ran: int, chosen: int, interrupted: bool) -> str:
+        """A file's status line. ``All tests passed`` only when every selected test ran and none
+        failed or was ill-defined; ``-k`` selecting nothing says so; Ctrl-C says so."""
+        if interrupted:
+            extra = f", {ill} ill-defined" if ill else ""
+            return self._paint(f"Interrupted after {ran} of {chosen} tests ({passed} passed, {failed} failed{extra})", RED)
+        if chosen == 0:
+            return "No tests selected"
+        if ill and not self.args.strict:
+            return self._paint(f"{passed} passed, {failed} failed, {ill} ill-defined", RED if failed else YELLOW)
+        if failed:
+            return self._paint(f"{failed} of {ran} tests failed" + (f" ({ill} ill-defined)" if ill else ""), RED)
+        return self._paint("All tests passed", GREEN)
 
     # -- running -------------------------------------------------------------------------------
     def targets(self) -> list[tuple[str, str | None]]:
@@ -278,7 +338,7 @@ class Session:
     def _file_error(self, path: str, message: str, entry: dict) -> None:
         self.file_errors += 1
         entry["error"] = message
-        self.emit(f"{path}\n{self._paint('Error', RED)}: {path}: {message}")
+        self.emit(f"{path}\n{self._paint('Error', RED)}: {path}: {message}", self.err)
         if self.args.fail_fast:
             self.stopped = True
 
@@ -297,9 +357,20 @@ class Session:
                 chosen.append(i)
         return chosen
 
+    def _header(self, path: str, f, chosen: list[int]) -> str:
+        head = [path]
+        if not self.args.quiet:
+            if f.description:
+                head.append(f.description)
+            found = f"Found {f.test_count} tests"
+            if self.args.keywords:
+                found += f" ({len(chosen)} selected)"
+            head.append(found)
+        return "\n".join(head)
+
     def run_file(self, path: str, problem: str | None) -> None:
         from .gguf.container import FileError, GGUFFile
-        from .gguf.runner import SKIPPED, run_test
+        from .gguf.runner import ILL_DEFINED, SKIPPED, run_test
 
         entry = {"path": path, "error": None, "test_count": None, "tests": []}
         self.files.append(entry)
@@ -314,16 +385,12 @@ class Session:
         with f:
             entry["test_count"] = f.test_count
             chosen = self._selected(f)
-            head = [path]
-            if not self.args.quiet:
-                if f.description:
-                    head.append(f.description)
-                found = f"Found {f.test_count} tests"
-                if self.args.keywords:
-                    found += f" ({len(chosen)} selected)"
-                head.append(found)
-            self.emit("\n".join(head))
-            failed, ran, printed, skipped = 0, 0, False, []
+            header = self._header(path, f, chosen)
+            if self.args.verbose:
+                self.emit(header)
+                header = None
+            counts = {"passed": 0, "failed": 0, "ill": 0}
+            ran, skipped, ill = 0, [], []
             self._bar = self._progress(len(chosen), path)
             try:
                 for i in chosen:
@@ -331,20 +398,26 @@ class Session:
                     ran += 1
                     self.selected += 1
                     entry["tests"].append(_test_json(r))
-                    if r.failed:
-                        failed += 1
+                    if r.status == ILL_DEFINED:
+                        ill.append(r)
+                        self.ill_defined += 1
+                    if self.is_failure(r):
+                        counts["failed"] += 1
                         self.failed += 1
                     elif r.status == SKIPPED:
                         skipped.append(r)
                         self.skipped += 1
-                    else:
+                    elif r.status != ILL_DEFINED:
+                        counts["passed"] += 1
                         self.passed += 1
-                    if not self.args.quiet or r.failed:
+                    if self.shows(r):
+                        if header is not None:
+                            self.emit(header)
+                            header = None
                         self.emit(self.block(r))
-                        printed = True
                     if self._bar is not None:
                         self._bar.update(1)
-                    if r.failed and self.args.fail_fast:
+                    if self.is_failure(r) and self.args.fail_fast:
                         self.stopped = True
                         break
             except KeyboardInterrupt:
@@ -353,18 +426,23 @@ class Session:
                 if self._bar is not None:
                     self._bar.close()
                     self._bar = None
-            tail = [SEPARATOR] if printed else []
-            if self.interrupted:
-                tail.append("Interrupted")
-            tail.append(
-                self._paint("All tests passed", GREEN) if failed == 0 else self._paint(f"{failed} of {ran} tests failed", RED)
-            )
+            status = self.closing(counts["passed"], counts["failed"], len(ill), ran, len(chosen), self.interrupted)
+            tail = [] if header is not None else [SEPARATOR]
+            if self.args.verbose:
+                tail.append(status)
+            else:  # one line: path, counts, status
+                n = f"{len(chosen)} of {f.test_count} tests selected" if self.args.keywords else f"{f.test_count} tests"
+                tail.append(f"{path}: {n}, {status}" + (f", {len(skipped)} skipped" if skipped else ""))
             if skipped:
                 tail.append(f"Skipped {len(skipped)} tests:")
                 tail += [f"  test {r.index} {r.op_name}: {r.error}" for r in skipped]
+            if ill:
+                tail.append(f"Ill-defined {len(ill)} tests:")
+                tail += [f"  test {r.index} {r.op_name}: {r.error}" for r in ill]
             if self.stopped:
                 tail.append("Stopped after the first failure (--fail-fast)")
             self.emit("\n".join(tail))
+            self._interrupt_reported = self.interrupted
         if self.interrupted:
             raise KeyboardInterrupt
 
@@ -384,13 +462,21 @@ class Session:
                 if self.stopped:
                     break
                 self.run_file(path, problem)
+        except KeyboardInterrupt:
+            self.interrupted = True
+            if not self._interrupt_reported:
+                self.emit(self._paint(f"Interrupted after {self.selected} tests", RED))
+                self._interrupt_reported = True
         finally:
             if len(targets) > 1:
                 line = (
                     f"Total: {self.failed} of {self.selected} tests failed in {len(self.files)} files "
-                    f"({self.skipped} skipped, {self.file_errors} file errors)"
+                    f"({self.skipped} skipped, {self.ill_defined} ill-defined, {self.file_errors} file errors)"
                 )
-                self.emit(self._paint(line, GREEN if not (self.failed or self.file_errors) else RED))
+                bad = self.failed or self.file_errors or self.interrupted or not self.selected
+                self.emit(self._paint(line, RED if bad else GREEN))
+        if not self.selected and not self.file_errors and not self.interrupted:
+            self.emit("infiniop-test: no tests selected", self.err)
         return self.exit_code()
 
     def exit_code(self) -> int:
@@ -398,7 +484,7 @@ class Session:
             return 130
         if self.file_errors:
             return 2
-        return 1 if self.failed else 0
+        return 1 if self.failed or not self.selected else 0
 
     def payload(self, exit_code: int) -> dict:
         return {
@@ -414,6 +500,7 @@ class Session:
                 "passed": self.passed,
                 "failed": self.failed,
                 "skipped": self.skipped,
+                "ill_defined": self.ill_defined,
                 "file_errors": self.file_errors,
                 "exit_code": exit_code,
             },
@@ -432,6 +519,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
         args = parse_args(argv)
+        if args.json:
+            check_json_path(args.json)
         check_device(args.device)
     except _HelpRequested:
         print(HELP)
@@ -444,8 +533,10 @@ def main(argv: list[str] | None = None) -> int:
     code = 2
     try:
         code = session.run()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # outside the loops that report it themselves
         session.interrupted = True
+        if not session._interrupt_reported:
+            print("Interrupted", flush=True)
         code = 130
     except BrokenPipeError:  # e.g. piped into head: stop quietly
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -459,8 +550,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         try:
             write_json(args.json, session.payload(code))
-        except OSError as exc:
-            print(f"infiniop-test: cannot write {args.json}: {exc}", file=sys.stderr)
+        except OSError as exc:  # the folder was writable at start; name the user's path, not the temporary file
+            print(f"infiniop-test: cannot write --json file '{args.json}': {exc.strerror or exc}", file=sys.stderr)
             code = 2
     return code
 

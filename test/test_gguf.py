@@ -424,6 +424,97 @@ def test_optional_output_absent_and_unchecked(tmp_path, fake_ops):
     assert t.tensors["extra"] is None and t.tensors["idx"].unchecked and not t.tensors["y"].unchecked
 
 
+# -- upstream generators' quirks ----------------------------------------------------------------------
+def _fixture(tmp_path, op: str) -> str:
+    import upstream_fixtures
+
+    path = str(tmp_path / f"{op}.gguf")
+    upstream_fixtures.FIXTURES[op](path, np.random.default_rng(0))
+    return path
+
+
+def test_put_tensor_keeps_f32():
+    """F32's ggml code is 0: a derived F32 tensor must not become 'ggml type -1'."""
+    from infiniop_py.gguf import RawTest
+
+    class _File:
+        def test_items(self, index):
+            return {}, {}
+
+    raw = RawTest(_File(), 0, "scatter_")
+    for dtype, code in ((DType.F32, 0), (DType.F16, 1), (DType.BF16, 30), (DType.BOOL, 15)):
+        raw.put_tensor("t", np.zeros(2, np.float32), dtype)
+        assert raw.tensor("t").ggml_type == code and raw.tensor("t").dtype is dtype
+
+
+def test_scatter_inplace_dialect_f32(tmp_path):
+    """The contributors' `scatter_` files: every F32 case (and F16) binds and its updates are F32."""
+    path = _fixture(tmp_path, "scatter")
+    with GGUFFile(path) as f:
+        tests = [load_test(f, i) for i in range(f.test_count)]
+    assert {t.tensors["updates"].dtype for t in tests} == {DType.F32, DType.F16}
+    t = tests[1]  # (3, 4, 5) output, source (3, 2, 5) along dim 1
+    assert t.op_name == "scatter_" and t.tensors["output"].inplace == "input" and t.attrs["axis"] == 1
+    assert t.tensors["updates"].shape == (3, 2, 5) and t.expected["output"].shape == (3, 4, 5)
+
+
+def test_linear_strides_in_natural_order(tmp_path):
+    """linear / linear_backward: strides overlapping as read but not reversed are taken reversed;
+    a layout overlapping either way (w (3, 4), strides (6, 3)) stays as read."""
+    with GGUFFile(_fixture(tmp_path, "linear")) as f:
+        t1, t10, t11 = (load_test(f, i) for i in (1, 10, 11))
+    assert t1.tensors["x"].strides == (4, 1)  # x (5, 4), file [4, 1]: (1, 4) overlaps, (4, 1) does not
+    assert t1.tensors["w"].strides == (1, 4)  # w (3, 4), file [4, 1]: (1, 4) does not overlap: as read
+    assert t1.tensors["y"].strides == (3, 1)  # written reversed: read as is
+    assert t10.tensors["x"].strides == (2, 8)  # (8, 2) read as (2, 8) overlaps neither way: as read
+    assert t10.tensors["w"].strides == (3, 6)  # overlapping either way: as read (ILL-DEFINED)
+    assert t11.tensors["w"].strides == (8, 2) and t11.tensors["x"].strides == (2, 8, 24)
+    with GGUFFile(_fixture(tmp_path, "linear_backward")) as f:
+        t = load_test(f, 9)
+    assert t.tensors["grad_w"].strides == (5, 1) and t.tensors["w"].strides == (5, 1)  # file: [5, 1]
+    assert t.tensors["grad_b"] is None and t.tensors["grad_y"].strides == (1, 3, 21)
+
+
+def test_strides_left_alone_outside_linear(tmp_path):
+    """Only the linear dialects reverse strides: elsewhere an overlapping layout stays as read."""
+    kvs = add_kvs(shape=(3, 2)) + [("test.0.a.strides", ARRAY, (5, [2, 1]))]  # natural order: (1, 2) overlaps
+    with GGUFFile(_file(tmp_path, _edit(kvs=kvs, tensors=add_tensors(shape=(3, 2))))) as f:
+        assert load_test(f, 0).tensors["a"].strides == (1, 2)
+
+
+def test_placeholder_shape_from_ans(tmp_path):
+    """batch_norm_backward files write no grad_bias.shape: it comes from ans_grad_bias."""
+    with GGUFFile(_fixture(tmp_path, "batch_norm_backward")) as f:
+        assert "test.0.grad_bias.shape" not in f.fields and f.tensors["test.0.grad_bias"].shape == (0,)
+        t = load_test(f, 0)
+    assert t.tensors["grad_bias"].shape == (6,) and t.tensors["grad_bias"].strides == (1,)
+    assert t.expected["grad_bias"].shape == (6,) and t.tensors["grad_input"].shape == (2, 6, 4)
+
+
+def test_overlap_detection():
+    from infiniop_py.gguf.overlap import conflicting_cells, self_overlaps
+
+    assert self_overlaps((2, 3, 4), (10, 4, 1)) is True  # the public norm files' layout
+    assert self_overlaps((3, 4), (6, 3)) is True and self_overlaps((3, 4), (3, 6)) is True
+    assert self_overlaps((5, 4), (1, 4)) is True and self_overlaps((4, 5), (1, 4)) is False
+    assert self_overlaps((13, 4), (10, 1)) is False and self_overlaps((2, 2), (1, 2)) is False
+    assert self_overlaps((3, 3), (2, 3)) is False  # the sorted-strides test cannot clear it; exact check
+    assert self_overlaps((4, 1, 3), (0, 7, 1)) is True and self_overlaps((1, 3), (0, 1)) is False
+    assert self_overlaps((0, 5), (0, 0)) is False and self_overlaps((), ()) is False
+    assert self_overlaps((3000, 3000), (2, 3)) is None  # too large to decide exactly
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    assert conflicting_cells(x, (3, 4), (4, 1)) == 0
+    assert conflicting_cells(x, (3, 4), (3, 6)) == 3  # offsets 6, 12, 15 are each shared by two elements
+    same = np.tile(np.arange(4, dtype=np.float16), (3, 1))  # rows agree: (3, 4) with strides (0, 1) or (1, 1)
+    assert conflicting_cells(same, (3, 4), (0, 1)) == 0
+    assert conflicting_cells(np.broadcast_to(x[:1], (3, 4)), (3, 4), (0, 1)) == 0
+    shifted = np.array([[0, 1, 2], [1, 2, 3]], np.int8)  # (2, 3) with strides (1, 1): x[i, j] at i + j
+    assert conflicting_cells(shifted, (2, 3), (1, 1)) == 0
+    assert conflicting_cells(shifted + np.array([[0], [1]], np.int8), (2, 3), (1, 1)) == 2
+    nan = np.array([np.nan, np.nan], np.float32)
+    assert conflicting_cells(nan, (2,), (0,)) == 0 and conflicting_cells(nan, (2,), (1,)) == 0
+
+
 # -- generators -------------------------------------------------------------------------------------
 def test_generator_files(tmp_path):
     from gguf_cases import generator_for

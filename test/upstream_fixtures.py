@@ -251,6 +251,234 @@ def write_rearrange(path: str, rng: np.random.Generator) -> None:
     w.save()
 
 
+def junk(rng: np.random.Generator, shape, dtype) -> np.ndarray:
+    """Random bytes in ``dtype`` (``torch.empty``'s contents in an output upstream stores whole)."""
+    n = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    return rng.integers(0, 256, size=n, dtype=np.uint8).view(dtype).reshape(shape)
+
+
+def _scatter_last_wins(shape, dim, index, src) -> np.ndarray:
+    """torch's ``zeros(shape).scatter_(dim, index, src)`` on the CPU: row-major order, last write wins."""
+    out = np.zeros(shape, dtype=src.dtype)
+    for pos in np.ndindex(*index.shape):
+        dst = list(pos)
+        dst[dim] = int(index[pos])
+        out[tuple(dst)] = src[pos]
+    return out
+
+
+def write_scatter(path: str, rng: np.random.Generator) -> None:
+    """scatter.py (the contributors' branch, op_name ``scatter_``): ``dim`` INT32, then per tensor
+    ``.shape`` and (when a layout is given, reversed) ``.strides``; ``output`` carries full-size
+    junk data (``torch.empty``), ``index`` is I64 with duplicates, ``input`` is the source, and
+    ``ans`` (zeros with the source scattered in) is stored in the data dtype. One file per dtype
+    upstream; here F32 and F16 cases share one file (the F32 ones once failed as ggml type -1)."""
+    cases = [  # output shape, input shape, dim, index shape, input strides, output strides
+        ((4, 4), (2, 4), 0, (2, 4), None, None),
+        ((3, 4, 5), (3, 2, 5), 1, (3, 2, 5), (10, 5, 1), (20, 5, 1)),
+        ((40, 30), (10, 30), 0, (10, 30), None, None),
+        ((3, 4), (2, 4), 0, (2, 4), (1, 2), None),
+        ((2, 3, 4), (2, 3, 4), 2, (2, 3, 4), None, None),
+        ((5, 5), (3, 5), 0, (3, 5), None, None),
+    ]
+    w = UpstreamStyleWriter(path)
+    for dtype in (np.float32, np.float16):
+        for oshape, ishape, dim, xshape, istr, ostr in cases:
+            src = (10 * rng.random(ishape) - 5).astype(dtype)
+            index = rng.integers(0, oshape[dim], size=xshape, dtype=np.int64)
+            out = junk(rng, oshape, dtype)
+
+            @_test("scatter_")
+            def t(w, oshape=oshape, ishape=ishape, dim=dim, xshape=xshape, istr=istr, ostr=ostr, src=src, index=index, out=out):
+                w.w.add_int32(w.key("dim"), dim)
+                w.array("output.shape", oshape)
+                if ostr is not None:
+                    w.array("output.strides", rev(ostr))
+                w.tensor("output", out)
+                w.array("index.shape", xshape)
+                w.tensor("index", index)
+                w.array("input.shape", ishape)
+                if istr is not None:
+                    w.array("input.strides", rev(istr))
+                w.tensor("input", src)
+                w.tensor("ans", _scatter_last_wins(oshape, dim, index, src))
+
+            w.add(t)
+    w.save()
+
+
+# The one case of the contributors' linear and linear_backward generators whose w, shape (3, 4)
+# with strides (6, 3), overlaps itself in either stride order: ILL-DEFINED.
+LINEAR_ILL_DEFINED = 10
+LINEAR_BACKWARD_ILL_DEFINED = 4
+
+
+def write_linear(path: str, rng: np.random.Generator) -> None:
+    """linear.py (the contributors' branch): ``x.strides``, ``w.strides`` and ``b.strides`` are
+    written in natural order (``contiguous_gguf_strides`` or the case's strides, never reversed),
+    ``y.strides`` in GGUF's reversed order; every tensor has ``.shape``; ``y`` carries full-size
+    junk data (``torch.empty``); ``b`` is absent for bias-free cases; ``ans`` F64. Read as the
+    format says, the natural-order strides of x (5, 4) are [1, 4], which overlap."""
+    cases = [  # x shape, w shape, b shape, y shape, x strides, w strides, b strides (natural order)
+        ((3, 4), (2, 4), (2,), (3, 2), None, None, None),
+        ((5, 4), (3, 4), (3,), (5, 3), None, None, None),
+        ((3, 4), (2, 4), None, (3, 2), None, None, None),
+        ((5, 4), (3, 4), None, (5, 3), None, None, None),
+        ((2, 3, 4), (5, 4), (5,), (2, 3, 5), None, None, None),
+        ((1, 2, 3, 4), (6, 4), (6,), (1, 2, 3, 6), None, None, None),
+        ((2, 3, 4), (5, 4), None, (2, 3, 5), None, None, None),
+        ((1, 2, 3, 4), (6, 4), None, (1, 2, 3, 6), None, None, None),
+        ((5, 10, 32), (64, 32), (64,), (5, 10, 64), None, None, None),
+        ((5, 10, 32), (64, 32), None, (5, 10, 64), None, None, None),
+        ((4, 4), (3, 4), (3,), (4, 3), (8, 2), (6, 3), (3,)),  # LINEAR_ILL_DEFINED
+        ((2, 3, 4), (5, 4), (5,), (2, 3, 5), (24, 8, 2), (8, 2), (5,)),
+    ]
+    w = UpstreamStyleWriter(path)
+    for dtype in (np.float32, np.float16):
+        for xs, ws, bs, ys, sx, sw, sb in cases:
+            x, wt = rng.random(xs).astype(dtype), rng.random(ws).astype(dtype)
+            b = rng.random(bs).astype(dtype) if bs is not None else None
+            ans = x.astype(np.float64) @ wt.astype(np.float64).T
+            if b is not None:
+                ans = ans + b.astype(np.float64)
+            y = junk(rng, ys, dtype)
+
+            @_test("linear")
+            def t(w, xs=xs, ws=ws, bs=bs, ys=ys, sx=sx, sw=sw, sb=sb, x=x, wt=wt, b=b, ans=ans, y=y):
+                w.array("x.shape", xs)
+                w.array("x.strides", sx or contiguous(xs))  # natural order, not reversed
+                w.tensor("x", x)
+                w.array("w.shape", ws)
+                w.array("w.strides", sw or contiguous(ws))
+                w.tensor("w", wt)
+                if b is not None:
+                    w.array("b.shape", bs)
+                    if sb is not None:
+                        w.array("b.strides", sb)
+                    w.tensor("b", b)
+                w.array("y.shape", ys)
+                w.array("y.strides", rev(contiguous(ys)))
+                w.tensor("y", y)
+                w.tensor("ans", ans, Q.F64)
+
+            w.add(t)
+    w.save()
+
+
+def write_linear_backward(path: str, rng: np.random.Generator) -> None:
+    """linear_backward.py (the contributors' branch): every ``.strides`` key in natural order;
+    ``.shape`` on x, w, b, grad_y and the gradients; the gradients carry full-size junk data
+    (``torch.empty``); ``b`` (data unused) requests ``grad_b``; ``ans_grad_x``, ``ans_grad_w``,
+    ``ans_grad_b`` F64. One file per dtype upstream; here F32 and F16 share one file."""
+    cases = [  # x, w, b, grad_y shapes; x, w, b, grad_y, grad_x, grad_w, grad_b strides (natural order)
+        ((3, 4), (2, 4), (2,), (3, 2), None, None, None, None, None, None, None),
+        ((5, 4), (3, 4), (3,), (5, 3), None, None, None, None, None, None, None),
+        ((2, 3, 4), (5, 4), (5,), (2, 3, 5), None, None, None, None, None, None, None),
+        ((1, 2, 3, 4), (6, 4), (6,), (1, 2, 3, 6), None, None, None, None, None, None, None),
+        ((4, 4), (3, 4), (3,), (4, 3), (8, 2), (6, 3), (3,), (6, 2), (4, 1), (3, 1), (1,)),  # ILL-DEFINED
+        ((2, 3, 4), (5, 4), (5,), (2, 3, 5), (24, 8, 2), (8, 2), (5,), (30, 10, 2), (24, 8, 2), (8, 2), (5,)),
+        ((1, 3), (2, 3), (2,), (1, 2), None, None, None, None, None, None, None),
+        ((6, 64), (16, 64), (16,), (6, 16), None, None, None, None, None, None, None),
+        ((4, 8), (6, 8), None, (4, 6), None, None, None, None, None, None, None),
+        ((2, 3, 5), (7, 5), None, (2, 3, 7), (30, 10, 2), (5, 1), None, (21, 3, 1), (30, 10, 2), (5, 1), None),
+    ]
+    w = UpstreamStyleWriter(path)
+    for dtype in (np.float32, np.float16):
+        for xs, ws, bs, gs, sx, sw, sb, sg, sgx, sgw, sgb in cases:
+            x, wt, gy = (rng.random(s).astype(dtype) for s in (xs, ws, gs))
+            b = rng.random(bs).astype(dtype) if bs is not None else None
+            g2 = gy.astype(np.float64).reshape(-1, ws[0])
+            answers = {
+                "grad_x": (g2 @ wt.astype(np.float64)).reshape(xs),
+                "grad_w": g2.T @ x.astype(np.float64).reshape(-1, ws[1]),
+            }
+            if b is not None:
+                answers["grad_b"] = g2.sum(0)
+            strides = {"x": sx, "w": sw, "b": sb, "grad_y": sg, "grad_x": sgx, "grad_w": sgw, "grad_b": sgb}
+            shapes = {"x": xs, "w": ws, "b": bs, "grad_y": gs, "grad_x": xs, "grad_w": ws, "grad_b": bs}
+            grads = {n: junk(rng, shapes[n], dtype) for n in answers}
+
+            @_test("linear_backward")
+            def t(w, x=x, wt=wt, b=b, gy=gy, answers=answers, strides=strides, shapes=shapes, grads=grads):
+                data = {"x": x, "w": wt, "b": b, "grad_y": gy, **grads}
+                for n in ("x", "w", "b", "grad_y", "grad_x", "grad_w", "grad_b"):
+                    if data.get(n) is None:
+                        continue
+                    w.array(f"{n}.shape", shapes[n])
+                    w.array(f"{n}.strides", strides[n] or contiguous(shapes[n]))  # natural order
+                    w.tensor(n, data[n])
+                for n, a in answers.items():
+                    w.tensor(f"ans_{n}", a, Q.F64)
+
+            w.add(t)
+    w.save()
+
+
+BATCH_NORM_BACKWARD_ILL_DEFINED = 3
+
+
+def _batch_norm_backward(x, gy, weight, eps=1e-5):
+    """Training-mode batch norm gradients in float64 (batch statistics over all but dim 1)."""
+    axes = (0,) + tuple(range(2, x.ndim))
+    keep = [1] * x.ndim
+    keep[1] = -1
+    mean = x.mean(axis=axes, keepdims=True)
+    inv = 1.0 / np.sqrt(x.var(axis=axes, keepdims=True) + eps)
+    xhat = (x - mean) * inv
+    g_bias = gy.sum(axis=axes)
+    g_weight = (gy * xhat).sum(axis=axes)
+    n = x.size // x.shape[1]
+    g_input = weight.reshape(keep) * inv * (gy - g_bias.reshape(keep) / n - xhat * g_weight.reshape(keep) / n)
+    return g_input, g_weight, g_bias
+
+
+def write_batch_norm_backward(path: str, rng: np.random.Generator) -> None:
+    """batch_norm_backward.py (the contributors' branch): ``.shape`` keys for every tensor except
+    ``grad_bias`` (its shape comes from ``ans_grad_bias``); input strides reversed where a case
+    gives them; every gradient an empty placeholder with reversed ``.strides``; no ``eps`` key
+    (1e-5); ``ans_grad_input``, ``ans_grad_weight``, ``ans_grad_bias`` F64 from float64 training
+    mode. Upstream's (2, 8, 5632) case with strides (22528, 5632, 1) overlaps itself; (2, 8, 40)
+    with (160, 40, 1) here has the same fault (BATCH_NORM_BACKWARD_ILL_DEFINED)."""
+    cases = [
+        ((2, 6, 4), None),
+        ((13, 2, 4), (10, 4, 1)),
+        ((13, 4, 4), (20, 4, 1)),
+        ((2, 8, 40), (160, 40, 1)),  # BATCH_NORM_BACKWARD_ILL_DEFINED
+        ((4, 4, 40), (320, 40, 1)),
+    ]
+    w = UpstreamStyleWriter(path)
+    for dtype in (np.float32, np.float16):
+        for shape, strides in cases:
+            c = [shape[1]]
+            x, gy = rng.random(shape).astype(dtype), rng.random(shape).astype(dtype)
+            weight, rmean, rvar = (rng.random(c).astype(dtype) for _ in range(3))
+            answers = _batch_norm_backward(x.astype(np.float64), gy.astype(np.float64), weight.astype(np.float64))
+
+            @_test("batch_norm_backward")
+            def t(w, shape=shape, strides=strides, c=c, x=x, gy=gy, weight=weight, rmean=rmean, rvar=rvar, answers=answers):
+                for n, s in (("input", shape), ("grad_output", shape), ("weight", c), ("running_mean", c), ("running_var", c)):
+                    w.array(f"{n}.shape", s)
+                w.array("grad_input.shape", shape)
+                w.array("grad_weight.shape", c)  # and no grad_bias.shape
+                if strides is not None:
+                    w.array("input.strides", rev(strides))
+                    w.array("grad_output.strides", rev(strides))
+                w.array("grad_input.strides", rev(strides or contiguous(shape)))
+                w.array("grad_weight.strides", rev(contiguous(c)))
+                w.array("grad_bias.strides", rev(contiguous(c)))
+                inputs = {"input": x, "grad_output": gy, "weight": weight, "running_mean": rmean, "running_var": rvar}
+                for n, a in inputs.items():
+                    w.tensor(n, a)
+                w.tensor("grad_input", np.empty((0,) * len(shape), dtype=x.dtype))
+                w.tensor("grad_weight", np.empty((0,), dtype=x.dtype))
+                w.tensor("grad_bias", np.empty((0,), dtype=x.dtype))
+                for n, a in zip(("grad_input", "grad_weight", "grad_bias"), answers):
+                    w.tensor(f"ans_{n}", a, Q.F64)
+
+            w.add(t)
+    w.save()
+
+
 FIXTURES = {
     "add": write_add,
     "sub": write_sub,
@@ -258,6 +486,17 @@ FIXTURES = {
     "zeros": write_zeros,
     "ones": write_ones,
     "rearrange": write_rearrange,
+    "scatter": write_scatter,
+    "linear": write_linear,
+    "linear_backward": write_linear_backward,
+    "batch_norm_backward": write_batch_norm_backward,
+}
+
+# Tests that have no right answer (ILL-DEFINED), by fixture: indices within each dtype's block.
+ILL_DEFINED = {
+    "linear": (LINEAR_ILL_DEFINED,),
+    "linear_backward": (LINEAR_BACKWARD_ILL_DEFINED,),
+    "batch_norm_backward": (BATCH_NORM_BACKWARD_ILL_DEFINED,),
 }
 
 

@@ -22,6 +22,7 @@ from ..tensor import create_tensor_descriptor, destroy_tensor_descriptor
 from ..testing.compare import compare, compare_index, compare_mode, default_tolerance
 from ..testing.data import gaps_intact, gather, layout, poisoned, span
 from .container import GGUFFile, TestError
+from .overlap import ill_defined
 from .testcase import ParsedTest, load_test, test_header
 from .values import format_value
 
@@ -31,6 +32,7 @@ OP_CREATION_FAILED = "OP CREATION FAILED"
 EXECUTION_FAILED = "EXECUTION FAILED"
 INVALID_TEST = "INVALID TEST"
 SKIPPED = "SKIPPED"
+ILL_DEFINED = "ILL-DEFINED"
 FAILURES = (WRONG_ANSWER, OP_CREATION_FAILED, EXECUTION_FAILED, INVALID_TEST)
 
 
@@ -228,6 +230,14 @@ def run_test(file: GGUFFile, index: int, device: Device, opts: Options) -> TestR
         mode, atol, rtol = _tolerance(test, name, opts)
         if mode == "tolerance" and res.atol is None:
             res.atol, res.rtol = atol, rtol
+    try:
+        reason = ill_defined(test)
+    except Exception as exc:
+        res.error = describe_error(exc)
+        return res
+    if reason is not None:
+        res.status, res.error = ILL_DEFINED, reason
+        return res
     with device.context():
         _execute(test, device, opts, res)
     return res

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from gguf import GGUFValueType
 
 from ..dtypes import DType, info
 from ..registry import get_spec, resolve
@@ -108,8 +109,23 @@ class RawTest:
     def put_tensor(self, name: str, array: np.ndarray, dtype: DType) -> None:
         """Add (or replace) a tensor held in memory, e.g. one derived from stored data."""
         array = np.asarray(array)
-        self.tensors[name] = StoredTensor(name, info(dtype).ggml or -1, tuple(array.shape), -1)
+        code = info(dtype).ggml  # F32's code is 0: test for None, not for falsehood
+        self.tensors[name] = StoredTensor(name, -1 if code is None else code, tuple(array.shape), -1)
         self._arrays[name] = array
+
+    def shape_of(self, name: str) -> tuple[int, ...]:
+        """Logical shape of tensor ``name`` as the file gives it (``.shape``, ``_shape`` or stored)."""
+        return _shape(self, name, self.tensors[name])[0]
+
+    def strides_of(self, name: str) -> tuple[int, ...] | None:
+        """Strides of tensor ``name`` in natural order as the file gives them; None when absent."""
+        k = _strides_key(self, name)
+        return None if k is None else tuple(reversed(_dims(self.keys[k], self.key(k), "stride")))
+
+    def set_strides(self, name: str, strides) -> None:
+        """Give tensor ``name`` these strides (natural order), replacing any stored ``.strides``."""
+        self.keys.pop(name + "_strides.strides", None)
+        self.keys[name + ".strides"] = Value(GGUFValueType.ARRAY, [int(s) for s in reversed(strides)], GGUFValueType.INT64)
 
 
 # -- header of a test (also used for -k selection and descriptions) ------------------------------
@@ -141,16 +157,19 @@ def _shape(raw: RawTest, name: str, st: StoredTensor) -> tuple[tuple[int, ...], 
     return st.shape, False
 
 
-def _strides(raw: RawTest, name: str, shape: tuple[int, ...], contiguous: bool = False) -> tuple[int, ...]:
-    if not contiguous:
-        for k in (name + ".strides", name + "_strides.strides"):
-            v = raw.value(k)
-            if v is not None:
-                strides = tuple(reversed(_dims(v, raw.key(k), "stride")))
-                if len(strides) != len(shape):
-                    raise TestError(f"key '{raw.key(k)}' has {len(strides)} strides for a {len(shape)}-d shape {list(shape)}")
-                return strides
-    return contiguous_strides(shape)
+def _strides_key(raw: RawTest, name: str) -> str | None:
+    """The key holding tensor ``name``'s strides (``.strides`` wins over ``_strides.strides``)."""
+    return next((k for k in (name + ".strides", name + "_strides.strides") if k in raw.keys), None)
+
+
+def _strides(raw: RawTest, name: str, shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides = raw.strides_of(name)
+    if strides is None:
+        return contiguous_strides(shape)
+    if len(strides) != len(shape):
+        k = raw.key(_strides_key(raw, name))
+        raise TestError(f"key '{k}' has {len(strides)} strides for a {len(shape)}-d shape {list(shape)}")
+    return strides
 
 
 def _logical(stored: np.ndarray, shape: tuple, strides: tuple, key: str) -> np.ndarray:
@@ -251,7 +270,7 @@ def _bind(raw: RawTest, spec: OpSpec, op_name: str, dialect) -> ParsedTest:
         if role.name in named:
             test.tensors[role.name] = _named_output(raw, role, fname, test, dialect)
         else:
-            test.tensors[role.name] = _output(raw, role, fname)
+            test.tensors[role.name] = _output(raw, role, fname, expected_from.get(role.name))
     test.tensors = {r.name: test.tensors[r.name] for r in spec.tensors}
 
     for out_name, src in expected_from.items():
@@ -324,7 +343,7 @@ def _input(raw: RawTest, role, fname: str) -> TestTensor:
     return TestTensor(role.name, key, "in", st.dtype, shape, strides, data=data)
 
 
-def _output(raw: RawTest, role, fname: str) -> TestTensor:
+def _output(raw: RawTest, role, fname: str, expected: str | None = None) -> TestTensor:
     st = raw.tensor(fname)
     key = raw.key(fname)
     if st.dtype is None:
@@ -332,7 +351,10 @@ def _output(raw: RawTest, role, fname: str) -> TestTensor:
     shape, from_key = _shape(raw, fname, st)
     placeholder = len(st.shape) > 0 and all(d == 0 for d in st.shape)
     if placeholder and not from_key:
-        raise TestError(f"output placeholder '{key}' has no '{key}.shape' key")
+        # A placeholder without `.shape` takes the shape of its own `ans_<output>` (gguf.md §6).
+        if expected is None or not expected.startswith("ans_"):
+            raise TestError(f"output placeholder '{key}' has no '{key}.shape' key (and no 'ans_{role.name}' to take it from)")
+        shape = raw.shape_of(expected)
     strides = _strides(raw, fname, shape)
     t = TestTensor(role.name, key, role.role, st.dtype, shape, strides)
     if role.role == "inout":
