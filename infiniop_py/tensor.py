@@ -24,6 +24,9 @@ def contiguous_strides(shape) -> tuple[int, ...]:
 INT64_MAX = (1 << 63) - 1
 
 
+_SIZES = {dt: itemsize(dt) for dt in DType if dt is not DType.INVALID}  # the fast path's dtypes
+
+
 def _as_int_tuple(values, what: str, status: Status) -> tuple[int, ...]:
     """``values`` as a tuple of non-negative Python ints that fit int64, else ``status``."""
     if type(values) is tuple:  # the common case, a tuple of small ints: nothing to convert
@@ -69,6 +72,32 @@ def _as_dtype(dtype) -> DType:
     return dt
 
 
+def _validated(shape, strides, dtype) -> tuple[tuple[int, ...], tuple[int, ...], DType]:
+    """Checked and normalised (shape, strides, dtype) of a descriptor (``strides=None``: row-major)."""
+    shape = _as_int_tuple(shape, "shape", Status.BAD_TENSOR_SHAPE)
+    if strides is None:
+        strides = contiguous_strides(shape)
+    else:
+        strides = _as_int_tuple(strides, "strides", Status.BAD_TENSOR_STRIDES)
+        if len(strides) != len(shape):
+            raise error(
+                Status.BAD_TENSOR_STRIDES,
+                f"tensor descriptor: {len(strides)} strides for a {len(shape)}-d shape {list(shape)}",
+            )
+    dtype = _as_dtype(dtype)
+    numel = math.prod(shape)
+    if numel > INT64_MAX:
+        raise error(Status.BAD_TENSOR_SHAPE, f"tensor descriptor: shape {list(shape)} has more than 2^63 elements")
+    size = itemsize(dtype)
+    last = sum((d - 1) * s for d, s in zip(shape, strides)) if numel else 0  # offset of the last element
+    if (last + 1) * size > INT64_MAX or (strides and max(strides) * size > INT64_MAX):
+        raise error(
+            Status.BAD_TENSOR_STRIDES,
+            f"tensor descriptor: strides {list(strides)} of shape {list(shape)} span more than 2^63 bytes",
+        )
+    return shape, strides, dtype
+
+
 @dataclass(frozen=True)
 class TensorDescriptor:
     """Layout of one tensor. ``strides`` are in elements, one per dimension (``None``: row-major).
@@ -83,36 +112,25 @@ class TensorDescriptor:
     dtype: DType
 
     def __post_init__(self):
-        shape = _as_int_tuple(self.shape, "shape", Status.BAD_TENSOR_SHAPE)
-        if self.strides is None:
-            strides = contiguous_strides(shape)
-        else:
-            strides = _as_int_tuple(self.strides, "strides", Status.BAD_TENSOR_STRIDES)
-            if len(strides) != len(shape):
-                raise error(
-                    Status.BAD_TENSOR_STRIDES,
-                    f"tensor descriptor: {len(strides)} strides for a {len(shape)}-d shape {list(shape)}",
-                )
-        dtype = _as_dtype(self.dtype)
-        numel = math.prod(shape)
-        if numel > INT64_MAX:
-            raise error(Status.BAD_TENSOR_SHAPE, f"tensor descriptor: shape {list(shape)} has more than 2^63 elements")
-        size = itemsize(dtype)
-        last = 0  # offset of the last element
-        if numel:
-            for d, s in zip(shape, strides):
-                last += (d - 1) * s
-        if (last + 1) * size > INT64_MAX or (strides and max(strides) * size > INT64_MAX):
-            raise error(
-                Status.BAD_TENSOR_STRIDES,
-                f"tensor descriptor: strides {list(strides)} of shape {list(shape)} span more than 2^63 bytes",
-            )
-        if shape is not self.shape:
-            object.__setattr__(self, "shape", shape)
-        if strides is not self.strides:
-            object.__setattr__(self, "strides", strides)
-        if dtype is not self.dtype:
-            object.__setattr__(self, "dtype", dtype)
+        shape, strides, dtype = self.shape, self.strides, self.dtype
+        # Fast path: tuples of non-negative ints and a DType (how the library itself makes them).
+        size = _SIZES.get(dtype) if type(dtype) is DType else None
+        if size and type(shape) is tuple and type(strides) is tuple and len(shape) == len(strides):
+            numel, last, top = 1, 0, 0
+            for d, st in zip(shape, strides):
+                if type(d) is not int or type(st) is not int or d < 0 or st < 0:
+                    break
+                numel *= d
+                last += (d - 1) * st
+                if st > top:
+                    top = st
+            else:
+                if numel <= INT64_MAX and top * size <= INT64_MAX and (not numel or (last + 1) * size <= INT64_MAX):
+                    return
+        shape, strides, dtype = _validated(shape, strides, dtype)
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "strides", strides)
+        object.__setattr__(self, "dtype", dtype)
 
     @property
     def ndim(self) -> int:
