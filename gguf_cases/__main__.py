@@ -5,11 +5,15 @@ Writes ``<DIR>/<suite>/<op>.gguf`` for every registered operator (or the ones na
 directories, and each fresh file is compared byte for byte with the other build and with the one
 in ``DIR`` where that exists; any difference fails with exit code 1 (a file not built yet in
 ``DIR`` is only reported, so the check also works on a fresh checkout).
+
+Exit status: 0; 1 if ``--check`` found a difference; 2 for a usage error, an unknown operator
+or an output directory that cannot be written (tried before anything is generated).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import filecmp
 import os
 import sys
@@ -53,18 +57,39 @@ def build(ops, suites, out: str, seed: int, quiet: bool = False) -> list[str]:
     return written
 
 
+PROG = "python -m gguf_cases"
+
+
+def writable_dir(path: str) -> None:
+    """Raise OSError naming ``path`` unless files can be written in it (it is created if missing)."""
+    try:
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise NotADirectoryError(errno.ENOTDIR, "it is not a directory")
+        os.makedirs(path, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise OSError(f"cannot write to --out {path}: {exc.strerror or exc}") from None
+
+
 def main(argv=None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     ops = []
     for name in args.ops or list_ops():
         canonical = resolve(name)
         if canonical is None:
-            print(f"python -m gguf_cases: unknown operator {name!r}", file=sys.stderr)
+            print(f"{PROG}: unknown operator {name!r}", file=sys.stderr)
             return 2
         ops.append(canonical)
     suites = SUITES if args.suite == "all" else (args.suite,)
     if not args.check:
-        build(ops, suites, args.out, args.seed)
+        try:
+            writable_dir(args.out)
+            build(ops, suites, args.out, args.seed)
+        except OSError as exc:  # unwritable, or the disk filled up on the way
+            detail = str(exc) if exc.filename is None else f"cannot write {exc.filename}: {exc.strerror or exc}"
+            print(f"{PROG}: error: {detail}", file=sys.stderr)
+            return 2
         return 0
     with tempfile.TemporaryDirectory(prefix="gguf-check-") as tmp:
         one, two = os.path.join(tmp, "a"), os.path.join(tmp, "b")

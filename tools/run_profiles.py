@@ -6,7 +6,8 @@
 Each script runs in its own process (so one crash cannot take the others down) with
 ``--profile`` unless ``--no-profile``; its output goes to ``DIR/<op>.log``; ``DIR/summary.json``
 and the printed table hold each operator's exit status, pass/fail counts and wall time.
-Default operators: every registered one that has a script. Exit status 1 if any script failed.
+Default operators: every registered one that has a script. Exit status 1 if any script failed,
+2 for a usage error or an output directory that cannot be written (tried before any script runs).
 """
 
 from __future__ import annotations
@@ -24,25 +25,36 @@ SCRIPTS = ROOT / "test" / "infiniop"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from tools.argtypes import int_at_least  # noqa: E402
+
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="tools/run_profiles.py", description=__doc__.split("\n\n")[0])
     ap.add_argument("ops", nargs="*", help="operators (default: every registered one with a script)")
     ap.add_argument("--out-dir", required=True)
     ap.add_argument("--nvidia", action="store_true")
     ap.add_argument("--cpu", action="store_true")
     ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--full", action="store_true")
-    ap.add_argument("--num_prerun", type=int, default=10)
-    ap.add_argument("--num_iterations", type=int, default=100)
+    ap.add_argument("--num_prerun", type=int_at_least(0), default=10)
+    ap.add_argument("--num_iterations", type=int_at_least(1), default=100)
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per script")
     args = ap.parse_args(argv)
+    if not args.timeout > 0:
+        ap.error(f"argument --timeout: expected a number > 0, got {args.timeout!r}")
+    out = Path(args.out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / "summary.json.tmp"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        print(f"tools/run_profiles.py: error: cannot write to --out-dir {out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
 
     import infiniop_py as iop
 
     ops = args.ops or [op for op in iop.list_ops() if (SCRIPTS / f"{op}.py").is_file()]
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     flags = [f for f, on in (("--nvidia", args.nvidia), ("--cpu", args.cpu), ("--full", args.full)) if on]
     if not args.no_profile:
         flags.append("--profile")

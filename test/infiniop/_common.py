@@ -2,7 +2,7 @@
 
 Flags follow upstream InfiniOP's scripts::
 
-    python test/infiniop/add.py [--cpu] [--nvidia] [--profile] [--debug]
+    python test/infiniop/add.py [--cpu] [--nvidia[:ID]] [--profile] [--debug]
                                 [--num_prerun N] [--num_iterations N] [--full] [--dtypes f16,f32]
 
 Each case instance of the operator's case table (``ops/<op>/cases.py``; the quick suite unless
@@ -17,7 +17,8 @@ the case's dtype and strides on the same device (the spec's ``torch`` expression
 reference works on NumPy arrays). GPU times come from CUDA events, CPU times from
 ``perf_counter_ns``. ``--debug`` prints layouts and the comparison of every output.
 
-The exit status is 1 if any case failed, 2 if the operator or a requested device is unavailable.
+The exit status is 1 if any case failed, 2 for a usage error (e.g. ``--num_iterations 0``, a
+dtype the operator's cases do not have) or if the operator or a requested device is unavailable.
 Scripts for new operators: ``python tools/new_op_scripts.py``.
 """
 
@@ -36,24 +37,88 @@ if str(ROOT) not in sys.path:
 import numpy as np  # noqa: E402
 
 from infiniop_py.devices import Device  # noqa: E402
+from tools.argtypes import int_at_least  # noqa: E402
 
 OTHER_DEVICES = [d.name.lower() for d in Device if d not in (Device.CPU, Device.NVIDIA)]
 
 
+DEVICE_FLAGS = ("cpu", "nvidia", *OTHER_DEVICES)
+
+
+def _device_flags(ap: argparse.ArgumentParser, argv: list[str]) -> tuple[list[str], list[str]]:
+    """(devices, other arguments): ``--cpu``, ``--nvidia`` (GPU 0) and ``--nvidia:ID`` taken out
+    of ``argv`` as handle names ('cpu', 'nvidia:ID', ...), in the order given."""
+    from infiniop_py.devices import Device, parse_device
+    from infiniop_py.status import InfiniopError
+
+    devices, rest = [], []
+    for tok in argv:
+        name, colon, _ = tok[2:].partition(":") if tok.startswith("--") else ("", "", "")
+        if name not in DEVICE_FLAGS:
+            rest.append(tok)
+            continue
+        try:
+            dev, dev_id = parse_device(tok[2:])
+        except InfiniopError:
+            ap.error(f"bad device id in {tok!r} (expected --{name}:N with N a non-negative integer)")
+        if dev is Device.CPU:
+            if dev_id != 0:
+                ap.error(f"{tok!r}: the CPU backend has id 0 only")
+            handle = "cpu"
+        else:
+            handle = f"{name}:{dev_id}"
+        if handle not in devices:
+            devices.append(handle)
+    return devices, rest
+
+
 def parse_args(op: str, argv=None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(prog=f"test/infiniop/{op}.py", description=f"Test and profile the '{op}' operator.")
+    ap = argparse.ArgumentParser(
+        prog=f"test/infiniop/{op}.py", description=f"Test and profile the '{op}' operator.", allow_abbrev=False
+    )
     ap.add_argument("--cpu", action="store_true", help="run on the CPU backend (default when no device is given)")
-    ap.add_argument("--nvidia", action="store_true", help="run on the NVIDIA backend (GPU 0)")
+    ap.add_argument("--nvidia", action="store_true", help="run on the NVIDIA backend, GPU 0 (--nvidia:ID: GPU ID)")
     for name in OTHER_DEVICES:
         ap.add_argument(f"--{name}", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--profile", action="store_true", help="time ours and PyTorch for every case")
     ap.add_argument("--debug", action="store_true", help="print layouts and comparison details for every case")
-    ap.add_argument("--num_prerun", type=int, default=10, help="warm-up calls before timing (default 10)")
-    ap.add_argument("--num_iterations", type=int, default=1000, help="timed calls per case (default 1000)")
+    ap.add_argument("--num_prerun", type=int_at_least(0), default=10, help="warm-up calls before timing, >= 0 (default 10)")
+    ap.add_argument("--num_iterations", type=int_at_least(1), default=1000, help="timed calls per case, >= 1 (default 1000)")
     ap.add_argument("--full", action="store_true", help="the full suite (realistic sizes) instead of the quick one")
     ap.add_argument("--dtypes", default="", help="comma-separated dtype names to keep (e.g. f16,f32)")
     ap.add_argument("--seed", type=int, default=0)
-    return ap.parse_args(argv)
+    devices, rest = _device_flags(ap, list(sys.argv[1:] if argv is None else argv))
+    args = ap.parse_args(rest)
+    args.devices = devices
+    args.keep = _dtypes(ap, op, args.dtypes)
+    return args
+
+
+def _dtypes(ap: argparse.ArgumentParser, op: str, text: str) -> set:
+    """The dtypes named in ``--dtypes``; a usage error for a name that is no dtype, or one the
+    operator's cases do not have (which would select nothing), listing the ones it has."""
+    names = [d.strip() for d in text.split(",") if d.strip()]
+    if not names:
+        return set()
+    from infiniop_py.dtypes import parse_dtype
+    from infiniop_py.registry import get_cases
+    from infiniop_py.status import InfiniopError
+
+    try:
+        have = {dt for case in get_cases(op) for dt in case.dtypes}
+    except InfiniopError:  # an unknown operator: main reports it
+        have = None
+    valid = ", ".join(sorted(dt.name.lower() for dt in have)) if have else "?"
+    keep = set()
+    for name in names:
+        try:
+            dt = parse_dtype(name)
+        except InfiniopError:
+            ap.error(f"--dtypes: unknown dtype {name!r}; {op}'s cases have: {valid}")
+        if have is not None and dt not in have:
+            ap.error(f"--dtypes: {op} has no {name} cases; its cases have: {valid}")
+        keep.add(dt)
+    return keep
 
 
 # --------------------------------------------------------------------------------------------
@@ -65,35 +130,47 @@ def _time(fn, device: str, prerun: int, iterations: int, side: str) -> float:
     GPU: CUDA events on the stream each side launches on by default (torch's current stream
     for torch, CuPy's current stream for ours; both the legacy default stream unless changed).
     """
-    for _ in range(prerun):
-        fn()
     if device == "cpu":
+        for _ in range(prerun):
+            fn()
         t0 = time.perf_counter_ns()
         for _ in range(iterations):
             fn()
         return (time.perf_counter_ns() - t0) / 1e6 / iterations
+    dev_id = int(device.partition(":")[2] or 0)
     if side == "torch":
         import torch
 
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        with torch.cuda.device(dev_id):
+            for _ in range(prerun):
+                fn()
+            torch.cuda.synchronize()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(iterations):
+                fn()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end) / iterations
+    from infiniop_py.cuda import runtime
+
+    cp = runtime.cupy()
+    with cp.cuda.Device(dev_id):
+        for _ in range(prerun):
+            fn()
+        cp.cuda.get_current_stream().synchronize()
+        start, end = cp.cuda.Event(), cp.cuda.Event()
         start.record()
         for _ in range(iterations):
             fn()
         end.record()
         end.synchronize()
-        return start.elapsed_time(end) / iterations
-    from infiniop_py.cuda import runtime
+        return cp.cuda.get_elapsed_time(start, end) / iterations
 
-    cp = runtime.cupy()
-    cp.cuda.get_current_stream().synchronize()
-    start, end = cp.cuda.Event(), cp.cuda.Event()
-    start.record()
-    for _ in range(iterations):
-        fn()
-    end.record()
-    end.synchronize()
-    return cp.cuda.get_elapsed_time(start, end) / iterations
+
+def _torch_device(device: str) -> str:
+    """torch's name of handle device ``device`` ('cpu', 'nvidia:1' -> 'cuda:1')."""
+    return "cpu" if device == "cpu" else f"cuda:{device.partition(':')[2] or 0}"
 
 
 def _torch_tensor(flat: np.ndarray, shape, strides, device: str):
@@ -107,7 +184,7 @@ def _torch_tensor(flat: np.ndarray, shape, strides, device: str):
         t = torch.from_numpy(np.ascontiguousarray(flat).view(np.int16)).view(torch.bfloat16)
     else:
         t = torch.from_numpy(np.ascontiguousarray(flat))
-    t = t.to(device="cuda" if device != "cpu" else "cpu", dtype=dt)
+    t = t.to(device=_torch_device(device), dtype=dt)
     if any(d == 0 for d in shape):
         return torch.empty(tuple(shape), dtype=dt, device=t.device)
     return torch.as_strided(t, tuple(shape), tuple(strides))
@@ -190,19 +267,19 @@ def profile_case(spec, case, dtype, device: str, handle, args) -> tuple[float | 
 # Driver
 # --------------------------------------------------------------------------------------------
 def _devices(args) -> list[str]:
-    chosen = [name for name in OTHER_DEVICES if getattr(args, name)]
-    if args.nvidia:
-        chosen.insert(0, "nvidia")
-    if args.cpu or not chosen:
-        chosen.insert(0, "cpu")
-    return chosen
+    """Handle names of the devices asked for, in order ('cpu' when none is)."""
+    chosen = list(getattr(args, "devices", []))
+    flags = [("cpu", "cpu"), ("nvidia", "nvidia:0"), *((name, f"{name}:0") for name in OTHER_DEVICES)]
+    for flag, handle in flags:  # a Namespace built by hand
+        if getattr(args, flag, False) and handle not in chosen:
+            chosen.append(handle)
+    return chosen or ["cpu"]
 
 
 def main(op: str, argv=None) -> int:
     """Run the profile script of operator ``op``; returns the exit status."""
     args = parse_args(op, argv)
     import infiniop_py as iop
-    from infiniop_py.dtypes import parse_dtype
     from infiniop_py.registry import get_cases, get_spec
     from infiniop_py.testing.cases import instances
     from infiniop_py.testing.run import run_case
@@ -212,7 +289,7 @@ def main(op: str, argv=None) -> int:
     except iop.InfiniopError as exc:
         print(f"{op}: {exc}")
         return 2
-    keep = {parse_dtype(d.strip()) for d in args.dtypes.split(",") if d.strip()}
+    keep = args.keep
     suite = "full" if args.full else "quick"
     todo = [(c, dt) for c, dt in instances(get_cases(op), suite) if not keep or dt in keep]
     if not todo:
@@ -223,20 +300,22 @@ def main(op: str, argv=None) -> int:
         try:
             handle = iop.create_handle(device)
         except iop.InfiniopError as exc:
-            print(f"{op} on {device}: {exc}")
+            print(f"{op} on {device.removesuffix(':0')}: {exc}")
             status = 2
             continue
-        if (device == "nvidia" and spec.nvidia is None) or (device == "cpu" and spec.cpu is None):
-            print(f"{op} on {device}: no backend")
+        kind = device.partition(":")[0]
+        label = device.removesuffix(":0")  # 'nvidia' for GPU 0, 'nvidia:1' for another
+        if (kind == "nvidia" and spec.nvidia is None) or (kind == "cpu" and spec.cpu is None):
+            print(f"{op} on {label}: no backend")
             status = 2
             continue
-        allowed = spec.nvidia_dtypes if device == "nvidia" and spec.nvidia_dtypes is not None else spec.dtypes
-        print(f"Testing {spec.stem} on {device.upper()} ({len(todo)} case instances, {suite} suite)")
+        allowed = spec.nvidia_dtypes if kind == "nvidia" and spec.nvidia_dtypes is not None else spec.dtypes
+        print(f"Testing {spec.stem} on {label.upper()} ({len(todo)} case instances, {suite} suite)")
         for case, dtype in todo:
-            head = f"{op} {device:<6} {dtype.name:<5}"
+            head = f"{op} {label:<6} {dtype.name:<5}"
             desc = case.description or "(no description)"
             if dtype not in allowed:
-                print(f"{head} SKIP  {desc} (no {device} kernel for {dtype.name})")
+                print(f"{head} SKIP  {desc} (no {kind} kernel for {dtype.name})")
                 skipped += 1
                 continue
             try:

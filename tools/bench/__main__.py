@@ -7,12 +7,15 @@
 GPU by default (torch CUDA + our NVIDIA backend through CuPy); ``--cpu`` compares our NumPy
 backend with torch on the CPU. ``--out-dir DIR`` writes DIR/bench-<device>.{json,csv,txt,md,log};
 the JSON is rewritten after every case, so an interrupted run keeps what it measured.
-Exit status: 0, or 1 if any case failed its check or raised.
+Exit status: 0; 1 if any case failed its check, raised, or gave times that cannot be true
+(INVALID rows); 2 for a usage error, an output path that cannot be written (checked before
+anything runs) or no GPU without ``--cpu``.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 import time
 import traceback
@@ -22,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from tools.argtypes import int_at_least  # noqa: E402
 from tools.bench import report  # noqa: E402
 from tools.bench.core import Options, Skip, run_case  # noqa: E402
 from tools.bench.suites import discover  # noqa: E402
@@ -44,6 +48,20 @@ class _Tee:
         self.file.flush()
 
 
+def writable(path: Path, what: str) -> None:
+    """Raise OSError naming ``path`` unless a file can be written there (tried now, before the run)."""
+    try:
+        if path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "it is a directory")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        probe = path.with_name(path.name + ".tmp")  # what report.write_json writes, then renames
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise OSError(f"cannot write {what} {path}: {reason}") from None
+
+
 def parse(argv):
     suites = discover()
     ap = argparse.ArgumentParser(prog="python -m tools.bench", description=__doc__.split("\n\n")[0])
@@ -54,11 +72,13 @@ def parse(argv):
     ap.add_argument("--quick", action="store_true", help="representative cases only, 50 repetitions")
     ap.add_argument("--cpu", action="store_true", help="NumPy backend vs torch CPU instead of the GPU")
     ap.add_argument("--compile", action="store_true", help="add torch.compile as a peer (compiles per case)")
-    ap.add_argument("--reps", type=int, default=None, help="timed calls per implementation (default 100; quick and CPU 50)")
-    ap.add_argument("--warmup", type=int, default=None, help="warm-up calls per implementation (default 10; quick 5)")
+    ap.add_argument(
+        "--reps", type=int_at_least(1), default=None, help="timed calls per implementation (default 100; quick and CPU 50)"
+    )
+    ap.add_argument("--warmup", type=int_at_least(0), default=None, help="warm-up calls per implementation (default 10; quick 5)")
     ap.add_argument("--no-kernel", action="store_true", help="skip the kernel-only (CUDA-graph replay) timing")
-    ap.add_argument("--host-calls", type=int, default=2000, help="calls per round for the host wall time")
-    ap.add_argument("--device-id", type=int, default=0)
+    ap.add_argument("--host-calls", type=int_at_least(1), default=2000, help="calls per round for the host wall time")
+    ap.add_argument("--device-id", type=int_at_least(0), default=0)
     ap.add_argument("--json", help="write results here (JSON)")
     ap.add_argument("--csv", action="store_true", help="also write a CSV next to the JSON (or stdout without --json)")
     ap.add_argument("--out-dir", help="write bench-<device>.json/.csv/.txt/.log into this directory")
@@ -88,23 +108,40 @@ def select(cases, args):
     return out
 
 
+def _fail(message: str) -> int:
+    print(f"python -m tools.bench: error: {message}", file=sys.stderr)
+    return 2
+
+
 def main(argv=None) -> int:
     args, suites = parse(argv)
     device = "cpu" if args.cpu else "nvidia"
     paths = {}
     if args.out_dir:
         out = Path(args.out_dir)
-        out.mkdir(parents=True, exist_ok=True)
         paths = {k: out / f"bench-{device}.{k}" for k in ("json", "csv", "txt", "log", "md")}
-        sys.stdout = _Tee(sys.stdout, paths["log"])
     if args.json:
         paths["json"] = Path(args.json)
         if args.csv:
             paths["csv"] = Path(args.json).with_suffix(".csv")
+    if not args.list:
+        try:  # every output is tried before the run, so a bad path costs no measurement
+            for kind, path in paths.items():
+                writable(path, "--json" if args.json and path == paths.get("json") else f"{kind} output")
+        except OSError as exc:
+            return _fail(str(exc))
+        if "log" in paths:
+            sys.stdout = _Tee(sys.stdout, paths["log"])
 
     from tools.bench.env import make_env
 
-    env = make_env(args.cpu, args.device_id)
+    try:
+        env = make_env(args.cpu, args.device_id)
+    except Exception as exc:  # no CUDA torch, no CuPy, no device `--device-id`
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if args.cpu:
+            return _fail(f"cannot start the CPU benchmark ({type(exc).__name__}: {first})")
+        return _fail(f"no usable GPU ({first}); `--cpu` runs the benchmark on the CPU backend against torch CPU")
     cases = []
     for module in suites:
         cases += select(module.cases(env, args.quick), args)
@@ -148,7 +185,7 @@ def main(argv=None) -> int:
                 "traceback": traceback.format_exc(),
             }
             print(row["traceback"], file=sys.stderr)
-        if row.get("check") and not row["check"]["ok"]:
+        if (row.get("check") and not row["check"]["ok"]) or row.get("invalid"):
             failures += 1
         rows.append(row)
         print(f"[{i}/{len(cases)} {time.perf_counter() - t0:6.1f}s] {report.format_row(report._cells(row))}", flush=True)

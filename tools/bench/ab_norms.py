@@ -31,6 +31,8 @@ import time
 
 import numpy as np
 
+from .core import captured
+
 # Known variants (environment of the descriptor); --fwd-variants / --bwd-variants pick them.
 KNOWN = {
     "fwd": {
@@ -307,7 +309,7 @@ def run_case(torch, iop, h, op, dt, n, copy, l2, reps):
             torch.cuda.current_stream().wait_stream(side)
             torch.cuda.synchronize()
             g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
+            with captured(torch, g):  # restores the current stream if the capture fails
                 cap = torch.cuda.current_stream().cuda_stream
                 for k in range(K):
                     impls[nm](k % nsets, st=cap)

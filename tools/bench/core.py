@@ -23,6 +23,14 @@ On the GPU every checked case is also timed two more ways (docs/perf/method.md 9
    rotating as above) and replayed, median replay / k, next to the same-bytes copy captured and
    replayed the same way -- what one launch of this size reaches with the launch gaps of a graph.
 
+8. a row whose per-call time is below its kernel-only time, or below the time of the same-bytes
+   copy, cannot be true (:func:`invalid_reasons`): it is reported INVALID with the reason, its
+   raw times kept and no bandwidth or ratio derived from them.
+
+Every CUDA-graph capture goes through :func:`captured`, which leaves torch's and CuPy's current
+streams as it found them even when a capture fails, and our calls launch on torch's current
+stream read at each call, the stream the events are recorded on.
+
 Small cases (``host_wall=True``) also time the host wall per call: N back-to-back calls with
 one synchronisation at the end, ours (with torch tensors, CuPy arrays and raw pointers as
 buffers) against torch eager, and, on the GPU, the per-call time inside a replayed CUDA graph.
@@ -152,9 +160,13 @@ class BenchCase:
 
 
 def ours_call(env: Env, work: Workload, kind: str = "tensor", stream=None) -> Callable[[int], None]:
-    """``f(s)``: our calculate on set ``s``, buffers converted once up front (``Env.ours``)."""
+    """``f(s)``: our calculate on set ``s``, buffers converted once up front (``Env.ours``).
+
+    On the GPU each call launches on torch's current stream *as it is at the call*
+    (:meth:`Env.current_stream`), the stream torch's ops and the timing events go to; ``stream``
+    pins one instead.
+    """
     calc = work.descriptor.calculate
-    stream = env.stream if stream is None else stream
     bufs = [[None if t is None else env.ours(t, kind) for t in tensors] for tensors in work.buffers]
     rt = tuple(work.runtime)
     size = int(getattr(work.descriptor, "workspace_size", 0) or 0)
@@ -163,10 +175,15 @@ def ours_call(env: Env, work: Workload, kind: str = "tensor", stream=None) -> Ca
         if work.workspace is None:  # one workspace serves every set (calls are ordered on one stream)
             work.workspace = env.torch.empty(size, dtype=env.torch.uint8, device=env.device)
         ws = env.ours(work.workspace, kind)
-    if env.gpu:
+    if env.gpu and stream is not None:
 
         def run(s):
             calc(ws, *bufs[s], *rt, stream=stream)
+    elif env.gpu:
+        current = env.current_stream
+
+        def run(s):
+            calc(ws, *bufs[s], *rt, stream=current())
     else:
 
         def run(s):
@@ -364,10 +381,68 @@ def run_case(env: Env, case: BenchCase, opts: Options, copy_gbps: float) -> dict
             row["l2"] = "warm (small case, one set)"
         else:
             row["l2"] = "cold (one set several times the L2)"
+        reasons = invalid_reasons(row)
+        if reasons:
+            mark_invalid(row, reasons)
     finally:
         work.release()
         del work
     row["wall_s"] = time.perf_counter() - t_start
+    return row
+
+
+# A row is INVALID (its times are not results, and it shows no speed-up) when a time is below
+# what the same calls cannot beat: the per-call times (events around stream launches, with or
+# without the host kept ahead) below the kernel-only time of the same calls (CUDA-graph replay,
+# the least a call costs: the same kernels with the shortest launch gaps), or any time below
+# the time of a copy of the same bytes timed the same way. The factors leave room for noise,
+# and for kernels that legitimately beat torch's copy: a read-mostly kernel, or one that reads
+# part of its counted input (a triangle, a causal mask: >= 3/4 of the bytes); they are far
+# from what a timing on the wrong stream gives (per-call 5.6 µs next to 179 µs kernel-only).
+PER_CALL_FLOOR = 0.8  # per-call time / kernel-only time of the same implementation
+COPY_FLOOR = 0.5  # a time / the same-bytes copy's time, measured the same way
+CHECKED_IMPLS = ("ours", "torch")
+# what a row states on the strength of its times: dropped from an INVALID row
+DERIVED = ("GBps", "pct_copy", "TFLOPs", "x_torch", "x_compile", "device_pct_copy", "device_x_torch")
+DERIVED += ("kernel_pct_copy", "kernel_x_torch")
+
+
+def _median(table, name):
+    t = (table or {}).get(name)
+    if isinstance(t, dict):
+        return t.get("median")
+    return t
+
+
+def invalid_reasons(row: dict) -> list[str]:
+    """Why ``row``'s times cannot be true (empty when they can): see PER_CALL_FLOOR, COPY_FLOOR."""
+    reasons = []
+    copy_dev = row.get("same_bytes_copy_us")
+    copy_kern = row.get("kernel_copy_us")
+    for name in CHECKED_IMPLS:
+        kern = _median(row.get("kernel_us"), name)
+        timed = {"per-call": _median(row.get("times_us"), name), "device": _median(row.get("device_us"), name)}
+        for what, t in timed.items():
+            if t is None:
+                continue
+            if kern and t < PER_CALL_FLOOR * kern:
+                reasons.append(f"{name} {what} time {t:.2f} us is below its kernel-only time {kern:.2f} us")
+            if copy_dev and t < COPY_FLOOR * copy_dev:
+                reasons.append(f"{name} {what} time {t:.2f} us is below {COPY_FLOOR:g} x the same-bytes copy's {copy_dev:.2f} us")
+        if kern and copy_kern and kern < COPY_FLOOR * copy_kern:
+            reasons.append(
+                f"{name} kernel-only time {kern:.2f} us is below {COPY_FLOOR:g} x the same-bytes copy's {copy_kern:.2f} us"
+            )
+    return reasons
+
+
+def mark_invalid(row: dict, reasons: list[str]) -> dict:
+    """Mark ``row`` INVALID: the reasons go to ``row["invalid"]``, the raw times stay (for a look),
+    every figure derived from them (bandwidth, ratios) is dropped."""
+    row["invalid"] = list(reasons)
+    for key in DERIVED:
+        if key in row:
+            row[key] = {} if isinstance(row[key], dict) else None
     return row
 
 
@@ -399,8 +474,7 @@ def kernel_time(env: Env, work: Workload, nbytes: int, copy_gbps: float) -> dict
     stream launch's, the ceiling a single launch of this size reaches."""
     torch = env.torch
     side = torch.cuda.Stream()
-    ours = ours_call(env, work, "tensor", stream=side.cuda_stream)
-    calls = {"ours": lambda s: ours(s), "torch": work.torch_eager}
+    calls = {"ours": ours_call(env, work, "tensor"), "torch": work.torch_eager}
     out: dict[str, Any] = {}
     times = graph_times(env, calls, work.nsets, side=side)
     out["kernel_us"] = {n: t for n, t in times.items() if not n.endswith("_error")}
@@ -421,6 +495,67 @@ def kernel_time(env: Env, work: Workload, nbytes: int, copy_gbps: float) -> dict
     return out
 
 
+@contextmanager
+def captured(torch, graph, stream=None, **kwargs):
+    """``torch.cuda.graph(graph, stream=stream)`` that leaves the current streams as it found them.
+
+    When a capture fails -- a call synchronises with the host, or the capture is invalidated
+    and ``capture_end`` raises (cudaErrorStreamCaptureInvalidated) -- torch's context exits
+    without restoring the current stream, so every later op and CUDA event of the process
+    would go to the capture stream. Here, whatever happens inside: a capture still open on
+    the capture stream is ended and its graph discarded, and torch's and CuPy's current
+    streams are set back to what they were before the block. The exception, if any, goes on.
+    """
+    saved = torch.cuda.current_stream()
+    saved_cupy = _cupy_current_stream()
+    ctx = torch.cuda.graph(graph, stream=stream, **kwargs)
+    try:
+        with ctx:
+            yield
+    finally:
+        cap = getattr(ctx, "capture_stream", None)
+        if cap is not None:
+            _end_capture(int(cap.cuda_stream))
+        if torch.cuda.current_stream() != saved:
+            torch.cuda.set_stream(saved)
+        if saved_cupy is not None:
+            try:
+                saved_cupy.use()
+            except Exception:
+                pass
+
+
+def _cupy_current_stream():
+    try:
+        import cupy
+
+        return cupy.cuda.get_current_stream()
+    except Exception:  # no CuPy: only torch's stream to restore
+        return None
+
+
+def _end_capture(stream_ptr: int) -> None:
+    """End a capture still open on ``stream_ptr`` (a broken one included) and discard its graph."""
+    try:
+        from cupy.cuda import runtime
+    except Exception:
+        return
+    try:
+        capturing = bool(runtime.streamIsCapturing(stream_ptr))
+    except RuntimeError:  # CuPy raises for a capture that is open but invalidated
+        capturing = True
+    except Exception:
+        return
+    if not capturing:
+        return
+    try:
+        g = runtime.streamEndCapture(stream_ptr)
+        if g:
+            runtime.graphDestroy(g)
+    except Exception:  # an invalidated capture ends with an error; it is over all the same
+        pass
+
+
 def graph_times(env: Env, calls: dict, nsets: int, k: int = 24, reps: int = 30, side=None) -> dict:
     """Kernel-only µs per call: each ``calls[name](s)`` is captured ``k`` times in a CUDA graph on
     a side stream (sets rotating as in the event timing), after a warm-up on that stream (per-stream
@@ -438,7 +573,7 @@ def graph_times(env: Env, calls: dict, nsets: int, k: int = 24, reps: int = 30, 
                     fn(i % nsets)
             side.synchronize()
             g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g, stream=side):
+            with captured(torch, g, stream=side):
                 for i in range(k):
                     fn(i % nsets)
             g.replay()
@@ -536,16 +671,14 @@ def graph_replay(env: Env, work: Workload, opts: Options) -> dict:
         try:
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
+            fn = ours_call(env, work, "tensor") if name == "ours" else work.torch_eager
             with torch.cuda.stream(side):
-                fn = ours_call(env, work, "tensor", stream=side.cuda_stream) if name == "ours" else work.torch_eager
                 for _ in range(3):
                     fn(0)
             torch.cuda.current_stream().wait_stream(side)
             env.sync()
             graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                capture = torch.cuda.current_stream().cuda_stream
-                fn = ours_call(env, work, "tensor", stream=capture) if name == "ours" else work.torch_eager
+            with captured(torch, graph):
                 for _ in range(k):
                     fn(0)
             graph.replay()

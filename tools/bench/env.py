@@ -32,7 +32,14 @@ class Env:
         self.torch = torch
         self.iop = iop
         self.handle = None
-        self.stream = None  # what ``calculate(stream=...)`` gets
+
+    def current_stream(self):
+        """What our ``calculate(stream=...)`` gets: read at each call, never saved (CPU: None)."""
+        return None
+
+    @property
+    def stream(self):
+        return self.current_stream()
 
     # -- buffers ------------------------------------------------------------------------
     @property
@@ -136,7 +143,8 @@ class CpuEnv(Env):
 
 
 class GpuEnv(Env):
-    """Our NVIDIA backend against torch CUDA, CUDA events on torch's current stream."""
+    """Our NVIDIA backend against torch CUDA, CUDA events on torch's current stream (ours launch
+    on that stream too: :meth:`current_stream` reads it at each call)."""
 
     gpu = True
     name = "nvidia"
@@ -145,7 +153,7 @@ class GpuEnv(Env):
         super().__init__()
         torch = self.torch
         if not torch.cuda.is_available():
-            raise RuntimeError("torch sees no CUDA device (use --cpu for the CPU benchmark)")
+            raise RuntimeError("torch sees no CUDA device")
         torch.cuda.set_device(device_id)
         # Peers' settings are part of the result: fp32 means fp32 (no TF32), cuDNN autotunes.
         torch.backends.cuda.matmul.allow_tf32 = False
@@ -154,8 +162,12 @@ class GpuEnv(Env):
         torch.set_float32_matmul_precision("highest")
         self.device_id = device_id
         self.handle = self.iop.create_handle("nvidia", device_id)
-        # Our launches go to the stream torch's events are recorded on.
-        self.stream = torch.cuda.current_stream().cuda_stream
+        # Our launches go to the stream torch's ops and events go to, read at each call.
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        if raw is not None:
+            self.current_stream = lambda: raw(device_id)
+        else:  # pragma: no cover - older torch
+            self.current_stream = lambda: torch.cuda.current_stream(device_id).cuda_stream
         props = torch.cuda.get_device_properties(device_id)
         self.props = props
         self.l2_bytes = int(getattr(props, "L2_cache_size", 0) or 0) or _cupy_l2(device_id) or DEFAULT_L2

@@ -146,6 +146,8 @@ def _cells(row) -> list[str]:
         return [row["op"], row["case"], row["dtype"], "skipped: " + row["skipped"]]
     if row.get("error"):
         return [row["op"], row["case"], row["dtype"], "ERROR: " + row["error"].splitlines()[0][:90]]
+    if row.get("invalid"):
+        return [row["op"], row["case"], row["dtype"], invalid_text(row)]
     ok = row.get("check", {}).get("ok")
     ours = _us(row, "ours") if ok else None
     p10, p90 = (_us(row, "ours", "p10"), _us(row, "ours", "p90")) if ok else (None, None)
@@ -173,6 +175,11 @@ def _cells(row) -> list[str]:
         _f(row.get("kernel_copy_pct"), ".0f"),
         ("PASS" if ok else "FAIL") + ("" if ccheck else "*"),
     ]
+
+
+def invalid_text(row) -> str:
+    """``INVALID: <reasons>`` for a row whose times cannot be true (see core.invalid_reasons)."""
+    return "INVALID: " + "; ".join(row["invalid"])
 
 
 def _dev(row, name):
@@ -224,6 +231,11 @@ def table(rows: list, copy_bw: dict, device: str) -> str:
                 f"{_f(w.get('ours_cupy'), '.2f'):>9}  {w['torch']:>7.2f}  {_f(ratio, '.2f'):>10}  "
                 f"{_f(g.get('ours'), '.2f'):>10}  {_f(g.get('torch'), '.2f'):>11}"
             )
+    invalid = [r for r in rows if r.get("invalid")]
+    if invalid:
+        lines.append("")
+        lines.append(f"{len(invalid)} row(s) INVALID (times that cannot be true; not results):")
+        lines += [f"  {r['op']} {r['case']} {r['dtype']}: {'; '.join(r['invalid'])}" for r in invalid]
     failed = [r for r in rows if r.get("check") and not r["check"]["ok"]]
     if failed:
         lines.append("")
@@ -280,10 +292,10 @@ def write_csv(path: Path, rows: list) -> None:
                     "flops": r.get("flops"),
                     "ours_TFLOPs": r.get("TFLOPs", {}).get("ours"),
                     "torch_TFLOPs": r.get("TFLOPs", {}).get("torch"),
-                    "check": None if "check" not in r else r["check"]["ok"],
+                    "check": "INVALID" if r.get("invalid") else (None if "check" not in r else r["check"]["ok"]),
                     "host_ours_us": host.get("ours"),
                     "host_torch_us": host.get("torch"),
-                    "error": r.get("error") or r.get("skipped"),
+                    "error": r.get("error") or r.get("skipped") or (invalid_text(r) if r.get("invalid") else None),
                     "device_ours_us": _dev(r, "ours"),
                     "device_torch_us": _dev(r, "torch"),
                     "device_x_torch": r.get("device_x_torch"),
@@ -312,8 +324,9 @@ def markdown(rows: list, copy_bw: dict, device: str) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        if r.get("skipped") or r.get("error"):
-            lines.append(f"| {r['op']} | {r['case']} | {r['dtype']} | {r.get('skipped') or r.get('error')} |" + " |" * 13)
+        if r.get("skipped") or r.get("error") or r.get("invalid"):
+            what = r.get("skipped") or r.get("error") or invalid_text(r)
+            lines.append(f"| {r['op']} | {r['case']} | {r['dtype']} | {what} |" + " |" * 13)
             continue
         ok = r.get("check", {}).get("ok")
         t = r["times_us"]
