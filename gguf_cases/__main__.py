@@ -6,8 +6,12 @@ directories, and each fresh file is compared byte for byte with the other build 
 in ``DIR`` where that exists; any difference fails with exit code 1 (a file not built yet in
 ``DIR`` is only reported, so the check also works on a fresh checkout).
 
-Exit status: 0; 1 if ``--check`` found a difference; 2 for a usage error, an unknown operator
-or an output directory that cannot be written (tried before anything is generated).
+The expected values of every operator without a NumPy reference come from PyTorch: without torch
+installed, asking for such an operator fails with one line that says what to install.
+
+Exit status: 0; 1 if ``--check`` found a difference; 2 for a usage error, an unknown operator,
+PyTorch missing for a reference, or an output directory that cannot be written (tried before
+anything is generated).
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import time
 from infiniop_py.registry import list_ops, resolve
 
 from . import generator_for
-from ._common import SUITES, deterministic_torch
+from ._common import SUITES, deterministic_torch, torch_missing
 
 
 def parse(argv):
@@ -38,7 +42,8 @@ def parse(argv):
 
 def build(ops, suites, out: str, seed: int, quiet: bool = False) -> list[str]:
     """Write the files; returns their paths relative to ``out``."""
-    deterministic_torch()
+    if not torch_missing():
+        deterministic_torch()
     written = []
     for suite in suites:
         for op in ops:
@@ -58,6 +63,7 @@ def build(ops, suites, out: str, seed: int, quiet: bool = False) -> list[str]:
 
 
 PROG = "python -m gguf_cases"
+TORCH_HINT = "pip install torch (CPU-only build: add --index-url https://download.pytorch.org/whl/cpu)"
 
 
 def writable_dir(path: str) -> None:
@@ -81,6 +87,15 @@ def main(argv=None) -> int:
             print(f"{PROG}: unknown operator {name!r}", file=sys.stderr)
             return 2
         ops.append(canonical)
+    need = [op for op in ops if generator_for(op).needs_torch]
+    if need and torch_missing():
+        names = ", ".join(need[:3]) + (f" and {len(need) - 3} more" if len(need) > 3 else "")
+        rest = [op for op in ops if op not in need]
+        without = f"; without it: {PROG} {' '.join(rest)}" if rest else ""
+        print(
+            f"{PROG}: the reference data of {names} needs PyTorch, which is not installed: {TORCH_HINT}{without}", file=sys.stderr
+        )
+        return 2
     suites = SUITES if args.suite == "all" else (args.suite,)
     if not args.check:
         try:

@@ -5,6 +5,12 @@ subclass). The generator takes the operator's case table (``ops/<op>/cases.py``,
 pytest), makes each instance's inputs exactly as the pytest runner does (same case table, same
 data functions, inputs rounded to their dtype), computes the float64 PyTorch reference from the
 stored values and writes everything through :mod:`infiniop_py.gguf`.
+
+A generator made with ``quick_elements=N`` keeps the quick suite's files small (gguf.md §5.4:
+tensors of about 64K elements): a quick instance with a tensor of more than N elements (its
+storage span, padding included) is written to the full suite instead. pytest still runs it in
+its quick set (the case table is unchanged); the row-wise norms use this for their many-row
+cases, whose purpose is the GPU's grid and pipelining paths.
 """
 
 from __future__ import annotations
@@ -22,6 +28,16 @@ from infiniop_py.testing.reference import reference
 from infiniop_py.testing.run import make_inputs
 
 SUITES = ("quick", "full")
+QUICK_ELEMENTS = 1 << 16  # gguf.md §5.4: quick tensors of about 64K elements
+
+
+def torch_missing() -> bool:
+    """True when PyTorch cannot be imported (the references of most operators need it)."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return True
+    return False
 
 
 def deterministic_torch() -> None:
@@ -35,20 +51,38 @@ def deterministic_torch() -> None:
 class OpGenerator:
     """Builds the GGUF tests of one operator from its case table. Override to customise."""
 
-    def __init__(self, op: str):
+    def __init__(self, op: str, quick_elements: int | None = None):
         self.spec = get_spec(op)
         self.op = self.spec.name
         self.dialect = dialect_of(self.spec)
+        self.quick_elements = quick_elements
+        self.needs_torch = self.spec.reference_inputs != "numpy"
 
     # -- which instances -------------------------------------------------------------------------
     def instances(self, suite: str) -> list[tuple[Case, DType]]:
-        """(case, dtype) pairs of ``suite`` whose tensors GGUF can store (no unsigned/F8/complex)."""
-        out = []
-        for case, dt in instances(get_cases(self.op), suite):
-            dtypes = [tc.resolved(dt)[2] for tc in case.tensors.values() if tc is not None]
-            if all(storable(d) for d in dtypes):
-                out.append((case, dt))
-        return out
+        """(case, dtype) pairs of ``suite`` whose tensors GGUF can store (no unsigned/F8/complex);
+        with ``quick_elements``, the quick instances over that size move to the full suite."""
+        out = [(c, dt) for c, dt in instances(get_cases(self.op), suite) if self._storable(c, dt)]
+        if self.quick_elements is None:
+            return out
+        if suite == "quick":
+            return [(c, dt) for c, dt in out if not self._oversized(c, dt)]
+        quick = [(c, dt) for c, dt in instances(get_cases(self.op), "quick") if suite not in c.suites]
+        return out + [(c, dt) for c, dt in quick if self._storable(c, dt) and self._oversized(c, dt)]
+
+    @staticmethod
+    def _storable(case: Case, dtype: DType) -> bool:
+        return all(storable(tc.resolved(dtype)[2]) for tc in case.tensors.values() if tc is not None)
+
+    def _oversized(self, case: Case, dtype: DType) -> bool:
+        """A tensor of the instance spans more than ``quick_elements`` elements."""
+        for tc in case.tensors.values():
+            if tc is None:
+                continue
+            shape, strides, _ = tc.resolved(dtype)
+            if 0 not in shape and 1 + sum((n - 1) * abs(s) for n, s in zip(shape, strides)) > self.quick_elements:
+                return True
+        return False
 
     def description(self, case: Case, dtype: DType) -> str:
         return f"{case.description}, {dtype.name.lower()}" if case.description else dtype.name.lower()
