@@ -1,12 +1,17 @@
 """Compile every CUDA kernel of every registered operator for a GPU architecture, without a GPU.
 
-    python tools/compile_check.py [--arch sm_90] [--jobs N] [--verbose] [--json OUT.json] [OP ...]
+    python tools/compile_check.py [--arch sm_90] [--all] [--jobs N] [--progress] [--verbose] [--json OUT.json] [OP ...]
 
 For each operator whose NVIDIA factory (``spec.nvidia``) exposes ``compile_units()`` -- a list
 of ``(source, [name expressions])`` -- each unit is compiled once, with all of its name
 expressions, exactly as the runtime compiles it: ``full_source(source)`` (the common header
 prepended) with ``options_for(cc)``. A unit is compiled to a CUBIN, so ptxas runs too and the
 per-kernel register, stack and spill figures come for free (``-Xptxas=-v``).
+
+``compile_units()`` lists every kernel a descriptor's plan can select with the tuning switches
+(environment variables read at create) as they are set, i.e. unset in CI. A factory may also
+expose ``tuning_units()``: the instantiations only other switch settings reach (they compile on
+demand at create). ``--all`` compiles those too.
 
 Compilers, in order of preference:
 
@@ -29,7 +34,8 @@ faster, but inline-PTX errors and register figures only come from the full check
 Large units are split into jobs of ``--chunk`` name expressions shared by ``--jobs`` worker
 processes. A job that compiled before with the same compiler, options, source and names is
 not compiled again (results cached under ``~/.cache/infiniop_py/compile_check``;
-``--no-cache`` recompiles everything).
+``--no-cache`` recompiles everything). ``--progress`` shows the compilation on stderr: a bar
+on a terminal, else a line per tenth of the kernels; nothing when every job is cached.
 
 Exit status: 0 when everything compiled, 1 on any compile error (the compiler log is printed)
 or unchecked operator, 2 when neither NVRTC nor nvcc is available.
@@ -337,10 +343,11 @@ def exempt_reason(spec) -> str | None:
 
 
 def collect(
-    ops: list[str] | None, cc: int, backend: tuple[str, str], chunk: int = 48, ptx: bool = False
+    ops: list[str] | None, cc: int, backend: tuple[str, str], chunk: int = 48, ptx: bool = False, everything: bool = False
 ) -> tuple[list[dict], dict[str, str]]:
-    """(jobs, problems): one job per ``chunk`` name expressions of each compile unit;
-    problems maps op -> why it cannot be checked."""
+    """(jobs, problems): one job per ``chunk`` name expressions of each compile unit (with
+    ``everything``, of the factories' ``tuning_units()`` too); problems maps op -> why it cannot
+    be checked."""
     import infiniop_py as iop
     from infiniop_py.cuda.compiler import full_source, options_for
     from infiniop_py.registry import get_spec
@@ -363,6 +370,9 @@ def collect(
             continue
         try:
             units = list(units_fn())
+            tuning_fn = getattr(spec.nvidia, "tuning_units", None)
+            if everything and tuning_fn is not None:
+                units += list(tuning_fn())
         except Exception as exc:
             problems[spec.name] = f"ERROR: compile_units() raised {type(exc).__name__}: {exc}"
             continue
@@ -445,20 +455,14 @@ def run_jobs(
         else:
             todo.append(i)
     todo.sort(key=lambda i: -len(jobs[i]["names"]) * len(jobs[i]["source"]))
-    t0 = time.perf_counter()
+    show = Progress(sum(len(jobs[i]["names"]) for i in todo), len(jobs) - len(todo)) if progress and todo else None
 
     def done(i: int, result: UnitResult, count: int) -> None:
         results[i] = result
         if cache is not None:
             _store(cache, keys[i], result)
-        if progress:
-            state = "ok" if result.ok and not result.error else "FAILED"
-            print(
-                f"  [{count}/{len(todo)} {time.perf_counter() - t0:5.0f}s] {result.op} unit {result.unit} "
-                f"chunk {result.chunk}: {result.names} kernels, {result.seconds:.1f}s {state}",
-                file=sys.stderr,
-                flush=True,
-            )
+        if show is not None:
+            show.update(result)
 
     if workers <= 1 or len(todo) <= 1:
         for n, i in enumerate(todo, 1):
@@ -473,7 +477,51 @@ def run_jobs(
             futures = {pool.submit(compile_unit, jobs[i]): i for i in todo}
             for n, fut in enumerate(as_completed(futures), 1):
                 done(futures[fut], fut.result(), n)
+    if show is not None:
+        show.close()
     return [r for r in results if r is not None]
+
+
+class Progress:
+    """Compiled kernels out of ``total`` on stderr: a tqdm bar on a terminal, else a line at each
+    tenth (logs stay short)."""
+
+    def __init__(self, total: int, cached_jobs: int):
+        self.total, self.count, self.failed, self.t0 = total, 0, 0, time.perf_counter()
+        self.next_tenth = 1
+        self.bar = None
+        cached = f" ({cached_jobs} jobs found in the cache)" if cached_jobs else ""
+        head = f"compile_check: compiling {total} kernels{cached}; the results are cached for later runs"
+        if sys.stderr.isatty():
+            from tqdm import tqdm
+
+            print(f"\n{head}", file=sys.stderr, flush=True)
+            self.bar = tqdm(total=total, unit="kernel", file=sys.stderr, dynamic_ncols=True, leave=False)
+        else:
+            print(head, file=sys.stderr, flush=True)
+
+    def update(self, result: UnitResult) -> None:
+        self.count += result.names
+        self.failed += int(not result.ok or bool(result.error))
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"{result.op}{', FAILED: ' + str(self.failed) if self.failed else ''}", refresh=False)
+            self.bar.update(result.names)
+            return
+        while self.total and self.count * 10 >= self.next_tenth * self.total and self.next_tenth <= 10:
+            self.next_tenth += 1
+            elapsed = time.perf_counter() - self.t0
+            print(
+                f"compile_check: {self.count}/{self.total} kernels ({100 * self.count // self.total}%), {elapsed:.0f} s"
+                + (f", {self.failed} jobs FAILED" if self.failed else ""),
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            elapsed = time.perf_counter() - self.t0
+            print(f"compile_check: compiled {self.count} kernels in {elapsed:.0f} s", file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------------------------
@@ -558,7 +606,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="front end only (PTX, no ptxas): ~3x faster, misses inline-asm errors and register counts",
     )
-    ap.add_argument("--progress", action="store_true", help="report each job as it finishes (stderr)")
+    ap.add_argument(
+        "--all",
+        action="store_true",
+        help="also the instantiations only non-default tuning switches select (factories' tuning_units())",
+    )
+    ap.add_argument("--progress", action="store_true", help="show progress on stderr (a bar on a terminal)")
     ap.add_argument("--chunk", type=int, default=CHUNK, help="name expressions per compile job (default %(default)s)")
     args = ap.parse_args(argv)
 
@@ -576,12 +629,13 @@ def main(argv: list[str] | None = None) -> int:
     everything = []
     for arch in args.arch.split(","):
         cc = parse_arch(arch)
-        jobs, problems = collect(args.ops or None, cc, backend, max(args.chunk, 1), args.ptx)
+        jobs, problems = collect(args.ops or None, cc, backend, max(args.chunk, 1), args.ptx, args.all)
         nkern = sum(len(j["names"]) for j in jobs)
         nunits = len({(j["op"], j["unit"]) for j in jobs})
         print(
             f"compile_check: {'compute' if args.ptx else 'sm'}_{cc} with {backend[0]} {version} ({backend[1]}): "
-            f"{len({j['op'] for j in jobs})} ops, {nunits} units, {nkern} kernels, {len(jobs)} jobs, {args.jobs} workers"
+            f"{len({j['op'] for j in jobs})} ops, {nunits} units, {nkern} kernels{' (--all)' if args.all else ''}, "
+            f"{len(jobs)} jobs, {args.jobs} workers"
         )
         results = run_jobs(jobs, args.jobs, version, None if args.no_cache else cache_dir(), args.progress)
         failed += report(results, problems, args.verbose, args.werror)

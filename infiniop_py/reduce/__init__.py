@@ -419,6 +419,39 @@ def kernel_names(dtype: DType, op: str) -> list[str]:
     )
 
 
+def default_kernel_names(dtype: DType, op: str) -> list[str]:
+    """The part of ``kernel_names`` that ``plan_reduce`` can select with the tuning switches as
+    set (unset: the defaults), so the compile check covers each kernel a descriptor can launch:
+    reduce_rows_warp with its op's DEP; reduce_rows16 finishing in its last block only in the
+    mode ``last_mode`` picks (with or without the grid-stride sweep); reduce_rows with U = 1 only
+    unpacked (or under IOP_REDUCE_PLAN=v1), packed only where reduce_rows16 does not take the
+    row. ``kernel_names`` adds the other switch settings (``tools/compile_check.py --all``)."""
+    v1 = _tuning() == "v1"
+    half = dtype in (DType.F16, DType.BF16)
+    h16 = half and not v1 and os.environ.get("IOP_REDUCE_H16", "1") != "0"
+    dep = env_num("IOP_REDUCE_RWDEP", -1)
+    dep = dep if dep >= 0 else int(op != "max")
+    ldk = env_num("IOP_REDUCE_LDK", LDK_DEFAULT)
+    keep = []
+    for name in kernel_names(dtype, op):
+        args = [a.strip() for a in name[name.index("<") + 1 : -1].split(",")]
+        kind = name[: name.index("<")]
+        if kind == "reduce_rows_warp":
+            ok = not v1 and int(args[4]) == dep
+        elif kind == "reduce_rows16":
+            last, ilv = int(args[5]), int(args[6])
+            ok = h16 and int(args[4]) == ldk and (last == 0 or last == last_mode(dtype, ilv))
+        elif kind == "reduce_rows":
+            vec, u, last = int(args[3]), int(args[4]), int(args[5])
+            packed_ok = vec > 1 and not h16 and u == (1 if v1 else 8)
+            ok = (vec == 1 or packed_ok) and (last == 0 or (not v1 and last == last_mode(dtype)))
+        else:
+            ok = True
+        if ok:
+            keep.append(name)
+    return keep
+
+
 class ReduceKernel(CudaKernel):
     """Reduction of tensor ``x_name`` into ``y_name`` over ``axes`` (indices of x's dims).
 

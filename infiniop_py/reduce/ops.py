@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..spec import Checker, Info
 from ..status import Status
-from . import REDUCE_SOURCE, ReduceKernel, kernel_names, reduce_numpy, store
+from . import REDUCE_SOURCE, ReduceKernel, default_kernel_names, kernel_names, reduce_numpy, store
 
 
 def check_output(check: Checker, axes: tuple, keepdim: bool) -> None:
@@ -54,13 +54,18 @@ def nvidia_factory(op: str, dtypes):
     def factory(info: Info, handle):
         return ReduceKernel(handle, info.tensors["input"], kept_strides(info), info.axes, op)
 
-    def compile_units():
+    def compile_units():  # what plans select; tuning_units: the other switch settings
+        return [(REDUCE_SOURCE, [n for dt in sorted(dtypes) for n in default_kernel_names(dt, op)])]
+
+    def tuning_units():
         names = []
         for dt in sorted(dtypes):
-            names += kernel_names(dt, op)
-        return [(REDUCE_SOURCE, names)]
+            chosen = set(default_kernel_names(dt, op))
+            names += [n for n in kernel_names(dt, op) if n not in chosen]
+        return [(REDUCE_SOURCE, names)] if names else []
 
     factory.compile_units = compile_units
+    factory.tuning_units = tuning_units
     return factory
 
 

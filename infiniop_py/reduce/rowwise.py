@@ -412,6 +412,62 @@ def all_names(dtype: DType, mode: str, ti: str = "int") -> list[str]:
     return names
 
 
+def default_names(dtype: DType, mode: str, ti: str = "int") -> list[str]:
+    """The part of ``all_names`` that plans can select with the tuning switches as set (unset:
+    the defaults): every kernel the plan functions return at some row length, so the compile
+    check covers each kernel a descriptor can launch. ``all_names`` adds the instantiations of
+    other switch settings (compiled on demand; ``tools/compile_check.py --all``)."""
+    vec = vec_of(dtype)
+    names = [col_kernel_name(dtype, mode, ti), row_kernel_name(dtype, mode, 1, ti)]
+    # the plans depend on the row length only through its whole 16-byte packs (hyb_plan: N in
+    # its range); past 1025 packs only the row kernel and hyb_plan are left
+    lengths = [q * vec for q in range(1, 32 * WARP_PACKS[-1] + 2)]
+    lengths += [RAW_MIN_NVEC * vec, (RAW_MIN_NVEC + 1) * vec, HYB_MIN_N, HYB_MAX_N, HYB_MAX_N + vec]
+    for n in lengths:
+        nvec = -(-n // vec)
+        raw = raw_cache(dtype, vec, mode, nvec)
+        names.append(row_kernel_name(dtype, mode, vec, ti, raw, nvec))
+        lp = lse_plan(dtype, mode, n)
+        if lp:
+            names.append(lse_kernel_name(dtype, mode, ti, lp[1]))
+        hp = hyb_plan(dtype, mode, n)
+        if hp:
+            names.append(hyb_kernel_name(dtype, mode, hp[0], hp[3]))
+        sp = short_plan(dtype, mode, n)
+        if sp:
+            names.append(short_kernel_name(dtype, mode, sp[0], sp[1], sp[3]))
+        pp = pipe_plan(dtype, mode, n)
+        if pp:
+            names.append(pipe_kernel_name(dtype, mode, *pp[:4]))
+        wp = warp_packs(dtype, mode, n)
+        if wp:
+            names.append(warp_kernel_name(dtype, mode, wp))
+    if mode == "ce_loss":
+        names.append(f"ce_loss_finish<{ctype(dtype)}>")
+    return list(dict.fromkeys(names))
+
+
+def set_compile_units(factory, mode: str, dtypes, tis=("int",)) -> None:
+    """The compile check's lists for a row-wise NVIDIA factory: ``compile_units`` the kernels
+    plans select (``default_names``), ``tuning_units`` the rest of ``all_names``."""
+
+    def pairs():
+        return [(dt, ti) for dt in sorted(dtypes) for ti in tis]
+
+    def units():
+        return [(ROWWISE_SOURCE, [n for dt, ti in pairs() for n in default_names(dt, mode, ti)])]
+
+    def tuning():
+        names = []
+        for dt, ti in pairs():
+            chosen = set(default_names(dt, mode, ti))
+            names += [n for n in all_names(dt, mode, ti) if n not in chosen]
+        return [(ROWWISE_SOURCE, names)] if names else []
+
+    factory.compile_units = units
+    factory.tuning_units = tuning
+
+
 def _pow2ceil(n: int) -> int:
     return 1 << max(0, (int(n) - 1).bit_length())
 

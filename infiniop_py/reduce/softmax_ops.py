@@ -9,7 +9,7 @@ from ..halfconv import copy_into
 from ..spec import Attr, Checker, Info, OpSpec, inp, out
 from ..status import Status
 from . import acc_numpy
-from .rowwise import ROWWISE_SOURCE, RowLayout, RowwiseKernel, all_names, split_dim
+from .rowwise import RowLayout, RowwiseKernel, set_compile_units, split_dim
 
 
 def softmax_numpy(x: np.ndarray, axis: int, log: bool, dtype: DType, valid=None) -> np.ndarray:
@@ -70,7 +70,7 @@ def softmax_spec(name: str, stem: str, log: bool, gguf_names=()) -> OpSpec:
         lay = RowLayout(x.shape[axis], x.strides[axis], y.strides[axis], rs, [rx, ry, [0] * len(rs)])
         return RowwiseKernel(handle, lay, x.dtype, mode, (0, 1, None))
 
-    nvidia.compile_units = lambda: [(ROWWISE_SOURCE, [n for dt in sorted(F) for n in all_names(dt, mode)])]
+    set_compile_units(nvidia, mode, F)
 
     def reference(input, dim=-1):
         import torch

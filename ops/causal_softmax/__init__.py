@@ -8,7 +8,7 @@ import numpy as np
 
 from infiniop_py.dtypes import F
 from infiniop_py.halfconv import copy_into
-from infiniop_py.reduce.rowwise import ROWWISE_SOURCE, RowLayout, RowwiseKernel, all_names
+from infiniop_py.reduce.rowwise import RowLayout, RowwiseKernel, set_compile_units
 from infiniop_py.reduce.softmax_ops import softmax_numpy
 from infiniop_py.spec import Checker, Info, OpSpec, inp, out
 from infiniop_py.status import Status
@@ -62,7 +62,7 @@ def nvidia(info: Info, handle):
     return RowwiseKernel(handle, lay, x.dtype, "causal", (0, 1, None))
 
 
-nvidia.compile_units = lambda: [(ROWWISE_SOURCE, [n for dt in sorted(F) for n in all_names(dt, "causal")])]
+set_compile_units(nvidia, "causal", F)
 
 
 def reference(x):

@@ -7,7 +7,7 @@ import numpy as np
 
 from infiniop_py.dtypes import IDX, DType, F, to_numpy
 from infiniop_py.reduce import acc_numpy
-from infiniop_py.reduce.rowwise import ROWWISE_SOURCE, RowLayout, RowwiseKernel, all_names
+from infiniop_py.reduce.rowwise import RowLayout, RowwiseKernel, set_compile_units
 from infiniop_py.spec import Checker, Info, OpSpec, inp, out
 from infiniop_py.status import Status
 
@@ -60,7 +60,7 @@ def nvidia(info: Info, handle):
     return RowwiseKernel(handle, lay, x.dtype, "ce", (0, 1, 2), ti=TI[t.dtype])
 
 
-nvidia.compile_units = lambda: [(ROWWISE_SOURCE, [n for dt in sorted(F) for ti in TI.values() for n in all_names(dt, "ce", ti)])]
+set_compile_units(nvidia, "ce", F, TI.values())
 
 
 def reference(x, target):

@@ -87,21 +87,25 @@ def factory(info: Info, handle):
     return LayerNormKernel(info, handle)
 
 
-def compile_units():
-    # The compile check covers what a descriptor selects (ring depth by pipe_stages; the
-    # INFINIOP_NORM_FWD_S tuning switch is unset in CI, other depths compile on demand). One
-    # unit per dtype, so the compile check's workers share the family.
+def compile_units(tuning: bool = False):
+    # The compile check covers what a descriptor selects (ring depth by pipe_stages, rows per
+    # step by fwd_rows; the INFINIOP_NORM_* tuning switches are unset in CI, other settings
+    # compile on demand); tuning=True lists the other rows-per-step instantiations instead (the
+    # check's --all). One unit per dtype, so the compile check's workers share the family.
     units = []
     for t in sorted(F):
         exprs = []
         for p in TPRS:
-            exprs += [name(t, v, p, r) for v in (VEC[t], 1) for r in (FWD_RS if p <= 256 else (1,))]
+            rs = [r for r in (FWD_RS if p <= 256 else (1,)) if (r == fwd_rows(p)) != tuning]
+            exprs += [name(t, v, p, r) for v in (VEC[t], 1) for r in rs]
             st = pipe_stages("fwd", p, 1, NP)
-            if st:
+            if st and not tuning:
                 exprs.append(name(t, VEC[t], p, 1, st))
-        exprs.append(name(t, 1, None))
+        if not tuning:
+            exprs.append(name(t, 1, None))
         units.append((SOURCE, exprs))
     return units
 
 
 factory.compile_units = compile_units
+factory.tuning_units = lambda: compile_units(tuning=True)

@@ -157,7 +157,7 @@ def rm_names(pdt: DType, rdt: DType, sel: int = 0) -> dict:
 # 0.60-0.74x -> 1.39-2.10x, f16 0.88-1.37x -> 1.32-1.88x; the gather, 15, measured no better),
 # f32 12 (its select already splits well: 1.12-1.57x -> 1.36-1.94x; 13 was 1.28-1.83x). Every
 # variant returns the same index (the same unique composite, exact integer sums).
-SEL_VARIANTS = (0, 1, 3, 12, 13, 15)  # compiled by the compile check; any 0..15 works at run time
+SEL_VARIANTS = (0, 1, 3, 12, 13, 15)  # compiled by the compile check with --all; any 0..15 works at run time
 SEL_HALF, SEL_F32 = 13, 12
 
 
@@ -251,19 +251,28 @@ def nvidia(info: Info, handle):
     return RandomSampleKernel(info, handle)
 
 
-def _all_names() -> list[str]:
+def _all_names(sels=None) -> list[str]:
+    """Every kernel of the plans, for the selection variants ``sels`` (default: the one
+    ``sample_sel`` picks per dtype, as a descriptor does)."""
     names = []
     for p in sorted(F):
         for r in sorted(OUT_DTYPES):
             if not multi_block(p):
                 names.append(kernel_name(p, r))
                 continue
-            for sel in SEL_VARIANTS:
+            for sel in (sample_sel(p),) if sels is None else sels:
                 names += list(rm_names(p, r, sel).values())
     return list(dict.fromkeys(names))
 
 
+def _tuning_names() -> list[str]:
+    """The other IOP_SAMPLE_SEL variants of SEL_VARIANTS (the compile check's ``--all``)."""
+    chosen = set(_all_names())
+    return [n for n in _all_names(SEL_VARIANTS) if n not in chosen]
+
+
 nvidia.compile_units = lambda: [(_source(), _all_names())]
+nvidia.tuning_units = lambda: [(_source(), _tuning_names())]
 
 
 def reference(probs, random_val, topp, topk, temperature):

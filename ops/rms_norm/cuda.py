@@ -85,22 +85,27 @@ def factory(info: Info, handle):
     return RMSNormKernel(info, handle)
 
 
-def compile_units():
-    # The compile check covers what a descriptor selects (ring depth by pipe_stages; the
-    # INFINIOP_NORM_FWD_S tuning switch is unset in CI, other depths compile on demand). One
-    # unit per dtype combination, so the compile check's workers share the family.
+def compile_units(tuning: bool = False):
+    # The compile check covers what a descriptor selects (ring depth by pipe_stages, rows per
+    # step by fwd_rows; the INFINIOP_NORM_* tuning switches are unset in CI, other settings
+    # compile on demand); tuning=True lists the other rows-per-step instantiations instead (the
+    # check's --all). One unit per dtype combination, so the compile check's workers share the
+    # family.
     units = []
     for t, tw in COMBOS:
         vec = 16 // {DType.F16: 2, DType.BF16: 2, DType.F32: 4, DType.F64: 8}[t]
         exprs = []
         for p in TPRS:
-            exprs += [names(t, tw, v, p, r) for v in (vec, 1) for r in (FWD_RS if p <= 256 else (1,))]
+            rs = [r for r in (FWD_RS if p <= 256 else (1,)) if (r == fwd_rows(p)) != tuning]
+            exprs += [names(t, tw, v, p, r) for v in (vec, 1) for r in rs]
             st = pipe_stages("fwd", p, 1, NP, fwd_stages=2)
-            if st:
+            if st and not tuning:
                 exprs.append(names(t, tw, vec, p, 1, st))
-        exprs.append(names(t, tw, 1, None))
+        if not tuning:
+            exprs.append(names(t, tw, 1, None))
         units.append((SOURCE, exprs))
     return units
 
 
 factory.compile_units = compile_units
+factory.tuning_units = lambda: compile_units(tuning=True)

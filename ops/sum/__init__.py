@@ -61,6 +61,7 @@ def nvidia(info, handle):
 
 
 nvidia.compile_units = _gpu.compile_units
+nvidia.tuning_units = _gpu.tuning_units
 
 
 def reference(input, dims=(), keepdim=False, dims_len=None, **_runtime):
