@@ -492,13 +492,11 @@ class Progress:
         self.bar = None
         cached = f" ({cached_jobs} jobs found in the cache)" if cached_jobs else ""
         head = f"compile_check: compiling {total} kernels{cached}; the results are cached for later runs"
+        print(f"\n{head}", file=sys.stderr, flush=True)  # a line of its own after pytest's dots
         if sys.stderr.isatty():
             from tqdm import tqdm
 
-            print(f"\n{head}", file=sys.stderr, flush=True)
             self.bar = tqdm(total=total, unit="kernel", file=sys.stderr, dynamic_ncols=True, leave=False)
-        else:
-            print(head, file=sys.stderr, flush=True)
 
     def update(self, result: UnitResult) -> None:
         self.count += result.names
@@ -507,8 +505,8 @@ class Progress:
             self.bar.set_postfix_str(f"{result.op}{', FAILED: ' + str(self.failed) if self.failed else ''}", refresh=False)
             self.bar.update(result.names)
             return
-        while self.total and self.count * 10 >= self.next_tenth * self.total and self.next_tenth <= 10:
-            self.next_tenth += 1
+        if self.total and self.count * 10 >= self.next_tenth * self.total:
+            self.next_tenth = self.count * 10 // self.total + 1
             elapsed = time.perf_counter() - self.t0
             print(
                 f"compile_check: {self.count}/{self.total} kernels ({100 * self.count // self.total}%), {elapsed:.0f} s"
