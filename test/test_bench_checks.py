@@ -348,3 +348,12 @@ def test_kernel_only_graphs_stay_short(monkeypatch):
     for call_us in (20.0, 200.0, 2600.0, None):
         core.kernel_time(env, work, 0, 0.0, call_us=call_us)
     assert seen == [24, 5, 1, 24]
+
+
+def test_large_sets_rotate_in_pairs():
+    """A set larger than 4x the L2 still gets a second one (its tail would be in L2), unless two don't fit."""
+    env = type("E", (), {"gpu": True, "l2_bytes": 50 << 20})()
+    assert core.rotation(env, 256 << 20) == 2
+    assert core.rotation(env, 20 << 20) == 10
+    assert core.rotation(env, 5 << 30) == 1
+    assert core.rotation(env, 1 << 20) == 1

@@ -88,10 +88,12 @@ def stats(times_us) -> dict:
 
 
 def rotation(env: Env, set_bytes: int) -> int:
-    """How many input sets to rotate through so that no call finds its inputs in L2."""
+    """How many input sets to rotate through so that no call finds its inputs in L2: at least two,
+    since the tail of a single set, however large, is still in L2 when the next call (the other
+    implementation's, interleaved) starts on it."""
     if not env.gpu or set_bytes < ROTATE_MIN_BYTES:
         return 1
-    need = math.ceil(ROTATE_FACTOR * env.l2_bytes / set_bytes)
+    need = max(2, math.ceil(ROTATE_FACTOR * env.l2_bytes / set_bytes))
     return int(max(1, min(need, MAX_SETS, MAX_ROTATION_BYTES // max(set_bytes, 1))))
 
 
