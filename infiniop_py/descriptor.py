@@ -6,6 +6,7 @@ import weakref
 
 from .buffers import IMMUTABLE_VIEWS, REVALIDATED_VIEWS, address, host_view
 from .devices import Device, Handle
+from .dtypes import INFO
 from .spec import REQUIRED, Checker, Info, OpSpec
 from .status import InfiniopError, Status, error
 from .tensor import TensorDescriptor
@@ -70,6 +71,8 @@ class Descriptor:
                 )
             if desc is None and not spec.role[name].optional:
                 raise error(Status.NULL_POINTER, f"{spec.name}: tensor '{name}' is required")
+            if desc is not None and desc.dtype not in INFO:  # e.g. INVALID, set behind validation's back
+                raise error(Status.BAD_TENSOR_DTYPE, f"{spec.name}: tensor '{name}' has dtype {desc.dtype!r}")
         parsed = parse_attrs(spec, spec.attrs, attrs)
         # Canonical (spec) order: backends index tensor pointers by this order, whatever order
         # the caller named the tensors in.
@@ -90,7 +93,7 @@ class Descriptor:
             self._kernel = factory(info, handle)
         else:
             self._kernel = _CpuKernel(info, [t.name for t in spec.tensors], factory(info))
-        self.workspace_size = int(getattr(self._kernel, "workspace_size", 0))
+        self._ws_size = int(getattr(self._kernel, "workspace_size", 0))
         # Precomputed per-tensor facts for the calculate fast path.
         self._gpu = gpu
         self._dev = handle.device_id
@@ -119,7 +122,18 @@ class Descriptor:
         if self._destroyed:
             raise error(Status.BAD_PARAM, f"{self.spec.name}: descriptor already destroyed")
         self._destroyed = True
+        # Drop the kernel (its device memory and cached host views) and every remembered buffer.
         self._kernel = None
+        self._last = [None] * len(self._names)
+        self._ws_last = None
+
+    @property
+    def workspace_size(self) -> int:
+        """Bytes of workspace that calculate needs (BAD_PARAM once destroyed or its handle is)."""
+        if self._destroyed:
+            raise error(Status.BAD_PARAM, f"{self.spec.name}: workspace size query after destroy")
+        self.handle.check_alive(self.spec.name)
+        return self._ws_size
 
     def __enter__(self):
         return self
@@ -136,8 +150,10 @@ class Descriptor:
     def calculate(self, workspace, *args, stream=None, workspace_size: int | None = None, **kwargs):
         """Run the operator: ``calculate(ws, *outputs, *inputs, *runtime_scalars, stream=None)``."""
         kernel = self._kernel
-        if kernel is None:
-            raise error(Status.BAD_PARAM, f"{self.spec.name}: calculate after destroy")
+        if kernel is None or self.handle._destroyed:
+            if kernel is None:
+                raise error(Status.BAD_PARAM, f"{self.spec.name}: calculate after destroy")
+            raise error(Status.BAD_PARAM, f"{self.spec.name}: calculate after its handle was destroyed")
         ntensor = len(self._names)
         nargs = len(args)
         if kwargs:
@@ -165,7 +181,7 @@ class Descriptor:
         i = 0
         for buf in args:
             hit = cache[i]
-            if hit is not None and hit[0]() is buf and (hit[2] is None or hit[2]() == hit[1]):
+            if hit is not None and hit[0]() is buf and (hit[2] is None or hit[2](buf) == hit[1]):
                 append(hit[1])  # same object as last call, same address: already checked
             else:
                 append(self._check_buffer(i, buf))
@@ -177,7 +193,7 @@ class Descriptor:
             pj = ptrs[j]
             if pi < pj + nj and pj < pi + ni and not (same and pi == pj):
                 self._check_overlap(i, j, pi, pj)
-        need = self.workspace_size
+        need = self._ws_size
         if need:
             if workspace_size is not None and workspace_size < need:
                 raise error(
@@ -187,7 +203,7 @@ class Descriptor:
             if workspace is None:
                 raise error(Status.INSUFFICIENT_WORKSPACE, f"{self.spec.name}: no workspace given, {need} bytes required")
             hit = self._ws_last
-            if hit is not None and hit[0]() is workspace and (hit[2] is None or hit[2]() == hit[1]):
+            if hit is not None and hit[0]() is workspace and (hit[2] is None or hit[2](workspace) == hit[1]):
                 ws_ptr = hit[1]  # same object, same address as last call: extent already checked
             else:
                 ws_ptr = self._check_workspace(workspace, need)
@@ -209,7 +225,7 @@ class Descriptor:
             if kind in IMMUTABLE_VIEWS:
                 self._last[i] = (weakref.ref(buf), ptr, None)
             elif kind in REVALIDATED_VIEWS:
-                self._last[i] = (weakref.ref(buf), ptr, buf.data_ptr)
+                self._last[i] = (weakref.ref(buf), ptr, kind.data_ptr)  # unbound: holds no reference
             return ptr
         if buf is None:
             return 0
@@ -252,7 +268,7 @@ class Descriptor:
             if kind in IMMUTABLE_VIEWS:
                 self._ws_last = (weakref.ref(workspace), ws_ptr, None)
             elif kind in REVALIDATED_VIEWS:  # torch: reused while data_ptr() is unchanged
-                self._ws_last = (weakref.ref(workspace), ws_ptr, workspace.data_ptr)
+                self._ws_last = (weakref.ref(workspace), ws_ptr, kind.data_ptr)
         return ws_ptr
 
     def _bind_call(self, args, kwargs):

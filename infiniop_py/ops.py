@@ -11,12 +11,23 @@ import numpy as np
 from .descriptor import create_descriptor
 from .devices import Handle, create_handle
 from .dtypes import parse_dtype, to_numpy
+from .lru import LRU
 from .registry import get_spec, list_ops
 from .status import Status, error
 from .tensor import TensorDescriptor
 
+#: How many descriptors (distinct operator, device, layouts and attributes) the sugar keeps;
+#: the least recently used one is destroyed when another is needed.
+CACHE_LIMIT = 256
+
+
+def _destroy(key, desc) -> None:
+    if not desc._destroyed:
+        desc.destroy()
+
+
 _handles: dict[str, Handle] = {}
-_cache: dict[tuple, object] = {}
+_cache = LRU(CACHE_LIMIT, _destroy)
 
 
 def _layout(x) -> tuple[str, TensorDescriptor]:
@@ -84,8 +95,9 @@ def call(name: str, *inputs, out=None, **attrs):
         tuple(sorted(attrs.items())),
     )
     desc = _cache.get(key)
-    if desc is None:
-        desc = _cache[key] = create_descriptor(spec.name, _handle(dev), **out_descs, **in_descs, **attrs)
+    if desc is None or desc._destroyed:
+        desc = create_descriptor(spec.name, _handle(dev), **out_descs, **in_descs, **attrs)
+        _cache.put(key, desc)
     ws = None
     if desc.workspace_size:
         ws = _alloc(dev, TensorDescriptor((desc.workspace_size,), (1,), parse_dtype("u8")))

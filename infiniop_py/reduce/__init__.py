@@ -61,6 +61,7 @@ from ..cuda.kernel import CudaKernel, ctype
 from ..dtypes import DType, is_float, itemsize, to_numpy
 from ..halfconv import to_f32
 from ..layout import MAXD, collapse
+from ..lru import LRU
 from ..status import Status, error
 
 HERE = Path(__file__).parent
@@ -452,6 +453,22 @@ def default_kernel_names(dtype: DType, op: str) -> list[str]:
     return keep
 
 
+#: Streams per one-launch reduction kernel that keep a ticket array; the least recently used
+#: stream's array is freed (after that stream finishes its queued work) when another is needed.
+TICKET_STREAMS = 8
+
+
+def release_tickets(stream: int, hit) -> None:
+    """Free an evicted stream's ticket array once no kernel queued on that stream can use it."""
+    from ..cuda import runtime
+
+    rt = runtime.cupy().cuda.runtime
+    try:
+        rt.streamSynchronize(stream)
+    except Exception:  # the stream was destroyed meanwhile: wait for the whole device instead
+        rt.deviceSynchronize()
+
+
 class ReduceKernel(CudaKernel):
     """Reduction of tensor ``x_name`` into ``y_name`` over ``axes`` (indices of x's dims).
 
@@ -480,13 +497,15 @@ class ReduceKernel(CudaKernel):
             if self.fallback is not None:
                 self.launch = self._launch_checked
         if p.last:
-            self._tickets = {}  # stream -> (device memory, Launch with its ticket array)
+            # stream -> (device memory, Launch with its ticket array), for the most recent streams
+            self._tickets = LRU(TICKET_STREAMS, release_tickets)
             self.launch = self._launch_last
 
     def _launch_last(self, ptrs, ws_ptr, rt, stream):
         hit = self._tickets.get(stream)
         if hit is None:
-            hit = self._tickets[stream] = self._ticket_launch(stream)
+            hit = self._ticket_launch(stream)
+            self._tickets.put(stream, hit)
         hit[1](ptrs, ws_ptr, stream)
 
     def _ticket_launch(self, stream):

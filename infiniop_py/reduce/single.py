@@ -22,8 +22,10 @@ def make_validate(dtypes, reject_empty: bool):
         else:
             check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'output' has ndim {y.ndim}; expected {nd} (keepdim) or {nd - 1}")
         if check.attrs.get("keepdim") is not None and bool(check.attrs["keepdim"]) != keepdim:
+            want = nd if check.attrs["keepdim"] else nd - 1
             check.fail(
-                Status.BAD_PARAM, f"attribute 'keepdim'={check.attrs['keepdim']} disagrees with the output's ndim {y.ndim}"
+                Status.BAD_TENSOR_SHAPE,
+                f"tensor 'output' has ndim {y.ndim}; keepdim={check.attrs['keepdim']} needs {want}",
             )
         if reject_empty and nd and x.shape[axis] == 0:
             check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'input' has an empty extent at dim {axis}: max of nothing")
