@@ -1,6 +1,7 @@
 """Pythonic conveniences: ``iop.ops.add(a, b)`` allocates the output and caches descriptors.
 
-Every call goes through the same descriptors as the lifecycle API. Inputs are NumPy arrays
+Every call goes through the same descriptors as the lifecycle API; the ``CACHE_LIMIT`` most
+recently used ones are kept, and an evicted one is destroyed. Inputs are NumPy arrays
 (CPU) or CuPy arrays / torch CUDA tensors (NVIDIA); outputs come back as NumPy or CuPy arrays.
 """
 

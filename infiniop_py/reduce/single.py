@@ -20,7 +20,8 @@ def make_validate(dtypes, reject_empty: bool):
         elif y.ndim == nd - 1:
             keepdim = False
         else:
-            check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'output' has ndim {y.ndim}; expected {nd} (keepdim) or {nd - 1}")
+            want = f"{nd} (keepdim) or {nd - 1}" if nd else "0"
+            check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'output' has ndim {y.ndim}; expected {want}")
         if check.attrs.get("keepdim") is not None and bool(check.attrs["keepdim"]) != keepdim:
             want = nd if check.attrs["keepdim"] else nd - 1
             check.fail(
