@@ -31,6 +31,7 @@ MAGIC = b"GGUF"
 VERSIONS = (2, 3)
 ARCHITECTURE = "infiniop-test"
 DEFAULT_ALIGNMENT = 32
+MAX_RANK = 32  # NumPy's oldest limit on array dimensions
 
 INT_TYPES = frozenset(
     {
@@ -130,6 +131,28 @@ class _Reader(GGUFReader):
             raise _TruncatedError(int(offset), end - int(offset))
         return self._bytes[offset:end].view(dt)
 
+    def _get_field_parts(self, orig_offs: int, raw_type: int):
+        """As the library's, but an array of scalars becomes one view of its elements instead of
+        one view per element (which cost ~100 bytes and a Python call for each byte of a u8 array)."""
+        if raw_type == GGUFValueType.ARRAY:
+            raw_itype = self._get(orig_offs, np.uint32)
+            code = int(raw_itype[0])
+            if code not in _VALUE_TYPES:
+                raise ValueError(f"unknown array element type {code}")
+            if code == GGUFValueType.ARRAY:
+                raise ValueError("nested arrays are not allowed")
+            nptype = self.gguf_scalar_to_np.get(code)
+            if nptype is not None:
+                alen = self._get(orig_offs + 4, np.uint64)
+                n = int(alen[0])
+                itemsize = _DTYPES[nptype].itemsize
+                if orig_offs + 12 + n * itemsize > self._bytes.shape[0]:
+                    raise _TruncatedError(orig_offs + 12, n * itemsize)
+                vals = self._get(orig_offs + 12, nptype, n)
+                types = [GGUFValueType.ARRAY, GGUFValueType(int(raw_itype[0]))]
+                return 12 + int(vals.nbytes), [raw_itype, alen, vals], [2], types
+        return super()._get_field_parts(orig_offs, raw_type)
+
     def _key_at(self, offs: int) -> str:
         _, raw = self._get_str(offs)
         try:
@@ -145,20 +168,20 @@ class _Reader(GGUFReader):
             except _TruncatedError:
                 raise FileError(f"truncated key/value table: key at offset {start}") from None
             if key in self.fields:
-                raise FileError(f"duplicate key '{key}' at offset {start}")
+                raise FileError(f"duplicate key '{shown(key)}' at offset {start}")
+            try:
+                type_at = start + 8 + int(self._get(start, np.uint64)[0])
+                code = int(self._get(type_at, np.uint32)[0])
+            except _TruncatedError as t:
+                raise FileError(f"truncated key/value table: type of key '{shown(key)}' at offset {t.offset}") from None
+            if code not in _VALUE_TYPES:
+                raise FileError(f"key '{shown(key)}' at offset {start} has unknown value type {code}")
             try:
                 offs = super()._build_fields(offs, 1)
             except _TruncatedError as t:
-                raise FileError(f"truncated key/value table: value of key '{key}' at offset {t.offset}") from None
+                raise FileError(f"truncated key/value table: value of key '{shown(key)}' at offset {t.offset}") from None
             except (ValueError, KeyError) as exc:
-                raise FileError(f"bad value of key '{key}' at offset {start}: {exc}") from None
-            field = self.fields[key]
-            if field.types and field.types[0] == GGUFValueType.ARRAY:
-                code = int(field.parts[3][0])
-                if code not in _VALUE_TYPES:
-                    raise FileError(f"key '{key}': unknown array element type {code}")
-                if code == GGUFValueType.ARRAY:
-                    raise FileError(f"key '{key}': nested arrays are not allowed")
+                raise FileError(f"bad value of key '{shown(key)}' at offset {start}: {exc}") from None
         return offs
 
     def _build_tensor_info(self, offs: int, count: int):
@@ -168,6 +191,8 @@ class _Reader(GGUFReader):
                 offs, one = super()._build_tensor_info(offs, 1)
             except _TruncatedError as t:
                 raise FileError(f"truncated tensor-info table: tensor #{k} at offset {t.offset}") from None
+            except UnicodeDecodeError:
+                raise FileError(f"tensor #{k} at offset {offs}: name is not valid UTF-8") from None
             fields += one
         return offs, fields
 
@@ -180,7 +205,7 @@ class _Reader(GGUFReader):
             except UnicodeDecodeError:
                 raise FileError(f"tensor #{k}: name is not valid UTF-8") from None
             if name in self.stored:
-                raise FileError(f"duplicate tensor name '{name}'")
+                raise FileError(f"duplicate tensor name '{shown(name)}'")
             shape = tuple(int(d) for d in reversed(dims.tolist()))  # stored innermost first
             self.stored[name] = StoredTensor(name, int(raw_type[0]), shape, int(start_offs) + int(rel_offset[0]))
         self.tensors = []
@@ -193,6 +218,21 @@ _DTYPES.update({t: np.dtype(t) for t in (np.float32, np.float64, np.bool_)})
 
 if sys.byteorder != "little":  # pragma: no cover - every supported host is little-endian
     raise ImportError("infiniop_py.gguf needs a little-endian host")
+
+
+def shown(text: str) -> str:
+    """``text`` for a one-line message: control characters (newlines included) escaped."""
+    return text if text.isprintable() else repr(text)[1:-1]
+
+
+def _test_index(name: str) -> int | None:
+    """``i`` for a name ``test.{i}.<rest>`` with ``i`` written canonically, else None."""
+    if not name.startswith("test."):
+        return None
+    num, dot, _ = name[5:].partition(".")
+    if not dot or not num.isascii() or not num.isdigit() or str(int(num)) != num:
+        return None
+    return int(num)
 
 
 def _check_header(path: str) -> None:
@@ -223,8 +263,8 @@ def _value(field) -> Value:
         sub = GGUFValueType(int(field.parts[3][0]))
         if sub == GGUFValueType.STRING:
             items = [bytes(field.parts[i]).decode("utf-8", "replace") for i in field.data]
-        else:
-            items = [field.parts[i][0].item() for i in field.data]
+        else:  # one view of all the elements (see _Reader._get_field_parts)
+            items = field.parts[field.data[0]].tolist() if field.data else []
         return Value(t0, items, sub)
     return Value(t0, field.parts[-1][0].item())
 
@@ -268,6 +308,12 @@ class GGUFFile:
         if count.vtype not in INT_TYPES or count.value < 0:
             raise FileError(f"key 'test_count' must be a non-negative integer, got {count.type_name()} {count.value!r}")
         self.test_count = int(count.value)
+        present = self._present_tests()
+        if self.test_count > present:
+            raise FileError(
+                f"key 'test_count' is {self.test_count}, but only {present} tests have keys in the file "
+                "(distinct 'test.{i}.' prefixes)"
+            )
         desc = self.fields.get("general.description")
         self.description = desc.value if desc is not None and desc.vtype == GGUFValueType.STRING else None
         self._by_test: dict[int, tuple[dict, dict]] | None = None
@@ -282,19 +328,24 @@ class GGUFFile:
         self.close()
 
     # -- per-test views ----------------------------------------------------------------------
+    def _present_tests(self) -> int:
+        """How many distinct test indices have at least one key or tensor (any index)."""
+        seen = set()
+        for table in (self.fields, self.tensors):
+            for name in table:
+                i = _test_index(name)
+                if i is not None:
+                    seen.add(i)
+        return len(seen)
+
     def _index(self) -> dict[int, tuple[dict, dict]]:
         if self._by_test is None:
             by: dict[int, tuple[dict, dict]] = {}
             for table, slot in ((self.fields, 0), (self.tensors, 1)):
                 for name, item in table.items():
-                    if not name.startswith("test."):
-                        continue
-                    num, dot, rest = name[5:].partition(".")
-                    if not dot or not num.isdigit() or str(int(num)) != num:
-                        continue
-                    i = int(num)
-                    if i < self.test_count:
-                        by.setdefault(i, ({}, {}))[slot][rest] = item
+                    i = _test_index(name)
+                    if i is not None and i < self.test_count:
+                        by.setdefault(i, ({}, {}))[slot][name.partition(".")[2].partition(".")[2]] = item
             self._by_test = by
         return self._by_test
 
@@ -304,6 +355,13 @@ class GGUFFile:
         return dict(keys), dict(tensors)
 
     # -- tensor data ----------------------------------------------------------------------------
+    def in_file(self, tensor: StoredTensor) -> bool:
+        """Whether ``tensor`` has a usable ggml type and its data lies inside the file."""
+        dtype = tensor.dtype
+        if dtype is None or tensor.offset < 0:
+            return False
+        return tensor.offset + tensor.numel * to_numpy(dtype).itemsize <= self.size
+
     def array(self, tensor: StoredTensor, key: str | None = None) -> np.ndarray:
         """The stored data of ``tensor`` in its stored shape (a copy). TestError if unusable."""
         key = key or tensor.name
@@ -318,6 +376,12 @@ class GGUFFile:
         if tensor.offset + nbytes > self.size:
             raise TestError(
                 f"tensor '{key}' data ({nbytes} bytes at offset {tensor.offset}) runs past the end of the file ({self.size} bytes)"
+            )
+        if len(tensor.shape) > MAX_RANK or any(d > max(self.size, 1) for d in tensor.shape):
+            # data inside the file has no dimension longer than the file; an empty tensor's may
+            # be anything, but NumPy cannot describe every such shape
+            raise TestError(
+                f"tensor '{key}' has an unusable stored shape ({len(tensor.shape)} dimensions, largest {max(tensor.shape)})"
             )
         raw = np.array(self._data[tensor.offset : tensor.offset + nbytes], dtype=np.uint8, copy=True)
         if dtype is DType.BOOL:

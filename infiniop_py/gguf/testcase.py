@@ -8,6 +8,7 @@ of each output, and lets the operator's dialect adjust the result. Anything unus
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +19,8 @@ from ..dtypes import DType, info
 from ..registry import get_spec, resolve
 from ..spec import REQUIRED, OpSpec
 from ..tensor import contiguous_strides
-from .container import INT_TYPES, GGUFFile, StoredTensor, TestError, Value
+from ..testing.data import span
+from .container import INT_TYPES, MAX_RANK, GGUFFile, StoredTensor, TestError, Value, shown
 from .dialect import dialect_of
 from .values import as_float, as_ints, as_kind, as_str, stored_precision
 
@@ -62,6 +64,25 @@ class ParsedTest:
     style: str = "standard"  # or 'named' (§3.1)
 
 
+# A test may not declare a tensor (logical elements or buffer span, inputs, outputs and expected
+# values alike) larger than max(MIN_ELEMENT_LIMIT, ELEMENT_FACTOR x the elements of its own tensors
+# stored in the file), nor a dimension or stride beyond that: a few bytes of shape keys cannot make
+# the runner allocate gigabytes (gguf.md §4.3).
+MIN_ELEMENT_LIMIT = 2**24
+ELEMENT_FACTOR = 64
+
+
+def element_limit(file: GGUFFile, tensors) -> tuple[int, int]:
+    """(limit, stored elements) for a test whose stored tensors are ``tensors``."""
+    stored = sum(t.numel for t in tensors if file.in_file(t))
+    return max(MIN_ELEMENT_LIMIT, ELEMENT_FACTOR * stored), stored
+
+
+def _show(vals) -> str:
+    vals = list(vals)
+    return str(vals) if len(vals) <= 8 else f"[{', '.join(map(str, vals[:8]))}, ... ({len(vals)} entries)]"
+
+
 class RawTest:
     """The keys and tensors of test ``index``, by name without the ``test.{i}.`` prefix."""
 
@@ -70,6 +91,7 @@ class RawTest:
         self.index = index
         self.op_name = op_name
         self.keys, self.tensors = file.test_items(index)
+        self.limit, self.stored_elements = element_limit(file, self.tensors.values())
         self._arrays: dict[str, np.ndarray] = {}
         self.notes: dict[str, Any] = {}  # scratch space for a dialect, from prepare() to adapt()
 
@@ -113,6 +135,24 @@ class RawTest:
         self.tensors[name] = StoredTensor(name, -1 if code is None else code, tuple(array.shape), -1)
         self._arrays[name] = array
 
+    def check_size(self, key: str, shape, strides=None) -> None:
+        """TestError naming ``key`` if a tensor of ``shape`` (and ``strides``) is over the limit."""
+        why = (
+            f"more than this test may declare: max(2^24, {ELEMENT_FACTOR} x its {self.stored_elements} "
+            f"stored elements) = {self.limit}"
+        )
+        if any(d > self.limit for d in shape):
+            raise TestError(f"key '{key}': dimension {max(shape)} of shape {_show(shape)} is {why}")
+        n = math.prod(shape)
+        if n > self.limit:
+            raise TestError(f"key '{key}': shape {_show(shape)} has {n} elements, {why}")
+        if strides is not None:
+            if any(s > self.limit for s in strides):
+                raise TestError(f"key '{key}': stride {max(strides)} of strides {_show(strides)} is {why}")
+            n = span(shape, strides)
+            if n > self.limit:
+                raise TestError(f"key '{key}': shape {_show(shape)} with strides {_show(strides)} spans {n} elements, {why}")
+
     def shape_of(self, name: str) -> tuple[int, ...]:
         """Logical shape of tensor ``name`` as the file gives it (``.shape``, ``_shape`` or stored)."""
         return _shape(self, name, self.tensors[name])[0]
@@ -142,6 +182,8 @@ def test_header(file: GGUFFile, index: int) -> tuple[str | None, str | None, str
 
 # -- shapes, strides, data -----------------------------------------------------------------------
 def _dims(v: Value, key: str, what: str) -> tuple[int, ...]:
+    if v.is_array and len(v.value) > MAX_RANK:
+        raise TestError(f"key '{key}' has {len(v.value)} entries, more than {MAX_RANK} dimensions")
     vals = as_ints(v, key)
     if any(x < 0 for x in vals):
         raise TestError(f"key '{key}' has a negative {what}: {list(vals)}")
@@ -153,7 +195,12 @@ def _shape(raw: RawTest, name: str, st: StoredTensor) -> tuple[tuple[int, ...], 
     for suffix in (".shape", "_shape"):
         v = raw.value(name + suffix)
         if v is not None:
-            return _dims(v, raw.key(name + suffix), "dimension"), True
+            shape = _dims(v, raw.key(name + suffix), "dimension")
+            raw.check_size(raw.key(name + suffix), shape)
+            return shape, True
+    if len(st.shape) > MAX_RANK:
+        raise TestError(f"tensor '{raw.key(name)}' has {len(st.shape)} dimensions, more than {MAX_RANK}")
+    raw.check_size(raw.key(name), st.shape)
     return st.shape, False
 
 
@@ -166,9 +213,10 @@ def _strides(raw: RawTest, name: str, shape: tuple[int, ...]) -> tuple[int, ...]
     strides = raw.strides_of(name)
     if strides is None:
         return contiguous_strides(shape)
+    k = raw.key(_strides_key(raw, name) or name)
     if len(strides) != len(shape):
-        k = raw.key(_strides_key(raw, name))
         raise TestError(f"key '{k}' has {len(strides)} strides for a {len(shape)}-d shape {list(shape)}")
+    raw.check_size(k, shape, strides)
     return strides
 
 
@@ -217,7 +265,7 @@ def load_test(file: GGUFFile, index: int) -> ParsedTest:
     op_name = as_str(v, f"test.{index}.op_name")
     canonical = resolve(op_name)
     if canonical is None:
-        raise TestError(f"unknown op_name '{op_name}'")
+        raise TestError(f"unknown op_name '{shown(op_name)}'")
     spec = get_spec(canonical)
     dialect = dialect_of(spec)
     raw = RawTest(file, index, op_name)
@@ -379,6 +427,7 @@ def _finish(test: ParsedTest, raw: RawTest) -> None:
     for name, t in test.tensors.items():
         if t is None:
             continue
+        raw.check_size(t.key, t.shape, t.strides)  # again: a dialect may have changed them
         if t.inplace is not None:
             src = test.tensors.get(t.inplace)
             if src is None:
