@@ -12,7 +12,9 @@ pairs, data generators) and then lets hypothesis vary what the contract says may
 * ``test_relayout``: every operator: the case table's shapes with random strides
   (permuted, padded) and any of the listed choices of an attribute. The result matches the reference, or, for an
   operator outside the elementwise family, create refuses the layout with
-  ``BAD_TENSOR_STRIDES`` (ops.md lets an entry restrict strides, e.g. gemm's unit stride).
+  ``BAD_TENSOR_STRIDES`` (ops.md lets an entry restrict strides: gemm's unit stride per
+  matrix, rms_norm's and topkrouter's last-dim stride 1, rope's contiguous tables are the
+  refusals these draws meet).
 * ``test_invalid_rejected``: every operator: one mutation that the contract rules out —
   a dtype the operator does not list, an output with a zero stride, an extra dim (ndim
   mismatch), a wrong attribute type, an attribute outside its choices or a dim/axis out
@@ -63,7 +65,7 @@ from infiniop_py.testing.cases import Case, T
 from infiniop_py.testing.data import layout, poisoned, span
 from infiniop_py.testing.device import backend_for
 
-EXAMPLES = 25
+EXAMPLES = 80
 SETTINGS = settings(
     max_examples=EXAMPLES,
     deadline=None,
