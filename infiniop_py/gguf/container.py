@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -255,6 +256,38 @@ def _check_header(path: str) -> None:
     raise FileError(f"unsupported GGUF version {le} (need 2 or 3)")
 
 
+_LIST_LIMIT = 64  # longer scalar arrays stay packed (a Python int costs up to 40x a stored i8)
+
+
+class _Items(Sequence):
+    """A long array value, kept as packed NumPy data; reads as a sequence of Python scalars."""
+
+    def __init__(self, values: np.ndarray):
+        self._values = values
+
+    def __len__(self) -> int:
+        return int(self._values.size)
+
+    def __getitem__(self, i):
+        got = self._values[i]
+        return got.tolist() if isinstance(i, slice) else got.item()
+
+    def __iter__(self):
+        for start in range(0, self._values.size, 4096):
+            yield from self._values[start : start + 4096].tolist()
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, _Items):
+            return bool(np.array_equal(self._values, other._values))
+        return isinstance(other, (list, tuple)) and len(other) == len(self) and list(self) == list(other)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        head = ", ".join(repr(x) for x in self._values[:8].tolist())
+        return f"[{head}, ... ({len(self)} items)]"
+
+
 def _value(field) -> Value:
     t0 = GGUFValueType(field.types[0])
     if t0 == GGUFValueType.STRING:
@@ -264,7 +297,8 @@ def _value(field) -> Value:
         if sub == GGUFValueType.STRING:
             items = [bytes(field.parts[i]).decode("utf-8", "replace") for i in field.data]
         else:  # one view of all the elements (see _Reader._get_field_parts)
-            items = field.parts[field.data[0]].tolist() if field.data else []
+            items = field.parts[field.data[0]] if field.data else np.empty(0)
+            items = items.tolist() if items.size <= _LIST_LIMIT else _Items(np.array(items))
         return Value(t0, items, sub)
     return Value(t0, field.parts[-1][0].item())
 
