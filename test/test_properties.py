@@ -16,7 +16,8 @@ pairs, data generators) and then lets hypothesis vary what the contract says may
   matrix, rms_norm's and topkrouter's last-dim stride 1, rope's contiguous tables are the
   refusals these draws meet).
 * ``test_invalid_rejected``: every operator: one mutation that the contract rules out —
-  a dtype the operator does not list, an output with a zero stride, an extra dim (ndim
+  a dtype the operator does not list, an output with a zero stride, a negative stride, a
+  required tensor left out, an extra dim (ndim
   mismatch), a wrong attribute type, an attribute outside its choices or a dim/axis out
   of range, a wrong runtime scalar type, a too-short input buffer,
   a too-small workspace — raises ``InfiniopError`` (never another exception), with the
@@ -266,6 +267,9 @@ def _mutations(spec, case: Case, dtype, device) -> list[str]:
     if any(case.tensors.get(r.name) is not None and any(s > 1 for s in case.tensors[r.name].shape) for r in spec.outputs):
         muts.append("output_zero_stride")
     muts.append("extra_dim")
+    if any(_negatable(lay) for lay in _layouts(spec, case, dtype).values()):
+        muts.append("negative_stride")
+    muts.append("missing_tensor")
     if spec.attrs:
         muts.append("attr_type")
     if _bad_values(spec):
@@ -291,6 +295,11 @@ def _bad_values(spec) -> list:
         elif a.kind == "int" and a.name in ("dim", "axis"):
             out.append((a, [9, -10]))
     return out
+
+
+def _negatable(lay) -> list[int]:
+    """Dims of a (shape, strides, dtype) layout whose stride can be made negative."""
+    return [i for i, (d, s) in enumerate(zip(lay[0], lay[1])) if d > 1 and s > 0]
 
 
 def _layouts(spec, case: Case, dtype) -> dict:
@@ -338,6 +347,16 @@ def test_invalid_rejected(op, device, data):
             layouts[name] = ((2, *shape), (extra, *strides), dt)
         else:  # a trailing dim: a leading one may be a valid batch dim (gemm broadcasts c's batch)
             layouts[name] = ((*shape, 2), (*strides, extra), dt)
+    elif mutation == "negative_stride":
+        name = data.draw(st.sampled_from([n for n, lay in layouts.items() if _negatable(lay)]), label="tensor")
+        shape, strides, dt = layouts[name]
+        dim = data.draw(st.sampled_from(_negatable(layouts[name])), label="dim")
+        layouts[name] = (shape, tuple(-s if i == dim else s for i, s in enumerate(strides)), dt)
+        want = Status.BAD_TENSOR_STRIDES
+    elif mutation == "missing_tensor":
+        name = data.draw(st.sampled_from([r.name for r in spec.tensors if not r.optional]), label="tensor")
+        layouts[name] = None
+        want = Status.NULL_POINTER
     elif mutation == "attr_type":
         attr = data.draw(st.sampled_from(spec.attrs), label="attr")
         attrs[attr.name] = 3 if attr.kind == "str" else "three"
@@ -361,12 +380,13 @@ def _expect_error(spec, case, layouts, attrs, runtime, device, mutation, want, p
     handle = create_handle(device)
     backend = backend_for(device)
     descs = {r.name: None for r in spec.tensors}
-    descs.update({n: create_tensor_descriptor(*lay) for n, lay in layouts.items()})
     if phase == "create":
         with pytest.raises(InfiniopError) as info:
+            descs.update({n: create_tensor_descriptor(*lay) for n, lay in layouts.items() if lay is not None})
             create_descriptor(op, handle, **descs, **attrs).destroy()
         assert want is None or info.value.status == want, f"{op} [{mutation}]: {info.value}"
         return
+    descs.update({n: create_tensor_descriptor(*lay) for n, lay in layouts.items()})
     desc = create_descriptor(op, handle, **descs, **attrs)
     rng = np.random.default_rng(0)
     bufs, originals = {}, {}
