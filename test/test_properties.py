@@ -16,7 +16,7 @@ pairs, data generators) and then lets hypothesis vary what the contract says may
   matrix, rms_norm's and topkrouter's last-dim stride 1, rope's contiguous tables are the
   refusals these draws meet).
 * ``test_invalid_rejected``: every operator: one mutation that the contract rules out —
-  a dtype the operator does not list, an output with a zero stride, a negative stride, a
+  a dtype the operator does not list (on every tensor, or on one output), an output with a zero stride, a negative stride, a
   required tensor left out, an extra dim (ndim
   mismatch), a wrong attribute type, an attribute outside its choices or a dim/axis out
   of range, a wrong runtime scalar type, a too-short input buffer,
@@ -266,6 +266,8 @@ def _mutations(spec, case: Case, dtype, device) -> list[str]:
         muts.append("dtype")
     if any(case.tensors.get(r.name) is not None and any(s > 1 for s in case.tensors[r.name].shape) for r in spec.outputs):
         muts.append("output_zero_stride")
+    if _own_dtype_outputs(spec, case) and any(d not in used for d in FOREIGN):
+        muts.append("output_dtype")
     muts.append("extra_dim")
     if any(_negatable(lay) for lay in _layouts(spec, case, dtype).values()):
         muts.append("negative_stride")
@@ -297,6 +299,11 @@ def _bad_values(spec) -> list:
     return out
 
 
+def _own_dtype_outputs(spec, case: Case) -> list[str]:
+    """Outputs that take the case's dtype (no override such as an index output's i64)."""
+    return [r.name for r in spec.outputs if case.tensors.get(r.name) is not None and case.tensors[r.name].dtype is None]
+
+
 def _negatable(lay) -> list[int]:
     """Dims of a (shape, strides, dtype) layout whose stride can be made negative."""
     return [i for i, (d, s) in enumerate(zip(lay[0], lay[1])) if d > 1 and s > 0]
@@ -324,6 +331,15 @@ def test_invalid_rejected(op, device, data):
         used = set(_device_dtypes(spec, device)) | {lay[2] for lay in layouts.values()}
         bad = data.draw(st.sampled_from([d for d in FOREIGN if d not in used]), label="foreign dtype")
         layouts = {n: (s, st_, bad) for n, (s, st_, _) in layouts.items()}
+        want = Status.BAD_TENSOR_DTYPE
+    elif mutation == "output_dtype":  # one output alone in a dtype the operator does not list
+        name = data.draw(st.sampled_from(_own_dtype_outputs(spec, base)), label="output")
+        used = set(_device_dtypes(spec, device)) | {lay[2] for lay in layouts.values()}
+        bad = data.draw(st.sampled_from([d for d in FOREIGN if d not in used]), label="foreign dtype")
+        layouts[name] = (*layouts[name][:2], bad)
+        for o, i in base.inplace.items():
+            if name == o:
+                layouts[i] = layouts[o]
         want = Status.BAD_TENSOR_DTYPE
     elif mutation == "output_zero_stride":
         names = [r.name for r in spec.outputs if r.name in layouts and any(s > 1 for s in layouts[r.name][0])]
