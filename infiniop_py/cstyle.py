@@ -37,7 +37,13 @@ class DeferredDescriptor:
         self._attrs = dict(attrs)
         self._cache: dict = {}
         self._destroyed = False
-        self.workspace_size = self._full(None).workspace_size
+        self._ws_size = self._full(None).workspace_size
+
+    @property
+    def workspace_size(self) -> int:
+        if self._destroyed:
+            raise error(Status.BAD_PARAM, f"{self.spec.name}: workspace size queried after destroy")
+        return self._ws_size
 
     def _full(self, runtime) -> Descriptor:
         spec = self.spec
@@ -68,10 +74,10 @@ class DeferredDescriptor:
                 rt_vals[k] = v
         runtime = parse_attrs(spec, spec.runtime, rt_vals, "runtime scalar")
         d = self._full(runtime)
-        if d.workspace_size > self.workspace_size:
+        if d.workspace_size > self._ws_size:
             raise error(
                 Status.INSUFFICIENT_WORKSPACE,
-                f"{spec.name}: this call's layout needs {d.workspace_size} bytes of workspace, {self.workspace_size} reported",
+                f"{spec.name}: this call's layout needs {d.workspace_size} bytes of workspace, {self._ws_size} reported",
             )
         d.calculate(workspace, *args, stream=stream, workspace_size=workspace_size, **kwargs)
 

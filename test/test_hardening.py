@@ -299,3 +299,12 @@ def test_calculate_and_workspace_query_after_the_handle_is_destroyed_raise():
 def test_reduction_ndim_mismatch_is_a_shape_error(op, y, attrs, cpu_handle):
     s = status_of(lambda: iop.create_descriptor(op, cpu_handle, T(y), T((2, 3)), **attrs))
     assert s is Status.BAD_TENSOR_SHAPE
+
+
+def test_short_create_descriptor_after_destroy_raises(cpu_handle):
+    """Upstream's short create form (topksoftmax's create(x)) behaves like every descriptor."""
+    d = iop.infiniopCreateTopksoftmaxDescriptor(cpu_handle, T((4, 8)))
+    assert iop.infiniopGetTopksoftmaxWorkspaceSize(d) == 0
+    iop.infiniopDestroyTopksoftmaxDescriptor(d)
+    assert status_of(lambda: iop.infiniopGetTopksoftmaxWorkspaceSize(d)) is Status.BAD_PARAM
+    assert status_of(lambda: d.workspace_size) is Status.BAD_PARAM
