@@ -41,11 +41,21 @@ CASES = [
     ),
     Case(
         s(T((6, 5)), T((6, 5)), T((40, 5), None, I64)),
-        AR,
+        tuple(d for d in AR if d is not DType.BF16),
         "add, many duplicates",
         attrs={"axis": 0, "reduction": 1},
         data=idx(0, 6),
         atol=2e-2,
+    ),
+    # bf16 rounds after every addition (ops.md): ~7 roundings of 2^-8 per cell; over 40 seeds
+    # the largest error against float64 was 0.086
+    Case(
+        s(T((6, 5)), T((6, 5)), T((40, 5), None, I64)),
+        (DType.BF16,),
+        "add, many duplicates, bf16",
+        attrs={"axis": 0, "reduction": 1},
+        data=idx(0, 6),
+        atol=1e-1,
     ),
     Case(
         s(T((6, 5)), T((6, 5)), T((9, 5), None, I64)),
