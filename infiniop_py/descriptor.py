@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import weakref
 
 from .buffers import IMMUTABLE_VIEWS, REVALIDATED_VIEWS, address, host_view
 from .devices import Device, Handle
-from .dtypes import INFO
+from .dtypes import INFO, DType
 from .spec import REQUIRED, Checker, Info, OpSpec
 from .status import InfiniopError, Status, error
 from .tensor import TensorDescriptor
@@ -150,9 +151,9 @@ class Descriptor:
     def calculate(self, workspace, *args, stream=None, workspace_size: int | None = None, **kwargs):
         """Run the operator: ``calculate(ws, *outputs, *inputs, *runtime_scalars, stream=None)``."""
         kernel = self._kernel
-        if kernel is None or self.handle._destroyed:
-            if kernel is None:
-                raise error(Status.BAD_PARAM, f"{self.spec.name}: calculate after destroy")
+        if kernel is None:
+            raise error(Status.BAD_PARAM, f"{self.spec.name}: calculate after destroy")
+        if self.handle._destroyed:
             raise error(Status.BAD_PARAM, f"{self.spec.name}: calculate after its handle was destroyed")
         ntensor = len(self._names)
         nargs = len(args)
@@ -317,8 +318,6 @@ def interleaved_disjoint(a: TensorDescriptor, pa: int, b: TensorDescriptor, pb: 
     ``g``, the gcd of all their byte strides, so their bytes fill the residues ``[pa, pa + size)``
     and ``[pb, pb + size)`` modulo ``g``; if those do not meet, the tensors are disjoint (e.g. the
     even and odd columns of one matrix). Exact for such interleavings, conservative otherwise."""
-    import math
-
     g = 0
     for t in (a, b):
         for d, s in zip(t.shape, t.strides, strict=True):
@@ -346,8 +345,6 @@ class _CpuKernel:
         self.workspace_size = getattr(fn, "workspace_size", 0)
         self.ws_desc = None
         if self.workspace_size:
-            from .dtypes import DType
-
             self.ws_desc = TensorDescriptor((self.workspace_size,), (1,), DType.U8)
 
     def __call__(self, ptrs, ws_ptr, rt, stream):
