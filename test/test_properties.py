@@ -212,15 +212,19 @@ def _run_and_check(op: str, case: Case, dtype, device: str, strides_may_be_refus
 # -- valid examples ---------------------------------------------------------------------------
 
 
+def _draw_case(data, op: str, device: str, cases=None):
+    """(spec, a case of the operator's quick table, one of its dtypes), drawn by hypothesis."""
+    base, dtypes = data.draw(st.sampled_from(cases or _quick_cases(op, device)), label="case")
+    return get_spec(op), base, data.draw(st.sampled_from(dtypes), label="dtype")
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("op", ELEMENTWISE)
 @SETTINGS
 @given(data=st.data())
 def test_elementwise_random_shapes(op, device, data):
-    spec = get_spec(op)
     cases = _quick_cases(op, device)
-    base, dtypes = data.draw(st.sampled_from(cases), label="case")
-    dtype = data.draw(st.sampled_from(dtypes), label="dtype")
+    spec, base, dtype = _draw_case(data, op, device, cases)
     nonempty = all(0 not in (tc.shape if tc else (1,)) for c, _ in cases for tc in c.tensors.values())
     shape = tuple(data.draw(SHAPES.filter(lambda s: not (nonempty and 0 in s)), label="shape"))
     tensors = _relayout(data.draw, spec, base, {n: shape for n in base.tensors})
@@ -235,9 +239,7 @@ def test_elementwise_random_shapes(op, device, data):
 @SETTINGS
 @given(data=st.data())
 def test_relayout(op, device, data):
-    spec = get_spec(op)
-    base, dtypes = data.draw(st.sampled_from(_quick_cases(op, device)), label="case")
-    dtype = data.draw(st.sampled_from(dtypes), label="dtype")
+    spec, base, dtype = _draw_case(data, op, device)
     tensors = _relayout(data.draw, spec, base)
     attrs = dict(base.attrs)
     for a in spec.attrs:  # any listed choice is valid with any layout
@@ -313,9 +315,7 @@ def _layouts(spec, case: Case, dtype) -> dict:
 @SETTINGS
 @given(data=st.data())
 def test_invalid_rejected(op, device, data):
-    spec = get_spec(op)
-    base, dtypes = data.draw(st.sampled_from(_quick_cases(op, device)), label="case")
-    dtype = data.draw(st.sampled_from(dtypes), label="dtype")
+    spec, base, dtype = _draw_case(data, op, device)
     mutation = data.draw(st.sampled_from(_mutations(spec, base, dtype, device)), label="mutation")
     layouts = _layouts(spec, base, dtype)
     attrs = dict(base.attrs)
