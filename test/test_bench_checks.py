@@ -1,13 +1,13 @@
-"""The benchmark harness's checks: the float64 re-checks (tools/bench/suites/reductions.py; a
+"""The benchmark harness's checks: the float64 re-checks (infiniop_py/bench/suites/reductions.py; a
 result that differs from torch's is accepted only when it is a valid answer of the rule in
-float64), and rows that can be trusted (tools/bench/core.py; a time that cannot be true makes
+float64), and rows that can be trusted (infiniop_py/bench/core.py; a time that cannot be true makes
 the row INVALID, and a CUDA-graph capture that fails leaves the current streams as they were)."""
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
-from tools.bench.suites.reductions import router_rows_bad, sample_draw_bad  # noqa: E402
+from infiniop_py.bench.suites.reductions import router_rows_bad, sample_draw_bad  # noqa: E402
 
 
 def _draw(x, r, topp, topk, temp):
@@ -61,10 +61,10 @@ def test_router_rows_bad():
     assert router_rows_bad(torch, x, b, wrong, idx.int(), scale) == 1
 
 
-# -- rows that can be trusted (tools/bench/core.py: invalid_reasons, captured) --------------------
+# -- rows that can be trusted (infiniop_py/bench/core.py: invalid_reasons, captured) --------------------
 from conftest import requires_gpu  # noqa: E402
 
-from tools.bench import core, report  # noqa: E402
+from infiniop_py.bench import core, report  # noqa: E402
 
 
 def _row(ours=180.0, torch_=182.0, dev_ours=178.0, dev_torch=181.0, kern_ours=176.0, kern_torch=177.0, copy=170.0, kcopy=168.0):
@@ -166,8 +166,8 @@ def test_invalid_rows_in_csv_and_json(tmp_path):
 
 def test_bench_main_counts_invalid_rows(monkeypatch, tmp_path, capsys):
     """An INVALID row fails the run (exit 1) and shows as INVALID in the table and the JSON."""
-    from tools.bench import __main__ as bench_main
-    from tools.bench import env as bench_env
+    from infiniop_py.bench import __main__ as bench_main
+    from infiniop_py.bench import env as bench_env
 
     monkeypatch.setattr(bench_env.CpuEnv, "copy_bandwidth", lambda self: {"GBps": 10.0, "how": "test"})
 
@@ -232,7 +232,7 @@ def test_ours_call_reads_the_stream_at_each_call():
 def gpu_env():
     if not torch.cuda.is_available():
         pytest.skip("torch has no CUDA device")
-    from tools.bench.env import GpuEnv
+    from infiniop_py.bench.env import GpuEnv
 
     saved = (
         torch.backends.cuda.matmul.allow_tf32,
@@ -289,7 +289,7 @@ def test_rows_after_a_failed_peer_capture_stay_valid(gpu_env):
     """The quick bench's failure mode: a torch peer that cannot be captured (it synchronises
     with the host while its stream is capturing) must not move the stream the later rows'
     events are recorded on away from the stream our calls launch on."""
-    from tools.bench.suites.elementwise import CONTIGUOUS, binary_case
+    from infiniop_py.bench.suites.elementwise import CONTIGUOUS, binary_case
 
     env = gpu_env
     opts = core.Options(reps=30, warmup=3, host_calls=50, host_rounds=2, graph_calls=8)

@@ -1,5 +1,5 @@
 """Command lines of the tools: the profile scripts (test/infiniop/<op>.py), tools/run_profiles.py,
-``python -m tools.bench`` and ``python -m gguf_cases``. Bad input is a usage error (exit 2) with a
+``python -m infiniop_py.bench`` and ``python -m gguf_cases``. Bad input is a usage error (exit 2) with a
 message naming what is wrong -- never a traceback, never a run whose numbers are lies -- and an
 output path that cannot be written fails before anything runs."""
 
@@ -135,13 +135,13 @@ def test_run_profiles_rejects_bad_counts_and_paths(capsys, tmp_path):
     assert f"cannot write to --out-dir {bad}" in err and "Traceback" not in err
 
 
-# -- python -m tools.bench -------------------------------------------------------------------------
+# -- python -m infiniop_py.bench -------------------------------------------------------------------------
 BENCH_ONE = ["--cpu", "--suite", "elementwise", "--ops", "add", "--dtypes", "f32", "--match", "1024 "]
 
 
 def test_bench_without_gpu_is_a_clear_error(capsys, monkeypatch):
-    from tools.bench import __main__ as bench
-    from tools.bench import env
+    from infiniop_py.bench import __main__ as bench
+    from infiniop_py.bench import env
 
     def no_gpu(self, device_id=0):
         raise RuntimeError("torch sees no CUDA device")
@@ -156,13 +156,15 @@ def test_bench_without_gpu_subprocess():
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("a GPU is here: the benchmark would run")
-    r = subprocess.run([sys.executable, "-m", "tools.bench", "--quick"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, "-m", "infiniop_py.bench", "--quick"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 2
     assert "Traceback" not in r.stderr and "no usable GPU" in r.stderr and "--cpu" in r.stderr
 
 
 def test_bench_json_unwritable_fails_before_the_run(capsys, tmp_path):
-    from tools.bench import __main__ as bench
+    from infiniop_py.bench import __main__ as bench
 
     bad = _unwritable(tmp_path) / "out.json"
     assert bench.main([*BENCH_ONE, "--json", str(bad)]) == 2
@@ -177,7 +179,7 @@ def test_bench_json_unwritable_fails_before_the_run(capsys, tmp_path):
 
 @pytest.mark.parametrize("argv", [["--reps", "0"], ["--reps", "-3"], ["--warmup", "-1"], ["--host-calls", "0"]])
 def test_bench_bad_counts(capsys, argv):
-    from tools.bench import __main__ as bench
+    from infiniop_py.bench import __main__ as bench
 
     err = _usage_error(capsys, bench.main, [*BENCH_ONE, *argv])
     assert f"argument {argv[0]}: expected an integer >=" in err

@@ -25,7 +25,7 @@ SCRIPTS = ROOT / "test" / "infiniop"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tools.argtypes import int_at_least  # noqa: E402
+from infiniop_py.argtypes import int_at_least  # noqa: E402
 
 
 def main(argv=None) -> int:

@@ -36,8 +36,8 @@ if str(ROOT) not in sys.path:
 
 import numpy as np  # noqa: E402
 
+from infiniop_py.argtypes import int_at_least  # noqa: E402
 from infiniop_py.devices import Device  # noqa: E402
-from tools.argtypes import int_at_least  # noqa: E402
 
 OTHER_DEVICES = [d.name.lower() for d in Device if d not in (Device.CPU, Device.NVIDIA)]
 

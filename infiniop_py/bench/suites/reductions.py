@@ -314,7 +314,7 @@ def cases(env, quick: bool = False) -> list[BenchCase]:
 
 # --------------------------------------------------------------------------------------------
 # A/B: plan variants of our kernels (tuning env switches read at create) against each other
-# and torch, interleaved in one process:  python3 -m tools.bench.suites.reductions --reps 50
+# and torch, interleaved in one process:  python3 -m infiniop_py.bench.suites.reductions --reps 50
 # --------------------------------------------------------------------------------------------
 AB_RED = {"new": {}, "v1": {"IOP_REDUCE_PLAN": "v1"}, "ppt16": {"IOP_REDUCE_PPT": "16"}}
 AB_FULL = {"new": {}, "v1": {"IOP_REDUCE_PLAN": "v1"}, "tps2048": {"IOP_REDUCE_TPS": "2048"}}
@@ -434,7 +434,7 @@ def ab_cases_round4a():
 
 
 def graph_times(env, calls, nsets, k=24, reps=30):
-    """:func:`tools.bench.core.graph_times` for calls of the form ``calls[name](s, stream)``."""
+    """:func:`infiniop_py.bench.core.graph_times` for calls of the form ``calls[name](s, stream)``."""
     side = env.torch.cuda.Stream()
     wrapped = {n: (lambda s, f=f: f(s, side.cuda_stream)) for n, f in calls.items()}
     return core_graph_times(env, wrapped, nsets, k, reps, side=side)

@@ -264,7 +264,7 @@ def cases(env, quick: bool = False) -> list[BenchCase]:
 
 
 # --------------------------------------------------------------------------------------------
-# A/B of this round's switches, in one process: python -m tools.bench.suites.gemm_index [out.json]
+# A/B of this round's switches, in one process: python -m infiniop_py.bench.suites.gemm_index [out.json]
 # --------------------------------------------------------------------------------------------
 def _desc(iop, h, op, tensors, env_name, env_val, **attrs):
     """Descriptor created with ``env_name=env_val`` (the switches are read at create).

@@ -1,6 +1,6 @@
 """Benchmark harness (method: docs/perf/method.md, shared/spec/perf.md).
 
-    python -m tools.bench [--suite elementwise|rearrange|all] [--ops add,mul] [--dtypes f32,bf16]
+    python -m infiniop_py.bench [--suite elementwise|rearrange|all] [--ops add,mul] [--dtypes f32,bf16]
                           [--match TEXT] [--quick] [--cpu] [--compile] [--reps N] [--no-kernel]
                           [--json OUT.json] [--csv] [--out-dir DIR] [--list]
 
@@ -21,14 +21,10 @@ import time
 import traceback
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from tools.argtypes import int_at_least  # noqa: E402
-from tools.bench import report  # noqa: E402
-from tools.bench.core import Options, Skip, run_case  # noqa: E402
-from tools.bench.suites import discover  # noqa: E402
+from infiniop_py.argtypes import int_at_least
+from infiniop_py.bench import report
+from infiniop_py.bench.core import Options, Skip, run_case
+from infiniop_py.bench.suites import discover
 
 
 class _Tee:
@@ -64,7 +60,7 @@ def writable(path: Path, what: str) -> None:
 
 def parse(argv):
     suites = discover()
-    ap = argparse.ArgumentParser(prog="python -m tools.bench", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m infiniop_py.bench", description=__doc__.split("\n\n")[0])
     ap.add_argument("--suite", default="all", help=f"one of {', '.join(suites)} or 'all' (comma-separated list allowed)")
     ap.add_argument("--ops", default="", help="comma-separated operator names to keep")
     ap.add_argument("--dtypes", default="", help="comma-separated dtypes to keep (f32,f16,bf16)")
@@ -109,7 +105,7 @@ def select(cases, args):
 
 
 def _fail(message: str) -> int:
-    print(f"python -m tools.bench: error: {message}", file=sys.stderr)
+    print(f"python -m infiniop_py.bench: error: {message}", file=sys.stderr)
     return 2
 
 
@@ -133,7 +129,7 @@ def main(argv=None) -> int:
         if "log" in paths:
             sys.stdout = _Tee(sys.stdout, paths["log"])
 
-    from tools.bench.env import make_env
+    from infiniop_py.bench.env import make_env
 
     try:
         env = make_env(args.cpu, args.device_id)
