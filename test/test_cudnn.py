@@ -1,0 +1,701 @@
+"""The cuDNN candidate (infiniop_py.cuda.cudnn) and the create-time chooser (infiniop_py.cuda.autotune).
+
+On a machine without a GPU: availability never raises, the chooser's logic runs on a fake clock,
+and CudnnConv's plumbing (plan filtering and choice, operand order, the raw-pointer fast path and
+its fallback) runs against a stand-in for the frontend and CuPy. The GPU tests check results
+against torch float64 where cuDNN and a GPU are present.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import itertools
+import types
+
+import numpy as np
+import pytest
+from conftest import gpu_available
+
+from infiniop_py.cuda import autotune, runtime
+from infiniop_py.cuda import cudnn as icudnn
+from infiniop_py.dtypes import DType
+from infiniop_py.status import InfiniopError, Status
+from infiniop_py.tensor import TensorDescriptor, contiguous_strides
+
+# -- availability ---------------------------------------------------------------------------------
+
+
+def test_available_is_a_bool_and_never_raises():
+    ok = icudnn.available()
+    assert isinstance(ok, bool)
+    info = icudnn.info()
+    assert set(info) == {"frontend", "backend", "library", "error"}
+    if not ok:
+        assert isinstance(info["error"], str) and info["error"]
+    assert isinstance(icudnn.libcudnn_candidates(), list)
+
+
+@pytest.mark.skipif(icudnn.available(), reason="cuDNN is available here")
+def test_unavailable_construction_is_not_implemented():
+    t = TensorDescriptor((1, 4, 8, 8), None, DType.F32)
+    with pytest.raises(InfiniopError) as ei:
+        icudnn.CudnnConv("fprop", t, TensorDescriptor((4, 4, 3, 3), None, DType.F32), t, (1, 1), (1, 1), (1, 1))
+    assert ei.value.status is Status.NOT_IMPLEMENTED
+    assert "unavailable" in str(ei.value)
+
+
+def test_libcudnn_candidates_finds_the_wheel_layout(tmp_path, monkeypatch):
+    lib = tmp_path / "site-packages" / "nvidia" / "cudnn" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "libcudnn.so.9").write_bytes(b"")
+    (lib / "libcudnn.so.9.10.2").write_bytes(b"")
+    other = tmp_path / "ld"
+    other.mkdir()
+    (other / "libcudnn.so.9.1.0").write_bytes(b"")
+    monkeypatch.setattr(icudnn, "_site_roots", lambda: [str(tmp_path / "site-packages")])
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(other))
+    found = icudnn.libcudnn_candidates()
+    assert found == [str(lib / "libcudnn.so.9"), str(other / "libcudnn.so.9.1.0")]
+
+
+# -- autotune -------------------------------------------------------------------------------------
+
+
+class FakeClock:
+    """timer(run): runs the candidate and returns its preset time; counts samples per name."""
+
+    def __init__(self, times):
+        self.times = times
+        self.calls = {k: 0 for k in times}
+
+    def __call__(self, run):
+        name = run(0)
+        self.calls[name] += 1
+        return self.times[name]
+
+
+def cands(*names, fail=()):
+    def make(n):
+        def run(stream):
+            if n in fail:
+                raise InfiniopError(f"{n} cannot run", Status.NOT_IMPLEMENTED)
+            return n
+
+        return run
+
+    return [(n, make(n)) for n in names]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_autotune(monkeypatch):
+    monkeypatch.delenv("INFINIOP_AUTOTUNE", raising=False)
+    autotune.clear()
+    yield
+    autotune.clear()
+
+
+def test_autotune_picks_fastest_and_caches_per_key_and_device():
+    clock = FakeClock({"ours": 2.0, "cudnn": 1.0, "other": 3.0})
+    c = cands("ours", "cudnn", "other")
+    assert autotune.choose("k", c, device_id=0, timer=clock, reps=3) == "cudnn"
+    assert clock.calls == {"ours": 4, "cudnn": 4, "other": 4}  # 1 warm-up + 3 samples each
+    assert autotune.choose("k", c, device_id=0, timer=clock) == "cudnn"
+    assert clock.calls["cudnn"] == 4  # cached: not measured again
+    assert autotune.last_times("k", 0) == {"ours": 2.0, "cudnn": 1.0, "other": 3.0}
+    autotune.choose("k", c, device_id=1, timer=clock, reps=3)  # another device measures again
+    assert clock.calls["cudnn"] == 8
+    clock.times["ours"] = 0.5  # a different candidate list for the same key is measured again
+    assert autotune.choose("k", c[:2], device_id=0, timer=clock) == "ours"
+    assert autotune.last_times("missing", 0) is None
+
+
+def test_autotune_tie_goes_to_the_first_within_two_percent():
+    clock = FakeClock({"ours": 1.015, "cudnn": 1.0})
+    assert autotune.choose("tie", cands("ours", "cudnn"), device_id=0, timer=clock) == "ours"
+    clock2 = FakeClock({"ours": 1.03, "cudnn": 1.0})
+    assert autotune.choose("no tie", cands("ours", "cudnn"), device_id=0, timer=clock2) == "cudnn"
+    assert autotune.pick(["a", "b", "c"], [1.0, 0.99, 0.5]) == "c"
+
+
+def test_autotune_pin_is_validated_and_never_measures():
+    clock = FakeClock({"ours": 1.0, "cudnn": 2.0})
+    assert autotune.choose("p", cands("ours", "cudnn"), pin="cudnn", device_id=0, timer=clock) == "cudnn"
+    assert clock.calls == {"ours": 0, "cudnn": 0}
+    with pytest.raises(InfiniopError) as ei:
+        autotune.choose("p", cands("ours", "cudnn"), pin="nope", device_id=0, timer=clock)
+    assert ei.value.status is Status.BAD_PARAM
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [[], "ours", [("ours",)], [("ours", 3)], [(1, lambda s: 0)], cands("a", "a"), None],
+    ids=["empty", "str", "short", "not-callable", "int-name", "duplicate", "none"],
+)
+def test_autotune_rejects_bad_candidates(bad):
+    with pytest.raises(InfiniopError) as ei:
+        autotune.choose("b", bad, device_id=0, timer=FakeClock({}))
+    assert ei.value.status is Status.BAD_PARAM
+
+
+def test_autotune_unhashable_key_is_bad_param():
+    with pytest.raises(InfiniopError) as ei:
+        autotune.choose(["list"], cands("a", "b"), device_id=0, timer=FakeClock({"a": 1, "b": 1}))
+    assert ei.value.status is Status.BAD_PARAM
+
+
+def test_autotune_single_candidate_and_switch_off_do_not_measure(monkeypatch):
+    clock = FakeClock({"ours": 2.0, "cudnn": 1.0})
+    assert autotune.choose("one", cands("ours"), device_id=0, timer=clock) == "ours"
+    monkeypatch.setenv("INFINIOP_AUTOTUNE", "0")
+    assert autotune.choose("off", cands("ours", "cudnn"), device_id=0, timer=clock) == "ours"
+    assert clock.calls == {"ours": 0, "cudnn": 0}
+
+
+def test_autotune_failing_candidates():
+    clock = FakeClock({"ours": 1.0, "cudnn": 2.0})
+    assert autotune.choose("f", cands("ours", "cudnn", fail=("ours",)), device_id=0, timer=clock) == "cudnn"
+    assert autotune.last_times("f", 0)["ours"] == float("inf")
+    with pytest.raises(InfiniopError) as ei:  # all fail: the first one's error, status kept
+        autotune.choose("g", cands("ours", "cudnn", fail=("ours", "cudnn")), device_id=0, timer=clock)
+    assert ei.value.status is Status.NOT_IMPLEMENTED
+
+    def boom(stream):
+        raise ValueError("plain")
+
+    with pytest.raises(InfiniopError) as ei:
+        autotune.choose("h", [("a", boom), ("b", boom)], device_id=0, timer=clock)
+    assert ei.value.status is Status.INTERNAL_ERROR
+
+
+def test_autotune_measure_interleaves_and_takes_the_median():
+    order = []
+    samples = {"a": iter([9.0, 1.0, 2.0, 3.0]), "b": iter([9.0, 5.0, 4.0, 6.0])}
+
+    def timer(run):
+        name = run(0)
+        order.append(name)
+        return next(samples[name])
+
+    times, errors = autotune.measure([lambda s: "a", lambda s: "b"], timer, reps=3, warmup=1)
+    assert times == [2.0, 5.0] and errors == {}
+    assert order == ["a", "b", "a", "b", "b", "a", "a", "b"]  # warm-ups, then rotating rounds
+
+
+def test_autotune_imports_no_cupy():
+    import subprocess
+    import sys
+
+    code = "import sys, infiniop_py.cuda.autotune, infiniop_py.cuda.cudnn; assert 'cupy' not in sys.modules; assert 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=str(__import__("pathlib").Path(__file__).parent.parent))
+
+
+# -- CudnnConv plumbing against a stand-in frontend -----------------------------------------------
+
+
+class FakeTensor:
+    def __init__(self, g, name, dim=None, stride=None, data_type=None, virtual=False):
+        self.uid = next(g.uids)
+        self.name, self.dim, self.stride, self.data_type = name, dim, stride, data_type
+        self.is_virtual, self.output = virtual, False
+        g.all.append(self)
+
+    def set_output(self, v):
+        self.output = v
+        return self
+
+    def set_data_type(self, v):
+        self.data_type = v
+        return self
+
+    def set_dim(self, v):
+        self.dim = list(v)
+        return self
+
+    def set_stride(self, v):
+        self.stride = list(v)
+        return self
+
+
+def _signature(g, by_name, cpp):
+    """What the fake 'kernel' writes: the first byte of each input (X, W, Y, B order) and the plan."""
+    return bytes([ctypes.c_uint8.from_address(by_name[n]).value for n in "XWYB" if n in by_name] + [cpp])
+
+
+class FakeLowered:
+    def __init__(self, g):
+        self.g = g
+
+    def _execute_with_raw_ptrs(self, addr, n, ws, handle, cpp):
+        g = self.g
+        assert handle == 1234 and n == len(g.operands())
+        ptrs = (ctypes.c_void_p * n).from_address(addr)
+        g.run(dict(zip(sorted(t.uid for t in g.operands()), ptrs)), cpp, garble=g.cfg.get("garble_raw", False))
+
+
+class FakeGraph:
+    """Enough of cudnn.pygraph for CudnnConv: tensors, the three convolutions, bias, plans."""
+
+    instances: list = []
+
+    def __init__(self, io_data_type=None, intermediate_data_type=None, compute_data_type=None, handle=None, cfg=None):
+        self.uids = itertools.count(1)
+        self.all, self.nodes, self.notes = [], [], []
+        self.io, self.compute, self.handle = io_data_type, compute_data_type, handle
+        self.cfg = cfg
+        self._lowered_graph = FakeLowered(self)
+        self.last_cpp = None
+        FakeGraph.instances.append(self)
+
+    def tensor(self, name, dim, stride, data_type):
+        return FakeTensor(self, name, list(dim), list(stride), data_type)
+
+    def _op(self, kind, inputs, attrs):
+        self.nodes.append((kind, inputs, attrs))
+        out = FakeTensor(self, f"{kind}::out", virtual=True)
+        if "out_dims" in attrs:
+            out.dim = attrs["out_dims"]
+        return out
+
+    def conv_fprop(self, image, weight, **attrs):
+        return self._op("fprop", (image, weight), attrs)
+
+    def conv_dgrad(self, loss, filter, **attrs):  # noqa: A002 - the frontend's keyword
+        return self._op("dgrad", (loss, filter), attrs)
+
+    def conv_wgrad(self, image, loss, **attrs):
+        return self._op("wgrad", (image, loss), attrs)
+
+    def bias(self, input, bias, **attrs):  # noqa: A002
+        return self._op("bias", (input, bias), attrs)
+
+    def validate(self):
+        pass
+
+    def build_operation_graph(self):
+        pass
+
+    def deselect_numeric_notes(self, notes):
+        self.notes += notes
+
+    def create_execution_plans(self, modes):
+        self.modes = modes
+        self.plans = [types.SimpleNamespace(cpp_index=10 + i) for i in range(self.cfg.get("plans", 3))]
+
+    def get_execution_plan_count(self):
+        return len(self.plans)
+
+    def build_plan_at_index(self, i):
+        if i in self.cfg.get("refuse", ()):
+            raise RuntimeError(f"plan {i} refused")
+
+    def get_workspace_size_plan_at_index(self, i):
+        return 64 * i
+
+    def get_plan_name_at_index(self, i):
+        return f"eng{i}"
+
+    def operands(self):
+        return [t for t in self.all if not t.is_virtual or t.output]
+
+    def _variant_pack_uids(self):
+        uids = sorted(t.uid for t in self.operands())
+        return uids[::-1] if self.cfg.get("unsorted") else uids
+
+    def run(self, by_uid, cpp, garble=False):
+        named = {t.name if not t.output else "OUT": by_uid[t.uid] for t in self.operands()}
+        sig = _signature(self, named, cpp)
+        if garble:
+            sig = bytes(len(sig))
+        ctypes.memmove(named["OUT"], sig, len(sig))
+        self.last_cpp = cpp
+
+    def execute_plan_at_index(self, pack, workspace, index, handle):
+        assert handle.backend_handle == 1234 and isinstance(workspace, int)
+        self.run({t.uid: p for t, p in pack.items()}, self.plans[index].cpp_index)
+
+
+class FakeArray:
+    def __init__(self, n):
+        self.a = np.zeros(n, np.uint8)
+        self.data = types.SimpleNamespace(ptr=self.a.ctypes.data)
+
+    def fill(self, v):
+        self.a.fill(v)
+
+    def copy(self):
+        c = FakeArray(self.a.size)
+        c.a[:] = self.a
+        return c
+
+    def __eq__(self, other):
+        return self.a == other.a
+
+
+class _Ctx:
+    def __init__(self, *args):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def synchronize(self):
+        pass
+
+
+def fake_cupy():
+    stream = types.SimpleNamespace(ptr=0, synchronize=lambda: None)
+    cuda = types.SimpleNamespace(
+        Device=_Ctx, get_current_stream=lambda: stream, runtime=types.SimpleNamespace(getDevice=lambda: 0)
+    )
+    return types.SimpleNamespace(cuda=cuda, uint8=np.uint8, empty=lambda n, dtype=None: FakeArray(n))
+
+
+def fake_frontend(cfg):
+    enum = types.SimpleNamespace
+    handle = types.SimpleNamespace(backend_handle=1234, stream=None)
+
+    def set_stream(h, s):
+        h.stream = s
+
+    return types.SimpleNamespace(
+        pygraph=lambda **kw: FakeGraph(cfg=cfg, **kw),
+        create_handle=lambda: handle,
+        set_stream=set_stream,
+        data_type=enum(HALF="half", BFLOAT16="bf16", FLOAT="float", DOUBLE="double"),
+        heur_mode=enum(A="A", FALLBACK="FALLBACK"),
+        numerical_note=enum(TENSOR_CORE="TC", NONDETERMINISTIC="ND", DOWN_CONVERT_INPUTS="DC", REDUCED_PRECISION_REDUCTION="RPR"),
+        convolution_mode=enum(CROSS_CORRELATION="xcorr"),
+    )
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    """Installs the stand-ins; returns the config dict the fake graphs read (set before create)."""
+    cfg = {}
+    state = {"module": fake_frontend(cfg), "library": "fake", "backend": 91000, "frontend": "fake", "error": None}
+    monkeypatch.setattr(icudnn, "_state", lambda: state)
+    monkeypatch.setattr(icudnn, "_handles", {})
+    monkeypatch.setattr(icudnn, "_graphs", icudnn.LRU(8))
+    monkeypatch.setattr(runtime, "cupy", fake_cupy)
+    monkeypatch.setattr(runtime, "device_count", lambda: 1)
+    times = {10: 3.0, 11: 1.0, 12: 2.0}
+
+    def timer(run):
+        run(0)
+        return times[FakeGraph.instances[-1].last_cpp]
+
+    monkeypatch.setattr(autotune, "event_timer", lambda device_id, inner=3: timer)
+    FakeGraph.instances.clear()
+    return cfg
+
+
+def td(shape, dt=DType.F32, strides=None):
+    return TensorDescriptor(tuple(shape), tuple(strides) if strides else contiguous_strides(shape), dt)
+
+
+def buffers(*descs):
+    """Host buffers standing in for device memory, each with a distinct first byte."""
+    out = []
+    for i, d in enumerate(descs):
+        b = np.zeros(max(d.span_bytes, 16), np.uint8)
+        b[0] = 17 * (i + 1)
+        out.append(b)
+    return out
+
+
+def test_fake_fprop_picks_fastest_plan_and_passes_pointers_in_order(fake):
+    x, w, y = td((2, 4, 8, 8)), td((6, 4, 3, 3)), td((2, 6, 8, 8))
+    conv = icudnn.CudnnConv("fprop", x, w, y, (1, 1), (1, 1), (1, 1))
+    g = FakeGraph.instances[0]
+    assert conv.plan_name == "eng1" and conv.workspace_size == 64  # plan 1 (cpp 11) is the fastest
+    assert set(g.notes) == {"TC", "ND", "DC", "RPR"}  # f32 without TF32, deterministic
+    assert g.modes == ["A", "FALLBACK"]
+    kind, _, attrs = g.nodes[0]
+    assert (
+        kind == "fprop"
+        and attrs["padding"] == [1, 1]
+        and attrs["convolution_mode"] == "xcorr"
+        and attrs["compute_data_type"] == "float"
+    )
+    bx, bw, by = buffers(x, w, y)
+    conv(bx.ctypes.data, bw.ctypes.data, by.ctypes.data, 0, 5)
+    assert bytes(by[:3]) == bytes([bx[0], bw[0], 11])
+    assert g.handle.stream == 5
+    assert conv._built.raw is not None  # the raw path was checked against the public one and kept
+    # a second descriptor of the same problem reuses the built graph
+    icudnn.CudnnConv("fprop", x, w, y, (1, 1), (1, 1), (1, 1))
+    assert len(FakeGraph.instances) == 1
+
+
+def test_fake_dgrad_wgrad_bias_and_1d(fake):
+    x, w, y = td((2, 4, 9), DType.BF16), td((6, 2, 3), DType.BF16), td((2, 6, 5), DType.BF16)  # 1-d, groups 2, stride 2
+    b = td((4,), DType.BF16)
+    d = icudnn.CudnnConv("dgrad", x, w, y, [1], [2], [1], 2, bias=b, tune=False)
+    g = FakeGraph.instances[-1]
+    kinds = [n[0] for n in g.nodes]
+    assert kinds == ["dgrad", "bias"]
+    assert g.nodes[0][2]["out_dims"] == [2, 4, 1, 9] and g.nodes[0][2]["stride"] == [1, 2]
+    assert set(g.notes) == {"ND", "RPR"}  # bf16: tensor cores stay
+    bx, bw, by, bb = buffers(x, w, y, b)
+    d(bx.ctypes.data, bw.ctypes.data, by.ctypes.data, 0, 0, bias_ptr=bb.ctypes.data)
+    assert bytes(bx[:4]) == bytes([bw[0], by[0], bb[0], 10])  # W, Y, B in, X out; first plan (no tuning)
+    with pytest.raises(InfiniopError) as ei:
+        d(bx.ctypes.data, bw.ctypes.data, by.ctypes.data, 0, 0)
+    assert ei.value.status is Status.NULL_POINTER
+    wg = icudnn.CudnnConv("wgrad", x, w, y, [1], [2], [1], 2, deterministic=False, allow_tf32=True)
+    g = FakeGraph.instances[-1]
+    assert g.nodes[0][0] == "wgrad" and g.notes == ["RPR"]
+    wg(bx.ctypes.data, bw.ctypes.data, by.ctypes.data, 0, 0)
+    assert bytes(bw[:3]) == bytes([bx[0], by[0], 11])
+
+
+def test_fake_falls_back_to_public_execute(fake):
+    x, w, y = td((1, 3, 5, 5)), td((2, 3, 1, 1)), td((1, 2, 5, 5))
+    fake["garble_raw"] = True  # the raw entry writes the wrong bytes: not used
+    c = icudnn.CudnnConv("fprop", x, w, y, 0, 1, 1)
+    assert c._built.raw is None
+    bx, bw, by = buffers(x, w, y)
+    c(bx.ctypes.data, bw.ctypes.data, by.ctypes.data, 0, 0)
+    assert bytes(by[:3]) == bytes([bx[0], bw[0], 11])
+    fake.pop("garble_raw")
+    fake["unsorted"] = True  # an operand order that is not ascending uids: public path
+    c2 = icudnn.CudnnConv("fprop", x, w, y, 0, 1, 1, max_plans=1)
+    assert c2._built.raw is None and c2.plan_name == "eng0"
+
+
+def test_fake_plan_refusals_and_limits(fake):
+    x, w, y = td((1, 3, 5, 5)), td((2, 3, 1, 1)), td((1, 2, 5, 5))
+    fake["refuse"] = (0, 1)
+    c = icudnn.CudnnConv("fprop", x, w, y, 0, 1, 1)
+    assert c.plan_name == "eng2"
+    fake["refuse"] = (0, 1, 2)
+    with pytest.raises(InfiniopError) as ei:
+        icudnn.CudnnConv("fprop", x, w, y, 0, 1, 1, workspace_limit=1)
+    assert ei.value.status is Status.NOT_IMPLEMENTED and "no cuDNN plan builds" in str(ei.value)
+    fake["refuse"] = ()
+    c = icudnn.CudnnConv("fprop", x, w, y, 0, 1, 1, workspace_limit=64)  # plan 2 needs 128 bytes
+    assert c.plan_name == "eng1"
+
+
+def test_fake_frontend_exception_becomes_not_implemented(fake, monkeypatch):
+    def broken(self):
+        raise RuntimeError("CUDNN_STATUS_NOT_SUPPORTED")
+
+    monkeypatch.setattr(FakeGraph, "validate", broken)
+    x, w, y = td((1, 3, 5, 5)), td((2, 3, 1, 1)), td((1, 2, 5, 5))
+    with pytest.raises(InfiniopError) as ei:
+        icudnn.CudnnConv("fprop", x, w, y, 0, 1, 1)
+    assert ei.value.status is Status.NOT_IMPLEMENTED and "CUDNN_STATUS_NOT_SUPPORTED" in str(ei.value)
+
+
+def test_fake_binding_without_convolution_mode_keyword(fake, monkeypatch):
+    seen = []
+    original = FakeGraph.conv_fprop
+
+    def strict(self, image, weight, **attrs):
+        seen.append("convolution_mode" in attrs)
+        if "convolution_mode" in attrs:
+            raise TypeError("conv_fprop(): incompatible function arguments")
+        return original(self, image, weight, **attrs)
+
+    monkeypatch.setattr(FakeGraph, "conv_fprop", strict)
+    x, w, y = td((1, 3, 5, 5)), td((2, 3, 1, 1)), td((1, 2, 5, 5))
+    c = icudnn.CudnnConv("fprop", x, w, y, 0, 1, 1)
+    assert seen == [True, False] and c.plan_name == "eng1"
+
+
+def test_fake_handle_failure_is_not_implemented(fake, monkeypatch):
+    def no_handle():
+        raise RuntimeError("cudnnCreate failed: CUDNN_STATUS_NOT_INITIALIZED")
+
+    monkeypatch.setattr(icudnn._state()["module"], "create_handle", no_handle)
+    x, w, y = td((1, 3, 5, 5)), td((2, 3, 1, 1)), td((1, 2, 5, 5))
+    with pytest.raises(InfiniopError) as ei:
+        icudnn.CudnnConv("fprop", x, w, y, 0, 1, 1)
+    assert ei.value.status is Status.NOT_IMPLEMENTED and "cudnnCreate" in str(ei.value)
+
+
+@pytest.mark.parametrize(
+    "args, status",
+    [
+        (("conv", (1, 4, 5, 5), (2, 4, 1, 1), (1, 2, 5, 5)), Status.BAD_PARAM),
+        (("fprop", (1, 4, 5, 5), (2, 3, 1, 1), (1, 2, 5, 5)), Status.BAD_TENSOR_SHAPE),
+        (("fprop", (1, 4, 5), (2, 4, 1, 1), (1, 2, 5, 5)), Status.BAD_TENSOR_SHAPE),
+        (("fprop", (1, 4, 5, 5, 5, 5), (2, 4, 1, 1, 1, 1), (1, 2, 5, 5, 5, 5)), Status.BAD_TENSOR_SHAPE),
+        (("fprop", (0, 4, 5, 5), (2, 4, 1, 1), (0, 2, 5, 5)), Status.NOT_IMPLEMENTED),
+    ],
+    ids=["kind", "channels", "ranks", "rank-4-spatial", "empty"],
+)
+def test_fake_bad_problems(fake, args, status):
+    kind, xs, ws, ys = args
+    with pytest.raises(InfiniopError) as ei:
+        icudnn.CudnnConv(kind, td(xs), td(ws), td(ys), 0, 1, 1)
+    assert ei.value.status is status
+
+
+def test_fake_bad_dtype_pads_and_bias(fake):
+    x, w, y = td((1, 4, 5, 5)), td((2, 4, 1, 1)), td((1, 2, 5, 5))
+    with pytest.raises(InfiniopError) as ei:
+        icudnn.CudnnConv("fprop", x, td((2, 4, 1, 1), DType.F16), y, 0, 1, 1)
+    assert ei.value.status is Status.NOT_IMPLEMENTED
+    with pytest.raises(InfiniopError) as ei:
+        icudnn.CudnnConv("fprop", td((1, 4, 5, 5), DType.I32), td((2, 4, 1, 1), DType.I32), td((1, 2, 5, 5), DType.I32), 0, 1, 1)
+    assert ei.value.status is Status.NOT_IMPLEMENTED
+    with pytest.raises(InfiniopError) as ei:
+        icudnn.CudnnConv("fprop", x, w, y, (0, 0, 0), 1, 1)
+    assert ei.value.status is Status.BAD_PARAM
+    with pytest.raises(InfiniopError) as ei:
+        icudnn.CudnnConv("wgrad", x, w, y, 0, 1, 1, bias=td((2,)))
+    assert ei.value.status is Status.BAD_PARAM
+    with pytest.raises(InfiniopError) as ei:
+        icudnn.CudnnConv("fprop", x, w, y, 0, 1, 1, bias=td((3,)))
+    assert ei.value.status is Status.BAD_PARAM
+
+
+# -- on a GPU with cuDNN --------------------------------------------------------------------------
+
+needs_cudnn = pytest.mark.skipif(
+    not (gpu_available() and icudnn.available()), reason="needs an NVIDIA GPU, CuPy and the cuDNN frontend"
+)
+
+TOL = {DType.F32: 1e-5, DType.F16: 2e-3, DType.BF16: 1e-2}
+TORCH = {DType.F32: "float32", DType.F16: "float16", DType.BF16: "bfloat16"}
+
+
+def _torch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    return torch
+
+
+def _desc(t, dt):
+    return TensorDescriptor(tuple(t.shape), tuple(t.stride()), dt)
+
+
+def _run_case(kind, dt, n_sp, *, groups=1, stride=1, pad=1, dil=1, channels_last=False, c=8, k=8, size=9, ks=3, batch=2):
+    torch = _torch()
+    import torch.nn.functional as fn
+
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    tdt = getattr(torch, TORCH[dt])
+    xs = (batch, c) + (size,) * n_sp
+    ws = (k, c // groups) + (ks,) * n_sp
+    x = torch.randn(xs, device="cuda", generator=gen).to(tdt)
+    w = (torch.randn(ws, device="cuda", generator=gen) / (c * ks**n_sp) ** 0.5).to(tdt)
+    conv = {1: fn.conv1d, 2: fn.conv2d, 3: fn.conv3d}[n_sp]
+    attrs = dict(stride=stride, padding=pad, dilation=dil, groups=groups)
+    y_ref = conv(x.double(), w.double(), **attrs)
+    dy = torch.randn(y_ref.shape, device="cuda", generator=gen).to(tdt)
+    if channels_last and n_sp in (2, 3):
+        fmt = torch.channels_last if n_sp == 2 else torch.channels_last_3d
+        x, w, dy = (t.contiguous(memory_format=fmt) for t in (x, w, dy))
+    grads = torch.ops.aten.convolution_backward(
+        dy.double(),
+        x.double(),
+        w.double(),
+        None,
+        [stride] * n_sp,
+        [pad] * n_sp,
+        [dil] * n_sp,
+        False,
+        [0] * n_sp,
+        groups,
+        [True, True, False],
+    )
+    out = torch.empty_like({"fprop": dy, "dgrad": x, "wgrad": w}[kind])
+    ref = {"fprop": y_ref, "dgrad": grads[0], "wgrad": grads[1]}[kind]
+    args = {"fprop": (x, w, out), "dgrad": (out, w, dy), "wgrad": (x, out, dy)}[kind]
+    cc = icudnn.CudnnConv(kind, *(_desc(t, dt) for t in args), [pad] * n_sp, [stride] * n_sp, [dil] * n_sp, groups)
+    wsb = torch.empty(max(cc.workspace_size, 1), dtype=torch.uint8, device="cuda")
+    stream = torch.cuda.current_stream().cuda_stream
+
+    def run():
+        out.fill_(float("nan"))
+        cc(*(t.data_ptr() for t in args), wsb.data_ptr(), stream)
+        torch.cuda.synchronize()
+        return out.clone()
+
+    got = run()
+    err = float((got.double() - ref).abs().max() / ref.abs().max())
+    assert err <= TOL[dt], f"{kind} {dt.name} {n_sp}-d: relative error {err:.2e} (plan {cc.plan_name})"
+    return cc, run, got
+
+
+@needs_cudnn
+@pytest.mark.gpu
+@pytest.mark.parametrize("dt", [DType.F32, DType.F16, DType.BF16], ids=lambda d: d.name)
+@pytest.mark.parametrize("kind", ["fprop", "dgrad", "wgrad"])
+@pytest.mark.parametrize("n_sp", [1, 2, 3])
+def test_gpu_against_torch(kind, dt, n_sp):
+    _run_case(kind, dt, n_sp)
+
+
+@needs_cudnn
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["fprop", "dgrad", "wgrad"])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        dict(groups=2),
+        dict(groups=8, c=8, k=16),
+        dict(dil=2, pad=2),
+        dict(stride=2),
+        dict(channels_last=True),
+        dict(channels_last=True, stride=2, groups=2),
+    ],
+    ids=["groups2", "depthwise", "dilation", "stride2", "channels-last", "cl-stride-groups"],
+)
+@pytest.mark.parametrize("dt", [DType.F32, DType.BF16], ids=lambda d: d.name)
+def test_gpu_layouts_and_attributes(kind, extra, dt):
+    _run_case(kind, dt, 2, **extra)
+
+
+@needs_cudnn
+@pytest.mark.gpu
+def test_gpu_wgrad_is_deterministic():
+    _, run, first = _run_case("wgrad", DType.F32, 2, c=64, k=64, size=28, batch=8)
+    torch = _torch()
+    for _ in range(3):
+        assert torch.equal(run(), first)
+
+
+@needs_cudnn
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", ["fprop", "dgrad", "wgrad"])
+def test_gpu_f32_is_not_tf32(kind):
+    """512 input channels x 3x3: TF32's 10-bit mantissa would miss 1e-5 by two orders of magnitude."""
+    _run_case(kind, DType.F32, 2, c=512, k=64, size=7, batch=4)
+
+
+@needs_cudnn
+@pytest.mark.gpu
+def test_gpu_fprop_bias_fused():
+    torch = _torch()
+    import torch.nn.functional as fn
+
+    x = torch.randn(2, 16, 10, 10, device="cuda")
+    w = torch.randn(8, 16, 3, 3, device="cuda") / 12
+    b = torch.randn(8, device="cuda")
+    y = torch.empty(2, 8, 10, 10, device="cuda")
+    try:
+        cc = icudnn.CudnnConv(
+            "fprop",
+            _desc(x, DType.F32),
+            _desc(w, DType.F32),
+            _desc(y, DType.F32),
+            [1, 1],
+            [1, 1],
+            [1, 1],
+            bias=_desc(b, DType.F32),
+        )
+    except InfiniopError as exc:
+        assert exc.status is Status.NOT_IMPLEMENTED  # cuDNN may refuse the fusion: callers add the bias themselves
+        pytest.skip(f"cuDNN refused conv+bias: {exc}")
+    ws = torch.empty(max(cc.workspace_size, 1), dtype=torch.uint8, device="cuda")
+    cc(x.data_ptr(), w.data_ptr(), y.data_ptr(), ws.data_ptr(), torch.cuda.current_stream().cuda_stream, bias_ptr=b.data_ptr())
+    ref = fn.conv2d(x.double(), w.double(), b.double(), padding=1)
+    assert float((y.double() - ref).abs().max() / ref.abs().max()) <= 1e-5
