@@ -281,6 +281,10 @@ class FakeGraph:
         self.modes = modes
         self.plans = [types.SimpleNamespace(cpp_index=10 + i) for i in range(self.cfg.get("plans", 3))]
 
+    def check_support(self):
+        if self.cfg.get("unsupported"):
+            raise RuntimeError("no supported plan")
+
     def get_execution_plan_count(self):
         return len(self.plans)
 
@@ -469,6 +473,7 @@ def test_fake_falls_back_to_public_execute(fake):
 def test_fake_plan_refusals_and_limits(fake):
     x, w, y = td((1, 3, 5, 5)), td((2, 3, 1, 1)), td((1, 2, 5, 5))
     fake["refuse"] = (0, 1)
+    fake["unsupported"] = True  # check_support's answer alone decides nothing
     c = icudnn.CudnnConv("fprop", x, w, y, 0, 1, 1)
     assert c.plan_name == "eng2"
     fake["refuse"] = (0, 1, 2)

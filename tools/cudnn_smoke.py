@@ -464,11 +464,40 @@ def module_cases(torch, reps):
                         f"{label}: rel err {err:.1e}, repeat bitwise equal {same}, {us:.1f} us ({flops / us / 1e6:.1f} TF/s),"
                         f" host/call {host:.1f} us, create {t_create * 1e3:.0f} ms, ws {conv.workspace_size} B, plan {conv.plan_name}"
                     )
+                    say("  plan times (us):", {k: round(v * 1e6, 1) for k, v in conv.plan_times.items()})
                 except Exception as exc:  # noqa: BLE001
                     line = f"{label}: FAILED {type(exc).__name__}: {exc}"
                     say(traceback.format_exc())
                 say(line)
                 SUMMARY.append(line)
+    # a tiny convolution (the seed-002 grid's smallest): per-call host time against torch
+    try:
+        import torch.nn.functional as fn
+
+        x = torch.randn(2, 4, 32, 32, device="cuda")
+        w = torch.randn(8, 4, 3, 3, device="cuda")
+        y = torch.empty(2, 8, 32, 32, device="cuda")
+        desc = [TensorDescriptor(tuple(t.shape), tuple(t.stride()), DType.F32) for t in (x, w, y)]
+        conv = icudnn.CudnnConv("fprop", *desc, (1, 1), (1, 1), (1, 1), 1)
+        ws = torch.empty(max(conv.workspace_size, 1), dtype=torch.uint8, device="cuda")
+        s = torch.cuda.current_stream().cuda_stream
+
+        def tiny():
+            conv(x.data_ptr(), w.data_ptr(), y.data_ptr(), ws.data_ptr(), s)
+
+        tiny()
+        torch.cuda.synchronize()
+        err = rel_err(torch, y, fn.conv2d(x.double(), w.double(), padding=1))
+        line = (
+            f"tiny conv2d N2 C4->8 32x32 k3 f32: CudnnConv rel err {err:.1e}, {cuda_time(torch, tiny, reps):.1f} us,"
+            f" host/call {host_time(torch, tiny, 2000):.1f} us | torch {cuda_time(torch, lambda: fn.conv2d(x, w, padding=1), reps):.1f} us,"
+            f" host/call {host_time(torch, lambda: fn.conv2d(x, w, padding=1), 2000):.1f} us (plan {conv.plan_name})"
+        )
+    except Exception as exc:  # noqa: BLE001
+        line = f"tiny conv: FAILED {type(exc).__name__}: {exc}"
+        say(traceback.format_exc())
+    say(line)
+    SUMMARY.append(line)
     # the create-time chooser on two real candidates
     x, w, dy = seed_tensors(torch, torch.bfloat16)
     y = torch.empty_like(dy)
@@ -479,6 +508,17 @@ def module_cases(torch, reps):
     name = autotune.choose(("smoke", 1), cands)
     say(f"autotune.choose -> {name} in {1e3 * (time.perf_counter() - t0):.1f} ms; times {autotune.last_times(('smoke', 1))}")
     SUMMARY.append(f"autotune.choose(torch conv vs copy) -> {name}")
+
+
+def run_pytest():
+    import subprocess
+
+    cmd = [sys.executable, "-m", "pytest", "-q", "-rfs", "-p", "no:cacheprovider", os.path.join(ROOT, "test", "test_cudnn.py")]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CUDNN_FRONTEND_LOG")}
+    r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=480)
+    say(r.stdout[-6000:] + r.stderr[-2000:])
+    last = (r.stdout.strip().splitlines() or ["(no output)"])[-1]
+    SUMMARY.append(f"pytest test/test_cudnn.py: exit {r.returncode}: {last}")
 
 
 def main():
@@ -510,6 +550,8 @@ def main():
                     step(f"frontend fprop+bias {dt}", bias_case, cudnn, torch, handle, dt, args.reps)
     if torch is not None:
         step("infiniop_py.cuda.cudnn / autotune", module_cases, torch, args.reps)
+    if not args.quick:
+        step("pytest test/test_cudnn.py (GPU cases)", run_pytest)
     say("=" * 30 + " SUMMARY")
     for line in SUMMARY:
         say(line)

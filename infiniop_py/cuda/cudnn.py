@@ -251,7 +251,7 @@ def _note(cudnn, name: str):
 class _Built:
     """A built graph with its chosen plan and the fast way to execute it."""
 
-    def __init__(self, graph, tensors, order, cpp_index, plan_index, plan_name, workspace, raw):
+    def __init__(self, graph, tensors, order, cpp_index, plan_index, plan_name, workspace, raw, times=None):
         self.graph = graph
         self.tensors = tensors  # role -> frontend tensor
         self.order = order  # roles in the backend's operand order (ascending uid)
@@ -260,6 +260,7 @@ class _Built:
         self.plan_name = plan_name
         self.workspace = workspace
         self.raw = raw  # the lowered graph's _execute_with_raw_ptrs, or None: the public execute
+        self.times = times or {}  # "index:plan name" -> measured seconds per call (when tuned)
 
 
 _graphs = LRU(GRAPH_CACHE_LIMIT)
@@ -373,6 +374,7 @@ class CudnnConv:
         self._handle = handle(self.device_id)
         self.workspace_size = built.workspace
         self.plan_name = built.plan_name
+        self.plan_times = dict(built.times)
         roles = {r: i for i, r in enumerate(_ROLES)}
         self._perm = tuple(roles[r] for r in built.order)
         self._nptr = len(built.order)
@@ -486,6 +488,10 @@ def _build(
     if notes:
         g.deselect_numeric_notes(notes)
     g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+    try:
+        g.check_support()  # the documented order; each plan is still tried on its own below
+    except Exception:  # noqa: BLE001 - the plan loop reports what cuDNN refuses
+        pass
     count = g.get_execution_plan_count()
     built, refused = [], []
     for i in range(count):
@@ -579,4 +585,5 @@ def _build(
                 same = False
             if not same:
                 raw = None
-    return _Built(g, tensors, order, cpp[chosen], chosen, winner.split(":", 1)[1], ws, raw if use_raw else None)
+    times = autotune.last_times(("cudnn", key), h.device_id) if tune and len(built) > 1 else None
+    return _Built(g, tensors, order, cpp[chosen], chosen, winner.split(":", 1)[1], ws, raw if use_raw else None, times)
