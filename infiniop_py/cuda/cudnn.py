@@ -8,12 +8,14 @@ torch, or the ``nvidia-cudnn-cu12/cu13`` packages), then on the loader path; it 
 ``CudnnConv`` builds one frontend graph for one problem at construction: forward (``fprop``, with
 an optional bias fused in the graph), data gradient (``dgrad``; also the forward of a transposed
 convolution) or weight gradient (``wgrad``). Tensors keep their own strides (1-d problems get a
-unit spatial dimension); the compute type is f32 (f64 for f64). f32 input never runs on TF32
-tensor cores unless ``allow_tf32`` (the plans with cuDNN's TENSOR_CORE numerical note are
-excluded, as torch does with TF32 off), and ``deterministic`` excludes the NONDETERMINISTIC plans.
-Plans are proposed by cuDNN's heuristics (modes A, then FALLBACK); up to ``max_plans`` are built
-and the fastest is chosen by timing them on scratch buffers (``autotune.choose``; the first
-within 2% wins, so heuristic order breaks ties). Built graphs are cached per problem, so a second
+unit spatial dimension); the compute type is f32 (f64 for f64). Plans are filtered by cuDNN's
+numerical notes: f32 input never runs on TF32 tensor cores or down-converted inputs unless
+``allow_tf32`` (TENSOR_CORE and DOWN_CONVERT_INPUTS excluded, as torch does with TF32 off), no
+plan reduces in reduced precision (REDUCED_PRECISION_REDUCTION), and ``deterministic`` excludes
+NONDETERMINISTIC. Plans are proposed by cuDNN's heuristics (modes A, then FALLBACK); the first
+``max_plans`` that pass (10, like torch's cudnn.benchmark_limit; None: all) are built and the
+fastest is chosen by timing them on scratch buffers (``autotune.choose``; the first within 2%
+wins, so heuristic order breaks ties). Built graphs are cached per problem, so a second
 descriptor of the same problem builds nothing.
 
 A call writes the pointers into a ctypes array built at construction, sets the handle's stream
@@ -296,7 +298,7 @@ class CudnnConv:
         allow_tf32: bool = False,
         deterministic: bool = True,
         device_id: int = 0,
-        max_plans: int = 8,
+        max_plans: int | None = 10,
         workspace_limit: int | None = None,
         tune: bool = True,
     ):
@@ -350,7 +352,7 @@ class CudnnConv:
             bool(allow_tf32),
             bool(deterministic),
             self.device_id,
-            int(max_plans),
+            None if max_plans is None else max(int(max_plans), 1),
             workspace_limit,
             bool(tune),
         )
@@ -495,7 +497,7 @@ def _build(
     count = g.get_execution_plan_count()
     built, refused = [], []
     for i in range(count):
-        if len(built) >= max(int(max_plans), 1):
+        if max_plans is not None and len(built) >= max(int(max_plans), 1):
             break
         try:
             g.build_plan_at_index(i)
