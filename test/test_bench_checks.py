@@ -166,7 +166,7 @@ def test_invalid_rows_in_csv_and_json(tmp_path):
 
 def test_bench_main_counts_invalid_rows(monkeypatch, tmp_path, capsys):
     """An INVALID row fails the run (exit 1) and shows as INVALID in the table and the JSON."""
-    from infiniop_py.bench import __main__ as bench_main
+    from infiniop_py.bench import cli
     from infiniop_py.bench import env as bench_env
 
     monkeypatch.setattr(bench_env.CpuEnv, "copy_bandwidth", lambda self: {"GBps": 10.0, "how": "test"})
@@ -176,9 +176,9 @@ def test_bench_main_counts_invalid_rows(monkeypatch, tmp_path, capsys):
         row.update(op=case.op, case=case.case, dtype=case.dtype)
         return core.mark_invalid(row, core.invalid_reasons(row))
 
-    monkeypatch.setattr(bench_main, "run_case", fake_run_case)
+    monkeypatch.setattr(core, "run_case", fake_run_case)
     out = tmp_path / "b.json"
-    code = bench_main.main(
+    code = cli.main(
         ["--cpu", "--suite", "elementwise", "--ops", "add", "--dtypes", "f32", "--match", "1024 ", "--json", str(out)]
     )
     text = capsys.readouterr().out

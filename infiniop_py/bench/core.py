@@ -4,17 +4,20 @@ A suite lists :class:`BenchCase` objects; each builds a :class:`Workload` on dem
 descriptor (created once through the public API), the buffers of one or more rotating input
 sets, and the PyTorch peer working on the same buffers. :func:`run_case` then
 
-1. warms every implementation up (compilation, caches, cuDNN autotune, torch.compile),
+0. checks our first call against the float64 reference (:func:`reference64`, :func:`check64`);
+   a case that fails it is reported FAIL and not timed,
+1. warms every implementation up (compilation, caches, cuDNN autotune, torch.compile, JAX),
 2. poisons our outputs (NaN), so a kernel that writes nothing cannot pass,
-3. times ``reps`` calls of each implementation *interleaved* (ours, torch, [torch.compile],
-   alternating the order every repetition), each call on the next input set of the rotation
-   so that large cases never run from a warm L2, with CUDA events around each call on the
-   stream both sides launch on (perf_counter_ns on the CPU),
-4. checks the output of our last timed call, and of torch.compile's, against torch eager on
+3. times ``reps`` calls of each implementation *interleaved* (ours, torch, the peers of
+   peers.py, alternating the order every repetition), each call on the next input set of the
+   rotation so that large cases never run from a warm L2, with CUDA events around each call on
+   the stream both sides launch on (perf_counter_ns on the CPU; GPU JAX by host wall),
+4. checks the output of our last timed call, and of each peer's, against torch eager on
    the same inputs -- a time is reported only next to a passing check,
-5. reports median, p10 and p90 in µs, GB/s from the minimal byte count
-   (:func:`traffic`), the fraction of the copy bandwidth measured in the same run, and
-   ``x torch`` = torch time / our time (above 1 means we are faster).
+5. reports median, p10 and p90 in µs, GB/s from the minimal byte count (:func:`traffic`), the
+   fraction of the copy bandwidth (or, for cases that count FLOPs, of the matrix rate) measured
+   in the same run, and ``x torch`` = torch time / our time (above 1 means we are faster;
+   ``x`` holds that ratio for every peer).
 
 On the GPU every checked case is also timed two more ways (docs/perf/method.md 9-11):
 6. device time per call: the same interleaved calls enqueued behind a blocking kernel, so host
@@ -39,7 +42,6 @@ buffers) against torch eager, and, on the GPU, the per-call time inside a replay
 from __future__ import annotations
 
 import math
-import os
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -131,6 +133,11 @@ class Workload:
     # check(s, ok, detail) -> (ok, detail): a second look at set s after the comparison with torch
     # (e.g. selections where near-ties may legitimately order differently from torch's)
     recheck: Callable[[int, bool, str], tuple[bool, str]] | None = None
+    attrs: dict | None = None  # the attributes our descriptor was created with (for the float64 reference)
+    # make(jax) -> f(*jax_inputs): the case in JAX, jitted as the ``jax`` peer (inputs[s] converted)
+    jax_fn: Callable | None = None
+    peers: dict = field(default_factory=dict)  # a suite's own peers: name -> peers.Peer
+    peer_notes: dict = field(default_factory=dict)  # name -> why a peer of this case is absent
 
     @property
     def nsets(self) -> int:
@@ -142,6 +149,7 @@ class Workload:
             self.descriptor = None
         self.buffers = self.out_torch = self.inputs = self.keep = []
         self.workspace = None
+        self.peers = {}
 
 
 @dataclass
@@ -229,29 +237,13 @@ def _tolerance(dtype_name: str) -> tuple[float, float]:
     return default_tolerance(parse_dtype(dtype_name))
 
 
-@contextmanager
-def switches(envs: dict, clear=()):
-    """Environment switches (read at descriptor creation) set to ``envs``, and the names in
-    ``clear`` unset, inside the block; the previous values come back afterwards."""
-    saved = {k: os.environ.get(k) for k in {*envs, *clear}}
-    for k in clear:
-        os.environ.pop(k, None)
-    os.environ.update(envs)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
 # --------------------------------------------------------------------------------------------
 # Running one case
 # --------------------------------------------------------------------------------------------
 @dataclass
 class Options:
+    """How a case runs (``compile``: the old ``--compile`` switch, the same as asking for peer ``compile``)."""
+
     reps: int = 100
     warmup: int = 10
     compile: bool = False
@@ -259,6 +251,10 @@ class Options:
     host_rounds: int = 5
     graph_calls: int = 50
     kernel: bool = True  # GPU: kernel-only time by CUDA-graph replay over the rotating sets
+    peers: set | None = None  # --peers: names asked for (None: torch and the suites' own peers)
+    all_peers: bool = False  # --peers all
+    matrix_tflops: dict = field(default_factory=dict)  # dtype -> matrix rate measured in this run
+    reference: bool = True  # check ours against the float64 reference before timing
 
 
 def _time_interleaved(
@@ -297,8 +293,150 @@ def _time_interleaved(
     return per, last_set, results
 
 
+def _wide(torch, t):
+    """``t`` as the float64 reference takes it: floats in float64, integers in int64, bool as is."""
+    if t is None:
+        return None
+    if t.is_floating_point():
+        return t.double()
+    if t.dtype == torch.bool:
+        return t.clone()
+    return t.long()
+
+
+def reference64(env: Env, work: Workload) -> tuple[Any, str]:
+    """(float64 expected value of the checked output on set 0, how) or (None, why there is none).
+
+    The operator's own reference (its spec's ``reference``, in float64 on the benchmark's
+    device) where the buffers are the operator's tensors in calculate's order; else the case's
+    pure torch function evaluated on float64 copies of its inputs. Called before our first call,
+    so an operator that writes in place is checked against its inputs as they were.
+    """
+    torch = env.torch
+    d = getattr(work.descriptor, "d", work.descriptor)  # unwrap a suite's workspace holder
+    spec, info = getattr(d, "spec", None), getattr(d, "info", None)
+    bufs = work.buffers[0]
+    why = "no float64 reference for this case"
+    if spec is not None and spec.reference is not None and spec.reference_inputs == "torch64" and len(bufs) == len(spec.tensors):
+        role = spec.tensors[work.out_index]
+        if role.compare not in ("auto", "tolerance", "exact"):
+            return None, f"{role.compare} comparison (checked against torch only)"
+        try:
+            from infiniop_py.dtypes import to_numpy
+            from infiniop_py.testing.reference import _output_kwargs
+
+            ins = {t.name: _wide(torch, b) for t, b in zip(spec.tensors, bufs) if t.role != "out"}
+            attrs = dict(work.attrs) if work.attrs is not None else dict(getattr(info, "attrs", {}) or {})
+            rt = {a.name: v for a, v in zip(spec.runtime, work.runtime)}
+            outs = {t.name: b for t, b in zip(spec.tensors, bufs) if t.is_output and b is not None}
+            in_dt = {t.name: to_numpy(info.tensors[t.name].dtype) for t in spec.inputs if info and info.tensors.get(t.name)}
+            extra = _output_kwargs(
+                spec.reference,
+                {n: info.tensors[n].dtype for n in outs} if info else {},
+                {n: tuple(b.shape) for n, b in outs.items()},
+                in_dt,
+            )
+            with torch.no_grad():
+                res = spec.reference(**ins, **attrs, **extra, **rt)
+            if not isinstance(res, dict):
+                res = {spec.outputs[0].name: res}
+            ref = res.get(role.name)
+            if ref is not None:
+                return torch.as_tensor(ref).to(bufs[work.out_index].device), "the operator's float64 reference"
+            why = f"the operator's reference gives no '{role.name}'"
+        except Exception as exc:  # an odd buffer mapping: try the case's own function
+            why = f"the operator's reference failed ({type(exc).__name__}: {str(exc)[:80]})"
+    if work.torch_fn is not None and work.inputs:
+        try:
+            with torch.no_grad():
+                ref = work.torch_fn(*[_wide(torch, t) if hasattr(t, "is_floating_point") else t for t in work.inputs[0]])
+            return ref, "the case's torch function in float64"
+        except Exception as exc:
+            why += f"; its torch function in float64 failed ({type(exc).__name__})"
+    return None, why
+
+
+def check64(env: Env, work: Workload, actual, ref, peer=None) -> tuple[bool, str]:
+    """``actual`` against the float64 ``ref``: every element within the case's tolerance, or, where
+    the dtype's rounding of a long accumulation exceeds it, no further from the reference than
+    2 x torch eager's output ``peer`` is (and finite wherever the reference is)."""
+    torch = env.torch
+    ref = ref.to(actual.device)
+    if ref.is_floating_point():
+        ref = ref.double()
+    if tuple(actual.shape) != tuple(ref.shape):
+        return False, f"float64 reference: shape {tuple(actual.shape)} vs {tuple(ref.shape)}"
+    if not actual.is_floating_point():
+        bad = int((actual.long() != ref.round().long()).sum()) if ref.is_floating_point() else int((actual != ref).sum())
+        return bad == 0, "float64 reference: equal" if bad == 0 else f"float64 reference: {bad} of {actual.numel()} differ"
+
+    def err(x):
+        a = x.double()
+        diff = (a - ref).abs()
+        both_nan = a.isnan() & ref.isnan()
+        ok = (diff <= work.atol) | (diff <= work.rtol * torch.maximum(a.abs(), ref.abs())) | both_nan | (a == ref)
+        finite = diff[torch.isfinite(diff)]
+        stray = int((~torch.isfinite(a) & torch.isfinite(ref)).sum())
+        return int((~ok).sum()), float(finite.max()) if finite.numel() else 0.0, stray
+
+    bad, max_err, stray = err(actual)
+    if bad == 0:
+        return True, f"float64 reference: max abs err {max_err:.3g}"
+    peer_err = None
+    if peer is not None and tuple(peer.shape) == tuple(ref.shape) and peer.is_floating_point():
+        _, peer_err, _ = err(peer)
+        if stray == 0 and max_err <= 2 * peer_err:
+            return True, f"float64 reference: max abs err {max_err:.3g} (<= 2 x torch's {peer_err:.3g})"
+    torch_part = "" if peer_err is None else f", torch's {peer_err:.3g}"
+    return False, (
+        f"float64 reference: {bad} of {actual.numel()} outside atol={work.atol:g} rtol={work.rtol:g}; "
+        f"max abs err {max_err:.3g}{torch_part}" + (f"; {stray} non-finite" if stray else "")
+    )
+
+
+def _peers(env: Env, case: BenchCase, work: Workload, opts: Options, row: dict) -> dict:
+    """The peers of this case that run (name -> peers.Peer); why others do not goes to the row."""
+    from . import peers as pm
+
+    out, notes = {}, dict(work.peer_notes)
+    sel, everything = opts.peers, opts.all_peers
+    if opts.compile and sel is not None:
+        sel = sel | {"compile"}
+    elif opts.compile:
+        sel = {"torch", "compile", *work.peers}
+    if pm.wanted("compile", sel, everything) and case.compile and work.torch_fn is not None:
+        try:
+            out["compile"] = pm.compile_peer(env, work.torch_fn, work.inputs)
+        except Exception as exc:  # no Triton / no C++ compiler: the peer is absent, said so
+            row["compile_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            notes["compile"] = row["compile_error"]
+    if pm.wanted("jax", sel, everything) and work.jax_fn is not None:
+        jax, why = pm.jax_for(env)
+        if jax is None:
+            notes["jax"] = why
+        else:
+            try:
+                out["jax"] = pm.jax_peer(jax, env, work.jax_fn, work.inputs)
+            except Exception as exc:
+                notes["jax"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:200]
+    for name, peer in work.peers.items():
+        if pm.wanted(name, sel, everything):
+            out[name] = peer
+    if notes:
+        row["peer_notes"] = notes
+    compile_s = {n: p.compile_s for n, p in out.items() if p.compile_s is not None}
+    if compile_s:
+        row["compile_s"] = compile_s
+    return out
+
+
+def _output(peer, value):
+    return peer.to_torch(value) if peer.to_torch is not None else value
+
+
 def run_case(env: Env, case: BenchCase, opts: Options, copy_gbps: float) -> dict:
-    """Build, warm up, time, check and summarise one case (the row that goes to table and JSON)."""
+    """Build, check against float64, warm up, time, check again and summarise one case (the row
+    that goes to table and JSON)."""
     row: dict[str, Any] = {
         "suite": case.suite,
         "op": case.op,
@@ -320,14 +458,29 @@ def run_case(env: Env, case: BenchCase, opts: Options, copy_gbps: float) -> dict
         flops = int(case.flops)
         row.update(bytes=nbytes, flops=flops, nsets=work.nsets)
         ours = ours_call(env, work)
+        # 0. the float64 check, before anything is timed: a case that fails it is not timed
+        if opts.reference:
+            ref, how = reference64(env, work)
+            if ref is None:
+                row["check_ref"] = {"ok": None, "detail": f"not checked against float64: {how}"}
+            else:
+                ours(0)
+                work.torch_eager(0)
+                env.sync()
+                ok, detail = check64(env, work, work.buffers[0][work.out_index], ref, work.out_torch[0])
+                if not ok and work.recheck is not None:
+                    ok, detail = work.recheck(0, ok, detail)
+                row["check_ref"] = {"ok": ok, "detail": detail, "reference": how}
+                del ref
+                if not ok:
+                    row["check"] = {"ok": False, "detail": detail}
+                    return row
+        extra = _peers(env, case, work, opts, row)
         impls: dict[str, Callable[[int], Any]] = {"ours": ours, "torch": work.torch_eager}
-        compiled = None
-        if opts.compile and case.compile and work.torch_fn is not None:
-            compiled = _compiled(env, work, row)
-            if compiled is not None:
-                impls["compile"] = compiled
+        impls.update({n: p.call for n, p in extra.items() if not p.wall})
+        walled = {n: p.call for n, p in extra.items() if p.wall}
         # 1. warm-up (each impl on every set at least once, at most `warmup` calls)
-        for fn in impls.values():
+        for fn in (*impls.values(), *walled.values()):
             for i in range(max(opts.warmup, min(work.nsets, 4 * opts.warmup))):
                 fn(i % work.nsets)
         env.sync()
@@ -337,6 +490,10 @@ def run_case(env: Env, case: BenchCase, opts: Options, copy_gbps: float) -> dict
         env.sync()
         # 3. interleaved timing
         per, last_set, results = _time_interleaved(env, impls, work.nsets, opts.reps, 0)
+        if walled:
+            wper, wlast, wres = _time_walled(env, ours, walled, work.nsets, opts.reps)
+            results.update(wres)
+            last_set.update({n: wlast[n] for n in walled})
         # 4. check the timed results against torch eager on the same inputs
         s = last_set["ours"]
         work.torch_eager(s)
@@ -345,28 +502,50 @@ def run_case(env: Env, case: BenchCase, opts: Options, copy_gbps: float) -> dict
         if work.recheck is not None:
             ok, detail = work.recheck(s, ok, detail)
         row["check"] = {"ok": ok, "detail": detail}
-        if "compile" in results:
-            sc = last_set["compile"]
-            work.torch_eager(sc)
+        peer_checks = {}
+        for name, peer in extra.items():
+            sp = last_set[name]
+            work.torch_eager(sp)
             env.sync()
-            cok, cdetail = check(env, work, results["compile"], work.out_torch[sc])
-            row["check_compile"] = {"ok": cok, "detail": cdetail}
+            try:
+                pok, pdetail = check(env, work, _output(peer, results[name]), work.out_torch[sp])
+            except Exception as exc:
+                pok, pdetail = False, f"{type(exc).__name__}: {exc}"[:200]
+            peer_checks[name] = {"ok": pok, "detail": pdetail}
+        if peer_checks:
+            row["check_peers"] = peer_checks
+        if "compile" in peer_checks:
+            row["check_compile"] = peer_checks["compile"]
         # 5. summary
         row["times_us"] = {name: stats(ts) for name, ts in per.items()}
         # A time is a result only next to a passing check: a failed one keeps its raw numbers
         # (marked) but gets no bandwidth or ratio.
         if not ok:
             row["times_us"]["ours"]["unchecked"] = True
-        if "compile" in per and not row["check_compile"]["ok"]:
-            row["times_us"]["compile"]["unchecked"] = True
+        for name, pc in peer_checks.items():
+            if not pc["ok"] and name in row["times_us"]:
+                row["times_us"][name]["unchecked"] = True
         med = {name: st["median"] for name, st in row["times_us"].items() if not st.get("unchecked")}
         row["GBps"] = {name: nbytes / (m * 1e-6) / 1e9 for name, m in med.items() if m > 0}
         row["pct_copy"] = {name: 100.0 * g / copy_gbps for name, g in row["GBps"].items()} if copy_gbps else {}
         if flops:
             row["TFLOPs"] = {name: flops / (m * 1e-6) / 1e12 for name, m in med.items() if m > 0}
+            rate = opts.matrix_tflops.get(case.dtype)
+            if rate:
+                row["pct_matrix"] = {name: 100.0 * tf / rate for name, tf in row["TFLOPs"].items()}
         row["x_torch"] = med["torch"] / med["ours"] if med.get("ours") else None
+        row["x"] = {n: med[n] / med["ours"] for n in med if n != "ours" and med.get("ours")}
         if "compile" in med and med.get("ours"):
             row["x_compile"] = med["compile"] / med["ours"]
+        if walled:
+            row["wall_us"] = {name: stats(ts) for name, ts in wper.items()}
+            for name in walled:
+                if not peer_checks[name]["ok"]:
+                    row["wall_us"][name]["unchecked"] = True
+                elif ok:
+                    row["x"][name] = row["wall_us"][name]["median"] / row["wall_us"]["ours"]["median"]
+        if not ok:
+            row["x"] = {}
         if env.gpu and ok:
             row.update(device_time(env, work, impls, opts, nbytes, copy_gbps))
             if opts.kernel:
@@ -390,8 +569,28 @@ def run_case(env: Env, case: BenchCase, opts: Options, copy_gbps: float) -> dict
     finally:
         work.release()
         del work
-    row["wall_s"] = time.perf_counter() - t_start
+        row["wall_s"] = time.perf_counter() - t_start
     return row
+
+
+def _time_walled(env: Env, ours: Callable, walled: dict, nsets: int, reps: int):
+    """Host wall per call with completion, interleaved: ours (each call followed by a
+    synchronisation) and the peers whose calls complete on the host (GPU JAX)."""
+    impls = {"ours": lambda s: (ours(s), env.sync()), **walled}
+    names = list(impls)
+    per = {n: [] for n in names}
+    last, results = {}, {}
+    c = 0
+    env.sync()
+    for r in range(reps):
+        for name in names if r % 2 == 0 else names[::-1]:
+            s = c % nsets
+            t0 = time.perf_counter_ns()
+            results[name] = impls[name](s)
+            per[name].append((time.perf_counter_ns() - t0) / 1e3)
+            last[name] = s
+            c += 1
+    return per, last, results
 
 
 # A row is INVALID (its times are not results, and it shows no speed-up) when a time is below
@@ -411,7 +610,7 @@ KERNEL_SPREAD = 0.05
 COPY_FLOOR = 0.5  # a time / the same-bytes copy's time, measured the same way
 CHECKED_IMPLS = ("ours", "torch")
 # what a row states on the strength of its times: dropped from an INVALID row
-DERIVED = ("GBps", "pct_copy", "TFLOPs", "x_torch", "x_compile", "device_pct_copy", "device_x_torch")
+DERIVED = ("GBps", "pct_copy", "TFLOPs", "pct_matrix", "x", "x_torch", "x_compile", "device_pct_copy", "device_x_torch")
 DERIVED += ("kernel_pct_copy", "kernel_x_torch")
 
 
@@ -649,20 +848,6 @@ def _same_bytes_copy(env: Env, nbytes: int):
     return call, nsets
 
 
-def _compiled(env: Env, work: Workload, row: dict):
-    """torch.compile of the case's pure function, or None (the error goes to the row)."""
-    torch = env.torch
-    try:
-        torch._dynamo.reset()  # one code object serves many cases: start each one fresh
-        fn = torch.compile(work.torch_fn, dynamic=False)
-        fn(*work.inputs[0])
-    except Exception as exc:  # no Triton / no C++ compiler: the peer is simply absent
-        row["compile_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-        return None
-    inputs = work.inputs
-    return lambda s: fn(*inputs[s])
-
-
 def host_wall(env: Env, work: Workload, opts: Options) -> dict:
     """Host wall µs per call: N back-to-back calls, one synchronisation at the end.
 
@@ -787,4 +972,5 @@ def standard_workload(
         inputs=ins,
         torch_fn=torch_fn,
         exact=exact,
+        attrs=dict(attrs or {}),
     )

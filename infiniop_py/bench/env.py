@@ -106,6 +106,9 @@ class Env:
     def copy_bandwidth(self) -> dict:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    def matrix_rate(self) -> dict:  # pragma: no cover - overridden
+        raise NotImplementedError
+
     def describe(self) -> dict:  # pragma: no cover - overridden
         raise NotImplementedError
 
@@ -129,6 +132,16 @@ class CpuEnv(Env):
             times.append((time.perf_counter_ns() - t0) / 1e9)
         t = float(np.median(times))
         return {"bytes": 2 * nbytes, "median_s": t, "GBps": 2 * nbytes / t / 1e9, "how": "np.copyto, 256 MiB f32, median of 10"}
+
+    def matrix_rate(self, n: int = 1024, reps: int = 5) -> dict:
+        """torch.matmul of n³ f32 on the CPU, TFLOP/s (the limit of cases that count FLOPs)."""
+        torch = self.torch
+        a = torch.rand(n, n)
+        b = torch.rand(n, n)
+        c = torch.empty(n, n)
+        torch.matmul(a, b, out=c)
+        t = float(np.median(self.time_calls([("mm", lambda: torch.matmul(a, b, out=c))] * reps))) / 1e6
+        return {"f32": 2 * n**3 / t / 1e12, "how": f"torch.matmul {n}^3 f32, median of {reps}"}
 
     def describe(self) -> dict:
         import os
@@ -260,6 +273,22 @@ class GpuEnv(Env):
         src = dst = cs = cd = None  # free the 2 GiB before the cases allocate theirs
         torch.cuda.empty_cache()
         return result
+
+    def matrix_rate(self, n: int = 4096, reps: int = 10) -> dict:
+        """torch.matmul of n³ per dtype (TF32 off), TFLOP/s: the limit of cases that count FLOPs."""
+        torch = self.torch
+        out = {"how": f"torch.matmul {n}^3, CUDA events, median of {reps}, TF32 off"}
+        for name, dt in (("f32", torch.float32), ("f16", torch.float16), ("bf16", torch.bfloat16)):
+            a = torch.rand(n, n, dtype=dt, device=self.device)
+            b = torch.rand(n, n, dtype=dt, device=self.device)
+            c = torch.empty(n, n, dtype=dt, device=self.device)
+            for _ in range(3):
+                torch.matmul(a, b, out=c)
+            t = float(np.median(self.time_calls([("mm", lambda a=a, b=b, c=c: torch.matmul(a, b, out=c))] * reps))) / 1e6
+            out[name] = 2 * n**3 / t / 1e12
+        a = b = c = None
+        torch.cuda.empty_cache()
+        return out
 
     def describe(self) -> dict:
         p = self.props

@@ -46,7 +46,14 @@ def _workload(env, op, make_set, attrs=None):
         results[s] = peers[s]()
         return results[s]
 
-    return Workload(descriptor=d, buffers=[s[0] for s in sets], torch_eager=run, out_torch=results, inputs=[() for _ in sets])
+    return Workload(
+        descriptor=d,
+        buffers=[s[0] for s in sets],
+        torch_eager=run,
+        out_torch=results,
+        inputs=[() for _ in sets],
+        attrs=dict(attrs or {}),
+    )
 
 
 class _Workspaced:
