@@ -227,6 +227,8 @@ class FakeLowered:
 
     def _execute_with_raw_ptrs(self, addr, n, ws, handle, cpp):
         g = self.g
+        if g.cfg.get("raw_fails"):
+            raise TypeError("incompatible function arguments")
         assert handle == 1234 and n == len(g.operands())
         ptrs = (ctypes.c_void_p * n).from_address(addr)
         g.run(dict(zip(sorted(t.uid for t in g.operands()), ptrs)), cpp, garble=g.cfg.get("garble_raw", False))
@@ -314,6 +316,8 @@ class FakeGraph:
         self.last_cpp = cpp
 
     def execute_plan_at_index(self, pack, workspace, index, handle):
+        if self.cfg.get("public_fails"):
+            raise RuntimeError("public execute refused a bare address")
         assert handle.backend_handle == 1234 and isinstance(workspace, int)
         self.run({t.uid: p for t, p in pack.items()}, self.plans[index].cpp_index)
 
@@ -468,6 +472,23 @@ def test_fake_falls_back_to_public_execute(fake):
     fake["unsorted"] = True  # an operand order that is not ascending uids: public path
     c2 = icudnn.CudnnConv("fprop", x, w, y, 0, 1, 1, max_plans=1)
     assert c2._built.raw is None and c2.plan_name == "eng0"
+
+
+def test_fake_one_failing_entry_leaves_the_other(fake):
+    x, w, y = td((1, 3, 5, 5)), td((2, 3, 1, 1)), td((1, 2, 5, 5))
+    bx, bw, by = buffers(x, w, y)
+    fake["public_fails"] = True
+    c = icudnn.CudnnConv("fprop", x, w, y, 0, 1, 1)
+    assert c._built.raw is not None and c.plan_name == "eng1"
+    fake["raw_fails"] = True  # both fail: NOT_IMPLEMENTED with the public path's reason
+    with pytest.raises(InfiniopError) as ei:
+        icudnn.CudnnConv("fprop", x, w, y, 0, 1, 1, max_plans=2)
+    assert ei.value.status is Status.NOT_IMPLEMENTED and "bare address" in str(ei.value)
+    fake.pop("public_fails")  # the raw entry fails: the public one is timed and used
+    c = icudnn.CudnnConv("fprop", x, w, y, 0, 1, 1, max_plans=3, workspace_limit=10**6)
+    assert c._built.raw is None and c.plan_name == "eng1"
+    c(bx.ctypes.data, bw.ctypes.data, by.ctypes.data, 0, 0)
+    assert bytes(by[:3]) == bytes([bx[0], bw[0], 11])
 
 
 def test_fake_plan_refusals_and_limits(fake):
