@@ -725,3 +725,15 @@ def test_gpu_fprop_bias_fused():
     cc(x.data_ptr(), w.data_ptr(), y.data_ptr(), ws.data_ptr(), torch.cuda.current_stream().cuda_stream, bias_ptr=b.data_ptr())
     ref = fn.conv2d(x.double(), w.double(), b.double(), padding=1)
     assert float((y.double() - ref).abs().max() / ref.abs().max()) <= 1e-5
+
+
+def test_smoke_script_help_runs_without_a_gpu():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    r = subprocess.run(
+        [sys.executable, str(root / "tools" / "cudnn_smoke.py"), "--help"], capture_output=True, text=True, cwd=root
+    )
+    assert r.returncode == 0 and "--reps" in r.stdout
