@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 import weakref
 
 from .buffers import IMMUTABLE_VIEWS, REVALIDATED_VIEWS, address, host_view
@@ -116,6 +117,12 @@ class Descriptor:
             vals = tuple(a.coerce(a.default, spec.name) for a in spec.runtime)
             self._rt_defaults = () if all(v is None for v in vals) else vals
         self._rt_floats = all(a.kind == "float" and a.choices is None for a in spec.runtime)
+        # One call at a time per descriptor: kernels keep per-call host state (the packed pointer
+        # slots of each launch, runtime scalars written into parameter blocks, per-stream ticket
+        # arrays), so calls from several threads take turns for the few microseconds of enqueueing
+        # (each on its own stream; the GPU work still overlaps).
+        lock = threading.Lock()
+        self._acquire, self._release = lock.acquire, lock.release
         self._destroyed = False
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -210,7 +217,11 @@ class Descriptor:
                 ws_ptr = self._check_workspace(workspace, need)
         else:
             ws_ptr = 0
-        kernel(ptrs, ws_ptr, rt, stream)
+        self._acquire()
+        try:
+            kernel(ptrs, ws_ptr, rt, stream)
+        finally:
+            self._release()
 
     def _coerce_rt(self, values) -> tuple:
         op = self.spec.name

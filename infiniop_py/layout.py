@@ -55,7 +55,9 @@ def pack_strided_meta(shape, strides_list) -> bytes:
         st = list(strides_list[k]) if k < len(strides_list) else []
         blob += struct.pack(f"<{MAXD}q", *(st + [0] * (MAXD - len(st))))
     for d in shp:
-        blob += struct.pack("<3I", *fast_div_params(d))
+        # FastDiv serves the 32-bit index paths only, which larger dims never take (their
+        # kernels divide in 64 bits); such a dim gets the identity divisor, which fits the struct
+        blob += struct.pack("<3I", *fast_div_params(d if d < 2**31 else 1))
     blob += struct.pack("<qii", math.prod(shape), nd, 0)
     return blob
 

@@ -50,6 +50,23 @@ def cpu_handle():
     return iop.create_handle("cpu")
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "sanitize: the small per-operator subset tools/sanitize.sh runs under compute-sanitizer (IOP_SANITIZE=1)"
+    )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _sanitizer_allocator():
+    """Under IOP_SANITIZE=1 (tools/sanitize.sh) every CuPy buffer is its own cudaMalloc, not a
+    slice of a pooled block, so memcheck sees the bounds of each tensor."""
+    if os.environ.get("IOP_SANITIZE") == "1" and gpu_available():
+        import cupy
+
+        cupy.cuda.set_allocator(None)
+    yield
+
+
 def pytest_report_header(config):
     return (
         f"infiniop_py devices: cpu{' nvidia' if gpu_available() else ''} (INFINIOP_FULL={os.environ.get('INFINIOP_FULL', '0')})"

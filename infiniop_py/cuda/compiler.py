@@ -1,8 +1,12 @@
 """Compile cache: one templated CUDA source, instantiated per dtype through NVRTC name expressions.
 
-Modules are compiled at descriptor creation and cached in process per (source, names, device);
-CuPy also caches the binaries on disk. Every source gets ``include/iop_common.cuh`` prepended,
-so no CUDA toolkit headers are needed.
+Modules are compiled at descriptor creation and cached in process per (source, names, device),
+in a least-recently-used cache of at most ``MODULE_CACHE_LIMIT`` modules. A module stays loaded
+while anything holds one of its kernel pointers (``Module.ptr`` values keep their module alive,
+and ``Launch`` keeps the pointer): evicting it from the cache unloads it only once no descriptor
+uses it. Many threads asking for the same new module compile it once; different modules compile
+in parallel. CuPy's compiler caches the binaries on disk. Every source gets
+``include/iop_common.cuh`` prepended, so no CUDA toolkit headers are needed.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import hashlib
 import threading
 from pathlib import Path
 
+from ..lru import LRU
 from ..status import Status, error
 from . import runtime
 
@@ -19,8 +24,14 @@ INCLUDE_DIR = Path(__file__).parent / "include"
 PREAMBLE = (INCLUDE_DIR / "iop_common.cuh").read_text()
 OPTIONS = ("-std=c++17",)
 
-_lock = threading.Lock()
-_modules: dict[tuple, Module] = {}
+#: Compiled modules kept per process (all devices together). The case tables of every operator
+#: ask for about 2,000 distinct (source, instantiations) keys; a process that asks for more
+#: recompiles the least recently used ones when it needs them again.
+MODULE_CACHE_LIMIT = 4096
+
+_lock = threading.Lock()  # guards _modules and _compiling (never held while compiling)
+_modules: LRU = LRU(MODULE_CACHE_LIMIT)
+_compiling: dict[tuple, threading.Lock] = {}  # key -> lock held by the thread compiling it
 
 
 def full_source(source: str) -> str:
@@ -31,40 +42,139 @@ def options_for(cc: int) -> tuple[str, ...]:
     return (*OPTIONS, f"--gpu-architecture=sm_{cc}")
 
 
-class Module:
-    """A compiled module: kernel function pointers by name expression."""
-
-    def __init__(self, source: str, names: tuple[str, ...], device_id: int):
-        cp = runtime.cupy()
-        cc = runtime.properties(device_id)["cc"]
-        with cp.cuda.Device(device_id):
-            try:
-                self.raw = cp.RawModule(code=full_source(source), options=options_for(cc), name_expressions=list(names))
-                self.kernels = {n: self.raw.get_function(n) for n in names}
-                self.ptr = {n: k.kernel.ptr for n, k in self.kernels.items()}
-            except Exception as exc:
-                raise error(Status.INTERNAL_ERROR, f"CUDA compilation failed: {type(exc).__name__}: {exc}") from exc
+class KernelPtr(int):
+    """A kernel's function pointer (an ``int``) that keeps its module loaded while it is held."""
 
 
-def get_module(source: str, names, device_id: int) -> Module:
-    names = tuple(names)
-    key = (hashlib.sha1(source.encode()).hexdigest(), names, device_id)
-    mod = _modules.get(key)
-    if mod is None:
-        with _lock:
-            mod = _modules.get(key)
-            if mod is None:
-                mod = Module(source, names, device_id)
-                _modules[key] = mod
-    return mod
+# cuFuncGetAttribute / cuFuncSetAttribute attribute numbers (CUfunction_attribute, cuda.h)
+_ATTR = {
+    "shared_size_bytes": 1,
+    "const_size_bytes": 2,
+    "local_size_bytes": 3,
+    "num_regs": 4,
+    "max_dynamic_shared_size_bytes": 8,
+    "preferred_shared_memory_carveout": 9,
+}
 
 
-def _launch_fn():
+def _driver():
     try:
         from cupy_backends.cuda.api import driver
     except ImportError:  # pragma: no cover - older CuPy
         from cupy.cuda import driver
-    return driver.launchKernel
+    return driver
+
+
+class Kernel:
+    """One kernel of a module: ``ptr`` and the function attributes planners read or set
+    (``num_regs``, ``shared_size_bytes``, ``local_size_bytes``; ``max_dynamic_shared_size_bytes``
+    and ``preferred_shared_memory_carveout`` may be set), as CuPy's ``RawKernel`` names them."""
+
+    __slots__ = ("ptr", "_fn")
+
+    def __init__(self, ptr: KernelPtr, fn=None):
+        self.ptr = ptr
+        self._fn = fn  # the CuPy Function (holds the module too)
+
+    def __getattr__(self, name):
+        attr = _ATTR.get(name)
+        if attr is None:
+            raise AttributeError(name)
+        return int(_driver().funcGetAttribute(attr, int(self.ptr)))
+
+    def __setattr__(self, name, value):
+        if name in Kernel.__slots__:
+            object.__setattr__(self, name, value)
+            return
+        attr = _ATTR.get(name)
+        if attr is None:
+            raise AttributeError(name)
+        _driver().funcSetAttribute(int(self.ptr), attr, int(value))
+
+
+def _cupy_compile():
+    """CuPy's compile-with-disk-cache function (what ``RawModule`` calls), or None. Unlike
+    ``RawModule``, calling it directly keeps no module in CuPy's unbounded in-memory memo, so a
+    module evicted from this cache can be unloaded."""
+    try:
+        from cupy._core import core
+    except Exception:  # noqa: BLE001 - CuPy layout differs: use RawModule
+        return None
+    return getattr(core, "compile_with_cache", None)
+
+
+class Module:
+    """A compiled module: ``kernels`` (``Kernel`` by name expression) and ``ptr`` (their function
+    pointers, ``KernelPtr`` values that keep this module loaded)."""
+
+    def __init__(self, source: str, names: tuple[str, ...], device_id: int):
+        cp = runtime.cupy()
+        cc = runtime.properties(device_id)["cc"]
+        code, opts = full_source(source), options_for(cc)
+        with cp.cuda.Device(device_id):
+            try:
+                fns = self._direct(code, opts, names)
+                if fns is None:  # pragma: no cover - only with a CuPy without compile_with_cache
+                    raw = cp.RawModule(code=code, options=opts, name_expressions=list(names))
+                    fns = {n: raw.get_function(n).kernel for n in names}
+                    self.raw = raw
+            except Exception as exc:
+                raise error(Status.INTERNAL_ERROR, f"CUDA compilation failed: {type(exc).__name__}: {exc}") from exc
+        self.ptr = {}
+        self.kernels = {}
+        for n, fn in fns.items():
+            p = KernelPtr(fn.ptr)
+            p.module = self
+            self.ptr[n] = p
+            self.kernels[n] = Kernel(p, fn)
+
+    @staticmethod
+    def _direct(code: str, opts: tuple, names: tuple):
+        compile_with_cache = _cupy_compile()
+        if compile_with_cache is None:
+            return None
+        mod = compile_with_cache(code, opts, prepend_cupy_headers=False, name_expressions=names)
+        mapping = getattr(mod, "mapping", None) or {}
+        if any(n not in mapping for n in names):  # pragma: no cover - no lowered names: use RawModule
+            return None
+        return {n: mod.get_function(mapping[n]) for n in names}
+
+
+def get_module(source: str, names, device_id: int) -> Module:
+    """The module of ``source`` instantiating ``names`` on ``device_id``, compiled on first use."""
+    names = tuple(names)
+    key = (hashlib.sha1(source.encode()).hexdigest(), names, device_id)
+    with _lock:
+        mod = _modules.get(key)
+        if mod is not None:
+            return mod
+        gate = _compiling.get(key)
+        if gate is None:
+            gate = _compiling[key] = threading.Lock()
+    with gate:  # one thread compiles a key; the others wait here, then find it cached
+        with _lock:
+            mod = _modules.get(key)
+        if mod is not None:
+            return mod
+        try:
+            mod = Module(source, names, device_id)
+            with _lock:
+                _modules.put(key, mod)
+        finally:
+            with _lock:
+                if _compiling.get(key) is gate:
+                    del _compiling[key]
+    return mod
+
+
+def cached_modules() -> int:
+    """How many modules the cache holds now."""
+    with _lock:
+        return len(_modules)
+
+
+def _launch_fn():
+    return _driver().launchKernel
 
 
 class Slot:
@@ -82,11 +192,15 @@ class Launch:
 
     args: Slot for per-call pointers, or fixed values (ctypes instances, or bytes for a struct
     passed by value). Pointer slots live in one ctypes array, so a call that passes the tensor
-    pointers in order updates them with a single slice assignment.
+    pointers in order updates them with a single slice assignment. That array is shared by every
+    call (so one launch is not called from two threads at once: ``Descriptor.calculate`` runs one
+    call per descriptor at a time). ``fn_ptr`` is kept as given (a ``KernelPtr`` keeps its module
+    loaded for as long as the launch exists).
     """
 
     def __init__(self, fn_ptr: int, grid, block, args, shmem: int = 0):
         self.fn_ptr = fn_ptr
+        self._fn = int(fn_ptr)
         grid = tuple(grid) + (1,) * (3 - len(grid))
         block = tuple(block) + (1,) * (3 - len(block))
         self.grid, self.block, self.shmem = grid, block, shmem
@@ -120,4 +234,4 @@ class Launch:
         else:
             for j, idx, off in self.slots:
                 values[j] = (ws_ptr if idx == "ws" else ptrs[idx]) + off
-        self._launch(self.fn_ptr, *self._cfg, stream_ptr, self.params_ptr, 0)
+        self._launch(self._fn, *self._cfg, stream_ptr, self.params_ptr, 0)

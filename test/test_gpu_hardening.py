@@ -1,0 +1,944 @@
+"""Hardening on the GPU: resources over many create/calculate/destroy cycles, the GGUF runner after
+failures, the bounded compile cache, threads and streams, tensors of more than 2^31 elements, and
+the per-operator subset that ``tools/sanitize.sh`` runs under compute-sanitizer.
+
+GPU tests skip without CuPy and a GPU. What needs no GPU runs everywhere: the compile cache's bound
+and lock (with a stand-in compiler), one call at a time per descriptor, the 64-bit metadata
+packing, the family table, and the GGUF runner on the CPU.
+
+Operator families come from the registry, not from a list: an operator belongs to the shared
+framework its NVIDIA factory comes from (``infiniop_py.elementwise``, ``infiniop_py.reduce.ops``,
+``infiniop_py.reduce.softmax_ops``, ...) or, when its backend is its own, to its package (tril and
+triu share one). The first operator of each family (by name) represents it.
+
+Environment: ``IOP_HARDEN_CYCLES`` (default 10000) create/calculate/destroy cycles per family;
+``IOP_HARDEN_REPORT=path`` appends one JSON line of measurements per measured test;
+``IOP_SANITIZE=1`` turns on the sanitizer subset (marker ``sanitize``, see tools/sanitize.sh).
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import os
+import threading
+import time
+import tracemalloc
+import weakref
+
+import numpy as np
+import pytest
+from conftest import DEVICES, requires_gpu
+
+import infiniop_py as iop
+from infiniop_py.cuda import compiler
+from infiniop_py.dtypes import DType
+from infiniop_py.layout import pack_strided_meta
+from infiniop_py.lru import LRU
+from infiniop_py.registry import get_cases, get_spec
+from infiniop_py.status import Status, error
+
+CYCLES = int(os.environ.get("IOP_HARDEN_CYCLES", "10000"))
+WARMUP = 100  # cycles before the first measurement
+TRACED = 1000  # last cycles run under tracemalloc (it makes each cycle several times slower)
+THREADS = 8
+CALLS = 4  # calls per thread: a repeated gemm is replayed from a CUDA graph from its third call
+MIB = 1 << 20
+GIB = 1 << 30
+
+
+def report(**fields) -> None:
+    """Append one JSON line to IOP_HARDEN_REPORT (numbers for the record), if set."""
+    path = os.environ.get("IOP_HARDEN_REPORT")
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps(fields) + "\n")
+
+
+# --------------------------------------------------------------------------------------------
+# Families and small cases, from the registry
+# --------------------------------------------------------------------------------------------
+def family(spec) -> str:
+    """The family of an operator's NVIDIA backend: the shared framework module its factory comes
+    from (without a trailing ``cuda``), or its own package under ``infiniop_ops``."""
+    parts = spec.nvidia.__module__.split(".")
+    if parts[0] == "infiniop_py":
+        return ".".join(p for p in parts[1:] if p != "cuda") or "infiniop_py"
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def nvidia_ops() -> list[str]:
+    return [op for op in iop.list_ops() if get_spec(op).nvidia is not None]
+
+
+def families() -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for op in nvidia_ops():
+        out.setdefault(family(get_spec(op)), []).append(op)
+    return {k: sorted(v) for k, v in sorted(out.items())}
+
+
+def representatives() -> list[str]:
+    return [ops[0] for ops in families().values()]
+
+
+def small_instance(op: str, prefer: DType = DType.F32):
+    """(case index, case, dtype): the quick case of ``op`` with the fewest elements whose tensors
+    are all non-empty (so kernels really run), in ``prefer`` when the case and the NVIDIA backend
+    have it, else the case's first NVIDIA dtype."""
+    spec = get_spec(op)
+    allowed = spec.nvidia_dtypes or spec.dtypes
+    best = None
+    for index, case in enumerate(get_cases(op)):
+        if "quick" not in case.suites:
+            continue
+        sizes = [math.prod(tc.shape) for tc in case.tensors.values() if tc is not None]
+        if not sizes or min(sizes) == 0:
+            continue
+        dts = [d for d in case.dtypes if d in allowed]
+        if not dts:
+            continue
+        dt = prefer if prefer in dts else dts[0]
+        key = (dt is not prefer, sum(sizes), index)
+        if best is None or key < best[0]:
+            best = (key, index, case, dt)
+    if best is None:
+        pytest.skip(f"{op}: no non-empty quick case with an NVIDIA dtype")
+    return best[1], best[2], best[3]
+
+
+class Prepared:
+    """One case instance's layouts and host data (inputs laid out with poisoned gaps, outputs
+    poisoned), to upload as often as needed and run through the public API."""
+
+    def __init__(self, op: str, index: int, case, dtype: DType, seed: int = 0):
+        from infiniop_py.testing.cases import case_seed
+        from infiniop_py.testing.data import layout, poisoned, span
+        from infiniop_py.testing.run import make_inputs
+
+        self.spec = spec = get_spec(op)
+        self.case = case
+        rng = np.random.Generator(np.random.PCG64(case_seed(seed, op, index)))
+        self.layouts, data = make_inputs(spec, case, dtype, rng)
+        self.flat = {}
+        for role in spec.tensors:
+            if role.name not in self.layouts or role.name in case.inplace:
+                continue
+            shape, strides, dt = self.layouts[role.name]
+            if role.role == "out":
+                self.flat[role.name] = poisoned(span(shape, strides), dt)
+            else:
+                self.flat[role.name] = layout(data[role.name], shape, strides, dt)
+        self.outputs = [r.name for r in spec.outputs if r.name in self.layouts]
+
+    def upload(self, cp) -> dict:
+        """Device copies of every buffer (in-place outputs alias their input), copied when this
+        returns (the current stream is synchronised)."""
+        bufs = {n: cp.asarray(f.view(f"u{f.dtype.itemsize}")) for n, f in self.flat.items()}
+        for o, i in self.case.inplace.items():
+            bufs[o] = bufs[i]
+        cp.cuda.get_current_stream().synchronize()
+        return bufs
+
+    def args(self, bufs) -> list:
+        return [bufs.get(r.name) for r in self.spec.tensors]
+
+    def create(self, handle):
+        descs = {n: iop.create_tensor_descriptor(*self.layouts[n][:2], self.layouts[n][2]) for n in self.layouts}
+        for role in self.spec.tensors:
+            descs.setdefault(role.name, None)
+        return iop.create_descriptor(self.spec.name, handle, **descs, **self.case.attrs)
+
+    def output_bytes(self, cp, bufs) -> dict:
+        return {n: cp.asnumpy(bufs[n]).tobytes() for n in self.outputs}
+
+
+def workspace(cp, d):
+    """A workspace for ``d`` with fixed contents (0xA5), or None."""
+    return cp.full(d.workspace_size, 0xA5, cp.uint8) if d.workspace_size else None
+
+
+def cupy_or_skip():
+    from conftest import gpu_available
+
+    if not gpu_available():
+        pytest.skip("needs an NVIDIA GPU with CuPy")
+    import cupy
+
+    return cupy
+
+
+# --------------------------------------------------------------------------------------------
+# Memory readings
+# --------------------------------------------------------------------------------------------
+def rss_bytes() -> int:
+    """Resident set size of this process (Linux /proc; 0 elsewhere)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except OSError:
+        return 0
+
+
+def memory(cp=None) -> dict:
+    """Host RSS and, with CuPy, the default pool's used bytes and the device's used bytes
+    (cudaMemGetInfo), after finishing queued work and collecting garbage."""
+    gc.collect()
+    out = {"rss": rss_bytes()}
+    if cp is not None:
+        cp.cuda.Device().synchronize()
+        free, total = cp.cuda.runtime.memGetInfo()
+        out["pool"] = cp.get_default_memory_pool().used_bytes()
+        out["device"] = total - free
+    return out
+
+
+def growth(before: dict, after: dict) -> dict:
+    return {k: after[k] - before[k] for k in before}
+
+
+# Bounds on what 10,000 cycles may add once warm: the pool's used bytes should not move at all
+# (every buffer of a cycle is freed); device and RSS allow for allocator granularity, and catch
+# any per-cycle leak of a few KiB; tracemalloc catches Python objects kept per cycle (~256 B).
+POOL_BOUND = 1 * MIB
+DEVICE_BOUND = 32 * MIB
+RSS_BOUND = 32 * MIB
+TRACED_BOUND = 256 * 1024
+
+
+def check_flat(what: str, grown: dict, traced: int | None = None) -> None:
+    problems = []
+    if grown.get("pool", 0) > POOL_BOUND:
+        problems.append(f"CuPy pool used bytes grew by {grown['pool']} (bound {POOL_BOUND})")
+    if grown.get("device", 0) > DEVICE_BOUND:
+        problems.append(f"device memory in use (cudaMemGetInfo) grew by {grown['device']} (bound {DEVICE_BOUND})")
+    if grown.get("rss", 0) > RSS_BOUND:
+        problems.append(f"host RSS grew by {grown['rss']} (bound {RSS_BOUND})")
+    if traced is not None and traced > TRACED_BOUND:
+        problems.append(f"tracemalloc: {traced} bytes still allocated after the traced window (bound {TRACED_BOUND})")
+    assert not problems, f"{what}: " + "; ".join(problems)
+
+
+# --------------------------------------------------------------------------------------------
+# CPU: the family table, the compile cache (stand-in compiler), one call at a time, 64-bit meta
+# --------------------------------------------------------------------------------------------
+def test_family_table_covers_every_nvidia_operator():
+    fams = families()
+    members = [op for ops in fams.values() for op in ops]
+    assert sorted(members) == sorted(nvidia_ops()) and len(set(members)) == len(members)
+    # the shared frameworks are families of several operators each
+    for shared, op in (("elementwise", "add"), ("reduce.ops", "reduce_max"), ("reduce.softmax_ops", "softmax")):
+        assert op in fams[shared], (shared, fams.get(shared))
+    assert len(fams["elementwise"]) > 10
+    reps = representatives()
+    assert len(reps) == len(fams) and all(small_instance(op)[1] is not None for op in reps)
+
+
+class _StandIn:
+    """A stand-in for compiler.Module: counts constructions, optionally waits or fails."""
+
+    made: list = []
+    hook = None
+
+    def __init__(self, source, names, device_id):
+        if _StandIn.hook is not None:
+            _StandIn.hook(source)
+        _StandIn.made.append(source)
+        self.ptr = {n: compiler.KernelPtr(1000 + i) for i, n in enumerate(names)}
+        for p in self.ptr.values():
+            p.module = self
+
+
+@pytest.fixture
+def stand_in(monkeypatch):
+    """compiler.Module replaced by _StandIn, and an empty cache of 4 modules."""
+    monkeypatch.setattr(compiler, "Module", _StandIn)
+    monkeypatch.setattr(compiler, "_modules", LRU(4))
+    monkeypatch.setattr(compiler, "_compiling", {})
+    _StandIn.made, _StandIn.hook = [], None
+    yield _StandIn
+    _StandIn.made, _StandIn.hook = [], None
+
+
+def test_module_cache_is_a_bounded_lru(stand_in):
+    assert isinstance(compiler.MODULE_CACHE_LIMIT, int) and compiler.MODULE_CACHE_LIMIT >= 1
+    first = compiler.get_module("src0", ["k"], 0)
+    held = first.ptr["k"]  # what a Launch keeps
+    refs = [weakref.ref(first)]
+    del first
+    for i in range(1, 40):
+        m = compiler.get_module(f"src{i}", ["k"], 0)
+        refs.append(weakref.ref(m))
+        del m
+        assert compiler.cached_modules() <= 4
+    gc.collect()
+    alive = [r() is not None for r in refs]
+    assert alive[0] and held.module is refs[0]()  # evicted, but kept loaded by its pointer
+    assert sum(alive) == 5 and all(alive[-4:])  # the 4 most recent and the held one; the rest freed
+    # a hit does not compile again and counts as recent use
+    n = len(stand_in.made)
+    assert compiler.get_module("src39", ["k"], 0) is refs[-1]()
+    assert len(stand_in.made) == n
+    # an evicted module is compiled again when asked for
+    compiler.get_module("src1", ["k"], 0)
+    assert len(stand_in.made) == n + 1 and stand_in.made[-1] == "src1"
+    # names and device are part of the key
+    a = compiler.get_module("x", ["k1"], 0)
+    assert compiler.get_module("x", ["k2"], 0) is not a and compiler.get_module("x", ["k1"], 1) is not a
+
+
+def test_module_compiled_once_under_threads(stand_in):
+    stand_in.hook = lambda source: time.sleep(0.05)  # a slow compile: the others must wait for it
+    barrier = threading.Barrier(THREADS)
+    got = [None] * THREADS
+
+    def ask(i):
+        barrier.wait()
+        got[i] = compiler.get_module("same", ["k<1>", "k<2>"], 0)
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert stand_in.made == ["same"] and all(g is got[0] for g in got)
+    assert compiler._compiling == {}
+
+
+def test_distinct_modules_compile_in_parallel(stand_in):
+    """Two different modules compile at the same time (neither waits for the other's compile)."""
+    meet = threading.Barrier(2, timeout=10)
+    failures = []
+
+    def hook(source):
+        try:
+            meet.wait()  # both compiles must be running at once to pass this
+        except threading.BrokenBarrierError:
+            failures.append(source)
+
+    stand_in.hook = hook
+    threads = [threading.Thread(target=compiler.get_module, args=(s, ["k"], 0)) for s in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not failures and sorted(stand_in.made) == ["a", "b"]
+
+
+def test_failed_compile_is_not_cached_and_every_caller_sees_it(stand_in):
+    def fail(source):
+        time.sleep(0.02)
+        raise error(Status.INTERNAL_ERROR, "CUDA compilation failed: stand-in")
+
+    stand_in.hook = fail
+    errors = []
+
+    def ask():
+        try:
+            compiler.get_module("bad", ["k"], 0)
+        except iop.InfiniopError as exc:
+            errors.append(exc.status)
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [Status.INTERNAL_ERROR] * 4 and compiler.cached_modules() == 0 and compiler._compiling == {}
+    stand_in.hook = None
+    assert compiler.get_module("bad", ["k"], 0).ptr["k"] == 1000  # compiles once it can
+
+
+def test_launch_keeps_its_kernel_pointer_and_module(monkeypatch):
+    monkeypatch.setattr(compiler, "_launch_fn", lambda: lambda *a: None)
+
+    class Owner:
+        pass
+
+    owner = Owner()
+    p = compiler.KernelPtr(1234)
+    p.module = owner
+    ref = weakref.ref(owner)
+    launch = compiler.Launch(p, (1,), (32,), [compiler.Slot(0)])
+    del p, owner
+    gc.collect()
+    assert ref() is not None and launch.fn_ptr.module is ref() and launch._fn == 1234 and type(launch._fn) is int
+    del launch
+    gc.collect()
+    assert ref() is None
+
+
+def test_one_call_at_a_time_per_descriptor(cpu_handle):
+    """Calls of one descriptor from several threads enter its kernel one at a time (kernels keep
+    per-call host state: packed pointers, parameter blocks, per-stream tickets)."""
+    t = iop.create_tensor_descriptor((4,), None, iop.float32)
+    d = iop.create_descriptor("add", cpu_handle, t, t, t)
+    state = {"now": 0, "most": 0}
+    lock = threading.Lock()
+
+    def kernel(ptrs, ws_ptr, rt, stream):
+        with lock:
+            state["now"] += 1
+            state["most"] = max(state["most"], state["now"])
+        time.sleep(0.002)
+        with lock:
+            state["now"] -= 1
+
+    d._kernel = kernel
+    bufs = [np.zeros(4, np.float32) for _ in range(3)]
+    barrier = threading.Barrier(THREADS)
+
+    def work():
+        barrier.wait()
+        for _ in range(5):
+            d.calculate(None, *bufs)
+
+    threads = [threading.Thread(target=work) for _ in range(THREADS)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert state == {"now": 0, "most": 1}
+
+    def boom(*a):
+        raise RuntimeError("kernel failed")
+
+    d._kernel = boom
+    with pytest.raises(RuntimeError):
+        d.calculate(None, *bufs)
+    d._kernel = kernel
+    d.calculate(None, *bufs)  # a failed call leaves the descriptor usable (its turn is released)
+
+
+@pytest.mark.parametrize("n", [2**31 - 1, 2**31 + 5, 2**32 + 24, 2**40])
+def test_strided_meta_packs_dims_beyond_32_bits(n):
+    """A collapsed dim of 2^32 elements or more (e.g. a 1-D strided copy) packs; the 32-bit
+    fast-division fields are unused there (the 64-bit index path divides)."""
+    import struct
+
+    blob = pack_strided_meta((n,), [(1,), (2,)])
+    assert struct.unpack_from("<q", blob, 0)[0] == n
+    nd = 8
+    n_off = nd * 8 + 4 * nd * 8 + nd * 12
+    assert struct.unpack_from("<q", blob, n_off)[0] == n
+
+
+# --------------------------------------------------------------------------------------------
+# GGUF runner: a file with failing tests, run again and again in one process
+# --------------------------------------------------------------------------------------------
+def _failing_gguf(tmp_path) -> str:
+    """add tests over 1 Mi elements: one passes, one fails its comparison, one fails at create."""
+    from infiniop_py.gguf import TestRecord
+    from infiniop_py.gguf.writer import write_file
+
+    rng = np.random.default_rng(7)
+    n = 1 << 20
+    a = rng.standard_normal(n).astype(np.float32)
+    b = rng.standard_normal(n).astype(np.float32)
+    recs = []
+    for kind in ("pass", "wrong", "shape"):
+        rec = TestRecord("add")
+        rec.add_output("c", (n,), None, DType.F32)
+        rec.add_input("a", a, DType.F32)
+        rec.add_input("b", b if kind != "shape" else b[: n - 1], DType.F32)
+        ans = a.astype(np.float64) + b.astype(np.float64)
+        rec.add_expected("ans", ans + 1.0 if kind == "wrong" else ans)
+        recs.append(rec)
+    path = tmp_path / "failing.gguf"
+    write_file(path, recs, "hardening: failing tests")
+    return str(path)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_gguf_runner_frees_everything_after_failures(device, tmp_path, capsys):
+    from infiniop_py import cli
+
+    cp = cupy_or_skip() if device == "nvidia" else None
+    path = _failing_gguf(tmp_path)
+    flag = "--cpu" if device == "cpu" else "--nvidia"
+
+    def run():
+        code = cli.main([path, flag])
+        out, _ = capsys.readouterr()
+        assert code == 1 and "2 of 3 tests failed" in out, out
+
+    run()  # warm: kernels compiled, pools filled
+    before = memory(cp)
+    tracemalloc.start()
+    try:
+        run()
+        run()
+        gc.collect()
+        traced = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    grown = growth(before, memory(cp))
+    report(test="gguf_runner_failures", device=device, runs=2, traced=traced, **grown)
+    check_flat(f"infiniop-test {flag} on a failing file", grown, traced)
+
+
+# --------------------------------------------------------------------------------------------
+# GPU: 10,000 create / calculate / destroy cycles per family
+# --------------------------------------------------------------------------------------------
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("op", representatives())
+def test_cycles_keep_host_and_device_memory_flat(op):
+    cp = cupy_or_skip()
+    index, case, dt = small_instance(op)
+    prep = Prepared(op, index, case, dt)
+    h = iop.create_handle("nvidia")
+    bufs = prep.upload(cp)
+    args = prep.args(bufs)
+
+    def cycle():
+        d = prep.create(h)
+        ws = cp.empty(d.workspace_size, cp.uint8) if d.workspace_size else None
+        d.calculate(ws, *args, **case.runtime)
+        d.destroy()
+
+    t0 = time.perf_counter()
+    for _ in range(WARMUP):
+        cycle()
+    before = memory(cp)
+    for _ in range(max(0, CYCLES - WARMUP - TRACED)):
+        cycle()
+    tracemalloc.start()
+    try:
+        for _ in range(min(TRACED, max(0, CYCLES - WARMUP))):
+            cycle()
+        gc.collect()
+        traced = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    grown = growth(before, memory(cp))
+    seconds = time.perf_counter() - t0
+    fam = family(get_spec(op))
+    report(
+        test="cycles",
+        op=op,
+        family=fam,
+        case=index,
+        dtype=dt.name,
+        cycles=CYCLES,
+        seconds=round(seconds, 2),
+        traced=traced,
+        **grown,
+    )
+    iop.destroy_handle(h)
+    check_flat(f"{op} ({fam}) x {CYCLES} cycles", grown, traced)
+
+
+# --------------------------------------------------------------------------------------------
+# GPU: the compile cache with NVRTC
+# --------------------------------------------------------------------------------------------
+PROBE = "template <int K> __global__ void iop_probe(int* out) {{ out[threadIdx.x] = K + {salt}; }}\n"
+
+
+def _probe_run(cp, mod, k: int, salt: int) -> None:
+    out = cp.zeros(32, cp.int32)
+    launch = compiler.Launch(mod.ptr[f"iop_probe<{k}>"], (1,), (32,), [compiler.Slot(0)])
+    launch([out.data.ptr], 0, cp.cuda.get_current_stream().ptr)
+    cp.cuda.get_current_stream().synchronize()
+    assert cp.asnumpy(out).tolist() == [k + salt] * 32
+
+
+@requires_gpu
+@pytest.mark.gpu
+def test_real_compile_once_under_threads(monkeypatch):
+    cp = cupy_or_skip()
+    real = compiler._cupy_compile
+    assert real() is not None, "CuPy's compile_with_cache is missing: modules go through RawModule's unbounded memo"
+    calls = []
+
+    def counting():
+        fn = real()
+
+        def compile_with_cache(*a, **kw):
+            calls.append(1)
+            return fn(*a, **kw)
+
+        return compile_with_cache
+
+    monkeypatch.setattr(compiler, "_cupy_compile", counting)
+    salt = time.time_ns() % 100000  # a source no earlier run compiled in this process
+    src = PROBE.format(salt=salt)
+    barrier = threading.Barrier(THREADS)
+    got = [None] * THREADS
+
+    def ask(i):
+        barrier.wait()
+        got[i] = compiler.get_module(src, ["iop_probe<3>"], 0)
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and all(g is got[0] for g in got)
+    _probe_run(cp, got[0], 3, salt)
+
+
+@requires_gpu
+@pytest.mark.gpu
+def test_real_module_cache_bound_and_lifetime(monkeypatch):
+    """Many distinct sources: the cache stays within its bound, evicted modules no one uses are
+    freed (so unloaded), and an evicted module that a launch still holds keeps working."""
+    cp = cupy_or_skip()
+    assert compiler._cupy_compile() is not None
+    monkeypatch.setattr(compiler, "_modules", LRU(4))
+    base = time.time_ns() % 1000000
+    held = compiler.get_module(PROBE.format(salt=base), ["iop_probe<1>"], 0)
+    out = cp.zeros(32, cp.int32)
+    launch = compiler.Launch(held.ptr["iop_probe<1>"], (1,), (32,), [compiler.Slot(0)])
+    held_ref = weakref.ref(held)
+    del held
+    refs = []
+    for i in range(1, 25):
+        m = compiler.get_module(PROBE.format(salt=base + i), ["iop_probe<1>", "iop_probe<2>"], 0)
+        refs.append(weakref.ref(m))
+        del m
+        assert compiler.cached_modules() <= 4
+    gc.collect()
+    assert sum(r() is not None for r in refs) <= 4
+    assert held_ref() is not None  # evicted, still loaded for its launch
+    launch([out.data.ptr], 0, cp.cuda.get_current_stream().ptr)
+    cp.cuda.get_current_stream().synchronize()
+    assert cp.asnumpy(out).tolist() == [1 + base] * 32
+    _probe_run(cp, compiler.get_module(PROBE.format(salt=base + 3), ["iop_probe<2>"], 0), 2, base + 3)
+
+
+@requires_gpu
+@pytest.mark.gpu
+def test_kernel_attributes_through_the_driver():
+    """The attributes planners read and set (as CuPy's RawKernel names them) work on Kernel."""
+    cupy_or_skip()
+    mod = compiler.get_module(PROBE.format(salt=0), ["iop_probe<5>"], 0)
+    k = mod.kernels["iop_probe<5>"]
+    assert k.num_regs > 0 and k.shared_size_bytes == 0 and k.local_size_bytes == 0
+    k.max_dynamic_shared_size_bytes = 64 * 1024
+    assert k.max_dynamic_shared_size_bytes == 64 * 1024
+    k.preferred_shared_memory_carveout = 100
+    with pytest.raises(AttributeError):
+        k.no_such_attribute  # noqa: B018
+
+
+# --------------------------------------------------------------------------------------------
+# GPU: threads and streams give the serial results, bit for bit
+# --------------------------------------------------------------------------------------------
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("shared", [False, True], ids=["own-descriptors", "one-shared-descriptor"])
+@pytest.mark.parametrize("op", representatives())
+def test_threads_and_streams_match_the_serial_run(op, shared):
+    """8 threads, each on its own non-blocking stream with its own buffers and workspace, make
+    CALLS calls (own-descriptors: each creates its descriptor; one-shared-descriptor: all use one):
+    every output equals, bitwise, the same calls made serially on the default stream."""
+    cp = cupy_or_skip()
+    index, case, dt = small_instance(op)
+    prep = Prepared(op, index, case, dt)
+    h = iop.create_handle("nvidia")
+    d0 = prep.create(h)
+    bufs = prep.upload(cp)
+    ws = workspace(cp, d0)
+    for _ in range(CALLS):
+        d0.calculate(ws, *prep.args(bufs), **case.runtime)
+    cp.cuda.Device().synchronize()
+    want = prep.output_bytes(cp, bufs)
+    if not shared:
+        d0.destroy()
+    got = [None] * THREADS
+    errors = []
+    barrier = threading.Barrier(THREADS)
+
+    def work(i):
+        try:
+            with cp.cuda.Device(0):
+                stream = cp.cuda.Stream(non_blocking=True)
+                mine = prep.upload(cp)
+                d = d0 if shared else prep.create(h)
+                w = workspace(cp, d)
+                cp.cuda.get_current_stream().synchronize()
+                barrier.wait()
+                for _ in range(CALLS):
+                    d.calculate(w, *prep.args(mine), stream=stream, **case.runtime)
+                stream.synchronize()
+                got[i] = prep.output_bytes(cp, mine)
+                if not shared:
+                    d.destroy()
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(f"thread {i}: {type(exc).__name__}: {exc}")
+            barrier.abort()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if shared:
+        d0.destroy()
+    iop.destroy_handle(h)
+    assert not errors, errors
+    bad = [(i, n) for i, g in enumerate(got) for n in prep.outputs if g[n] != want[n]]
+    assert not bad, f"{op} [{case.description}] {dt.name}: outputs differ from the serial run (thread, output): {bad}"
+
+
+# --------------------------------------------------------------------------------------------
+# GPU: more than 2^31 elements (f16 / u8; structured data whose result is known exactly)
+# --------------------------------------------------------------------------------------------
+CHUNK = 1 << 26  # elements per generation / check step (temporaries of a few hundred MiB)
+GOLDEN = 0x9E3779B97F4A7C15
+
+
+def _pattern(cp, k):
+    """A byte per index (uint64 array): the top byte of a multiplicative hash."""
+    return ((k.astype(cp.uint64) * cp.uint64(GOLDEN)) >> cp.uint64(56)).astype(cp.uint8)
+
+
+def _half(cp, k):
+    """f16 values in [-8, 8) in steps of 1/16 (exact), from the byte pattern."""
+    return ((_pattern(cp, k).astype(cp.float32) - 128.0) / 16.0).astype(cp.float16)
+
+
+def _fill(cp, flat, fn) -> None:
+    """flat[k] = fn(k) for every k (flat a 1-D contiguous array), a chunk at a time."""
+    n = flat.size
+    for s in range(0, n, CHUNK):
+        e = min(n, s + CHUNK)
+        flat[s:e] = fn(cp.arange(s, e, dtype=cp.uint64))
+
+
+def _check_rows(cp, what, out2d, expected_rows, rows_per_step) -> None:
+    """Every row block of out2d equals expected_rows(r0, r1) (compared as values)."""
+    R = out2d.shape[0]
+    for r0 in range(0, R, rows_per_step):
+        r1 = min(R, r0 + rows_per_step)
+        ok = out2d[r0:r1] == expected_rows(r0, r1)
+        if not bool(ok.all()):
+            bad = cp.argwhere(~ok)[0]
+            r, c = r0 + int(bad[0]), int(bad[1])
+            raise AssertionError(f"{what}: first wrong element at [{r}, {c}] (row block {r0}:{r1})")
+
+
+@pytest.fixture
+def big(request):
+    """CuPy, after skipping when the GPU lacks ``request.param`` GiB of free memory; the pool is
+    emptied afterwards so the next large test starts from nothing."""
+    cp = cupy_or_skip()
+    need = request.param * GIB
+    gc.collect()
+    cp.get_default_memory_pool().free_all_blocks()
+    free, _ = cp.cuda.runtime.memGetInfo()
+    if free < need:
+        pytest.skip(f"needs {need / GIB:.0f} GiB of free device memory, {free / GIB:.1f} available")
+    t0 = time.perf_counter()
+    yield cp
+    report(
+        test=request.node.name, seconds=round(time.perf_counter() - t0, 2), peak_pool=cp.get_default_memory_pool().total_bytes()
+    )
+    gc.collect()
+    cp.get_default_memory_pool().free_all_blocks()
+
+
+def td(shape, strides=None, dtype=iop.float16):
+    return iop.create_tensor_descriptor(shape, strides, dtype)
+
+
+def _run(cp, op, descs, bufs, **attrs):
+    h = iop.create_handle("nvidia")
+    d = iop.create_descriptor(op, h, *descs, **attrs)
+    ws = cp.empty(d.workspace_size, cp.uint8) if d.workspace_size else None
+    d.calculate(ws, *bufs)
+    cp.cuda.Device().synchronize()
+    d.destroy()
+    iop.destroy_handle(h)
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("big", [8], indirect=True)
+def test_add_dense_over_2_31_elements(big):
+    """u8 add of 2^31 + 2^20 + 7 elements (the dense 16-byte path and its scalar tail)."""
+    cp = big
+    n = 2**31 + 2**20 + 7
+    a, b, c = (cp.empty(n, cp.uint8) for _ in range(3))
+    _fill(cp, a, lambda k: _pattern(cp, k))
+    _fill(cp, b, lambda k: _pattern(cp, k + cp.uint64(12345)))
+    _run(cp, "add", [td((n,), dtype=iop.uint8)] * 3, [c, a, b])
+    _check_rows(
+        cp,
+        "add",
+        c.reshape(-1, 1),
+        lambda s, e: (
+            _pattern(cp, cp.arange(s, e, dtype=cp.uint64)) + _pattern(cp, cp.arange(s, e, dtype=cp.uint64) + cp.uint64(12345))
+        ).reshape(-1, 1),
+        CHUNK,
+    )
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("big", [10], indirect=True)
+def test_unary_transposed_over_2_31_elements(big):
+    """f16 relu of a transposed (65537, 32768) input: the strided path with 64-bit indices."""
+    cp = big
+    R, C = 65537, 32768
+    x = cp.empty(R * C, cp.float16)  # holds x^T: element [i, j] at j * R + i
+    y = cp.empty((R, C), cp.float16)
+    _fill(cp, x, lambda k: _half(cp, k))
+    _run(cp, "relu", [td((R, C)), td((R, C), (1, R))], [y, x])
+
+    def expected(r0, r1):
+        k = cp.arange(r0, r1, dtype=cp.uint64)[:, None] + cp.arange(C, dtype=cp.uint64)[None, :] * cp.uint64(R)
+        return cp.maximum(_half(cp, k), cp.float16(0))
+
+    _check_rows(cp, "relu (transposed input)", y, expected, CHUNK // C)
+
+
+def _markers(cp, rows: int, extent: int):
+    """Per row r: a position in [0, extent) and a value 1..61 (exact in f16)."""
+    r = cp.arange(rows, dtype=cp.uint64)
+    pos = ((r * cp.uint64(GOLDEN)) >> cp.uint64(33)) % cp.uint64(extent)
+    val = (r % cp.uint64(61) + cp.uint64(1)).astype(cp.float16)
+    return pos.astype(cp.int64), val
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("big", [6], indirect=True)
+def test_sum_over_last_dim_over_2_31_elements(big):
+    """f16 sum over dim 1 of (65537, 32768): each row is zero but for one marker value, so its
+    sum is that value exactly; the last row starts past element 2^31."""
+    cp = big
+    R, L = 65537, 32768
+    x = cp.empty((R, L), cp.float16)
+    pos, val = _markers(cp, R, L)
+    step = CHUNK // L
+    for r0 in range(0, R, step):
+        r1 = min(R, r0 + step)
+        block = cp.zeros((r1 - r0, L), cp.float16)
+        block[cp.arange(r1 - r0), pos[r0:r1]] = val[r0:r1]
+        x[r0:r1] = block
+    y = cp.full(R, cp.nan, cp.float16)
+    _run(cp, "sum", [td((R,)), td((R, L))], [y, x], dims=[1])
+    bad = cp.flatnonzero(y != val)
+    assert bad.size == 0, f"sum: {bad.size} wrong rows, first {int(bad[0])}: {float(y[bad[0]])} != {float(val[bad[0]])}"
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("big", [6], indirect=True)
+def test_reduce_max_over_dim_0_over_2_31_elements(big):
+    """f16 reduce_max over dim 0 of (65537, 32768) (a column plan): each column is zero but for
+    one marker value, at a row anywhere in 0..65536."""
+    cp = big
+    R, M = 65537, 32768
+    x = cp.empty((R, M), cp.float16)
+    pos, val = _markers(cp, M, R)
+    step = CHUNK // M
+    for r0 in range(0, R, step):
+        r1 = min(R, r0 + step)
+        block = cp.zeros((r1 - r0, M), cp.float16)
+        cols = cp.flatnonzero((pos >= r0) & (pos < r1))
+        block[pos[cols] - r0, cols] = val[cols]
+        x[r0:r1] = block
+    y = cp.full(M, cp.nan, cp.float16)
+    _run(cp, "reduce_max", [td((M,)), td((R, M))], [y, x], dim=0)
+    bad = cp.flatnonzero(y != val)
+    assert bad.size == 0, f"reduce_max: {bad.size} wrong columns, first {int(bad[0])}: {float(y[bad[0]])} != {float(val[bad[0]])}"
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("big", [12], indirect=True)
+def test_softmax_rows_over_2_31_elements(big):
+    """f16 softmax over rows of 4096 in a (2^19 + 3, 4096) tensor. Row r is a base row rotated by
+    a hashed amount, so its result is the base row's float64 softmax rotated the same way, and
+    a row read from the wrong place shows."""
+    cp = big
+    R, N = 2**19 + 3, 4096
+    rng = np.random.default_rng(11)
+    base = (rng.integers(-64, 64, N) / 16.0).astype(np.float16)
+    e = np.exp(base.astype(np.float64) - base.astype(np.float64).max())
+    ref = cp.asarray((e / e.sum()).astype(np.float32))
+    base_d = cp.asarray(base)
+    shift = ((cp.arange(R, dtype=cp.uint64) * cp.uint64(GOLDEN)) >> cp.uint64(52)).astype(cp.int64) % N
+    step = CHUNK // N
+
+    def idx(r0, r1):
+        return (cp.arange(N, dtype=cp.int64)[None, :] + shift[r0:r1, None]) % N
+
+    x = cp.empty((R, N), cp.float16)
+    for r0 in range(0, R, step):
+        r1 = min(R, r0 + step)
+        x[r0:r1] = base_d[idx(r0, r1)]
+    y = cp.full((R, N), cp.nan, cp.float16)
+    _run(cp, "softmax", [td((R, N)), td((R, N))], [y, x], dim=1)
+    for r0 in range(0, R, step):
+        r1 = min(R, r0 + step)
+        want = ref[idx(r0, r1)]
+        err = cp.abs(y[r0:r1].astype(cp.float32) - want) - (1e-6 + 2e-3 * want)
+        worst = float(err.max())
+        if not worst <= 0:  # NaN fails too
+            r, c = (int(v) for v in cp.unravel_index(cp.argmax(cp.where(cp.isnan(err), cp.inf, err)), err.shape))
+            raise AssertionError(f"softmax: row {r0 + r}, col {c}: {float(y[r0 + r, c])} vs {float(want[r, c])}")
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("big", [6], indirect=True)
+def test_rearrange_transpose_over_2_31_elements(big):
+    """u8 copy of a transposed (65537, 32768) view into a contiguous one."""
+    cp = big
+    R, C = 65537, 32768
+    src = cp.empty(R * C, cp.uint8)  # src^T contiguous: element [i, j] at j * R + i
+    dst = cp.empty((R, C), cp.uint8)
+    _fill(cp, src, lambda k: _pattern(cp, k))
+    _run(cp, "rearrange", [td((R, C), dtype=iop.uint8), td((R, C), (1, R), dtype=iop.uint8)], [dst, src])
+
+    def expected(r0, r1):
+        return _pattern(cp, cp.arange(r0, r1, dtype=cp.uint64)[:, None] + cp.arange(C, dtype=cp.uint64)[None, :] * cp.uint64(R))
+
+    _check_rows(cp, "rearrange (transpose)", dst, expected, CHUNK // C)
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("big", [14], indirect=True)
+def test_rearrange_one_strided_dim_of_2_32_elements(big):
+    """u8 copy of every other byte of an 8 GiB buffer: one collapsed dim of 2^32 + 24 elements
+    (its 32-bit fast-division fields cannot hold it; the 64-bit path divides)."""
+    cp = big
+    n = 2**32 + 24
+    src = cp.empty(2 * n, cp.uint8)
+    dst = cp.empty(n, cp.uint8)
+    _fill(cp, src, lambda k: _pattern(cp, k))
+    _run(cp, "rearrange", [td((n,), dtype=iop.uint8), td((n,), (2,), dtype=iop.uint8)], [dst, src])
+    _check_rows(
+        cp,
+        "rearrange (stride 2)",
+        dst.reshape(-1, 1),
+        lambda s, e: _pattern(cp, cp.arange(s, e, dtype=cp.uint64) * cp.uint64(2)).reshape(-1, 1),
+        CHUNK,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# compute-sanitizer subset: one small case per operator (tools/sanitize.sh)
+# --------------------------------------------------------------------------------------------
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.sanitize
+@pytest.mark.skipif(
+    os.environ.get("IOP_SANITIZE") != "1", reason="the compute-sanitizer subset (IOP_SANITIZE=1, tools/sanitize.sh)"
+)
+@pytest.mark.parametrize("op", nvidia_ops())
+def test_sanitizer_subset(op):
+    """The smallest quick case of every operator with an NVIDIA backend, in f32 where it has it:
+    every kernel family runs at least once under memcheck / racecheck."""
+    from infiniop_py.testing.run import run_case
+
+    index, case, dt = small_instance(op)
+    result = run_case(op, case, dt, "nvidia")
+    assert result.ok, f"{op} [{case.description}] {dt.name}: " + "; ".join(result.messages)
