@@ -295,7 +295,7 @@ class FakeGraph:
             raise RuntimeError(f"plan {i} refused")
 
     def get_workspace_size_plan_at_index(self, i):
-        return 64 * i
+        return 4096 * i
 
     def get_plan_name_at_index(self, i):
         return f"eng{i}"
@@ -353,12 +353,19 @@ class _Ctx:
         pass
 
 
-def fake_cupy():
+def fake_cupy(limit):
+    """limit[0]: allocations of this many bytes or more fail (None: no limit)."""
     stream = types.SimpleNamespace(ptr=0, synchronize=lambda: None)
     cuda = types.SimpleNamespace(
         Device=_Ctx, get_current_stream=lambda: stream, runtime=types.SimpleNamespace(getDevice=lambda: 0)
     )
-    return types.SimpleNamespace(cuda=cuda, uint8=np.uint8, empty=lambda n, dtype=None: FakeArray(n))
+
+    def empty(n, dtype=None):
+        if limit[0] is not None and n >= limit[0]:
+            raise MemoryError(f"out of memory allocating {n} bytes")
+        return FakeArray(n)
+
+    return types.SimpleNamespace(cuda=cuda, uint8=np.uint8, empty=empty)
 
 
 def fake_frontend(cfg):
@@ -387,7 +394,9 @@ def fake(monkeypatch):
     monkeypatch.setattr(icudnn, "_state", lambda: state)
     monkeypatch.setattr(icudnn, "_handles", {})
     monkeypatch.setattr(icudnn, "_graphs", icudnn.LRU(8))
-    monkeypatch.setattr(runtime, "cupy", fake_cupy)
+    cfg["alloc_limit"] = limit = [None]
+    cp = fake_cupy(limit)
+    monkeypatch.setattr(runtime, "cupy", lambda: cp)
     monkeypatch.setattr(runtime, "device_count", lambda: 1)
     times = {10: 3.0, 11: 1.0, 12: 2.0}
 
@@ -418,7 +427,7 @@ def test_fake_fprop_picks_fastest_plan_and_passes_pointers_in_order(fake):
     x, w, y = td((2, 4, 8, 8)), td((6, 4, 3, 3)), td((2, 6, 8, 8))
     conv = icudnn.CudnnConv("fprop", x, w, y, (1, 1), (1, 1), (1, 1))
     g = FakeGraph.instances[0]
-    assert conv.plan_name == "eng1" and conv.workspace_size == 64  # plan 1 (cpp 11) is the fastest
+    assert conv.plan_name == "eng1" and conv.workspace_size == 4096  # plan 1 (cpp 11) is the fastest
     assert set(g.notes) == {"TC", "ND", "DC", "RPR"}  # f32 without TF32, deterministic
     assert g.modes == ["A", "FALLBACK"]
     kind, _, attrs = g.nodes[0]
@@ -491,6 +500,17 @@ def test_fake_one_failing_entry_leaves_the_other(fake):
     assert bytes(by[:3]) == bytes([bx[0], bw[0], 11])
 
 
+def test_fake_plans_whose_workspace_cannot_be_allocated_are_dropped(fake):
+    x, w, y = td((1, 3, 5, 5)), td((2, 3, 1, 1)), td((1, 2, 5, 5))
+    fake["alloc_limit"][0] = 8192  # plan 2's 8 KiB workspace fails; plans 0 and 1 (and the scratch) remain
+    c = icudnn.CudnnConv("fprop", x, w, y, 0, 1, 1)
+    assert c.plan_name == "eng1" and set(c.plan_times) == {"0:eng0", "1:eng1"}
+    fake["alloc_limit"][0] = 1  # nothing can be allocated
+    with pytest.raises(InfiniopError) as ei:
+        icudnn.CudnnConv("fprop", x, w, y, 0, 1, 1, max_plans=2)
+    assert ei.value.status is Status.NOT_IMPLEMENTED and "out of memory" in str(ei.value)
+
+
 def test_fake_plan_refusals_and_limits(fake):
     x, w, y = td((1, 3, 5, 5)), td((2, 3, 1, 1)), td((1, 2, 5, 5))
     fake["refuse"] = (0, 1)
@@ -502,7 +522,7 @@ def test_fake_plan_refusals_and_limits(fake):
         icudnn.CudnnConv("fprop", x, w, y, 0, 1, 1, workspace_limit=1)
     assert ei.value.status is Status.NOT_IMPLEMENTED and "no cuDNN plan builds" in str(ei.value)
     fake["refuse"] = ()
-    c = icudnn.CudnnConv("fprop", x, w, y, 0, 1, 1, workspace_limit=64)  # plan 2 needs 128 bytes
+    c = icudnn.CudnnConv("fprop", x, w, y, 0, 1, 1, workspace_limit=4096)  # plan 2 needs 8192 bytes
     assert c.plan_name == "eng1"
 
 

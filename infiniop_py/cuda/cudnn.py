@@ -540,8 +540,15 @@ def _build(
     for r, buf in scratch.items():
         if r != out_role:
             buf.fill(0x3C if r != "w" else 0x3B)
-    max_ws = max(ws for _, ws in built)
-    ws_buf = cp.empty(max(max_ws, 1), dtype=cp.uint8)
+    ws_buf = None
+    while ws_buf is None:  # plans whose workspace cannot be had are dropped, largest first
+        max_ws = max(ws for _, ws in built)
+        try:
+            ws_buf = cp.empty(max(max_ws, 1), dtype=cp.uint8)
+        except Exception:  # noqa: BLE001 - CuPy's OutOfMemoryError
+            built = [(i, ws) for i, ws in built if ws < max_ws]
+            if not built:
+                raise
     ptr = {r: int(b.data.ptr) for r, b in scratch.items()}
     ptrs = (ctypes.c_void_p * len(order))(*[ptr[r] for r in order])
     ptrs_addr = ctypes.addressof(ptrs)
