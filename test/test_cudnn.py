@@ -442,6 +442,10 @@ def test_fake_fprop_picks_fastest_plan_and_passes_pointers_in_order(fake):
     assert bytes(by[:3]) == bytes([bx[0], bw[0], 11])
     assert g.handle.stream == 5
     assert conv._built.raw is not None  # the raw path was checked against the public one and kept
+    conv._multi = True  # the several-GPU path (device context around the call) writes the same
+    by[:3] = 0
+    conv(bx.ctypes.data, bw.ctypes.data, by.ctypes.data, 0, 6)
+    assert bytes(by[:3]) == bytes([bx[0], bw[0], 11]) and g.handle.stream == 6
     # a second descriptor of the same problem reuses the built graph
     icudnn.CudnnConv("fprop", x, w, y, (1, 1), (1, 1), (1, 1))
     assert len(FakeGraph.instances) == 1

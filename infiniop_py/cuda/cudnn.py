@@ -391,16 +391,16 @@ class CudnnConv:
             raise error(Status.NULL_POINTER, "CudnnConv: this convolution was built with a bias; bias_ptr is missing")
         s = stream if type(stream) is int else runtime.stream_ptr(stream)
         args = (x_ptr, w_ptr, y_ptr, bias_ptr)
-        ptrs = self._ptrs
-        for j, r in enumerate(self._perm):
-            ptrs[j] = args[r]
         b, h = self._built, self._handle
         try:
             if self._multi:
                 with runtime.cupy().cuda.Device(self.device_id):
-                    self._locked_run(b, h, s, ws_ptr)
+                    self._locked_run(b, h, s, ws_ptr, args)
             else:
-                with h.lock:
+                with h.lock:  # the pointer array and the handle's stream are shared state
+                    ptrs = self._ptrs
+                    for j, r in enumerate(self._perm):
+                        ptrs[j] = args[r]
                     if h.handle.stream != s:
                         h.set_stream(s)
                     if b.raw is not None:
@@ -414,8 +414,10 @@ class CudnnConv:
                 Status.INTERNAL_ERROR, f"CudnnConv {self.kind}: cuDNN execution failed: {type(exc).__name__}: {exc}"
             ) from exc
 
-    def _locked_run(self, b: _Built, h: _Handle, s: int, ws_ptr: int) -> None:
+    def _locked_run(self, b: _Built, h: _Handle, s: int, ws_ptr: int, args) -> None:
         with h.lock:
+            for j, r in enumerate(self._perm):
+                self._ptrs[j] = args[r]
             h.set_stream(s)
             if b.raw is not None:
                 b.raw(self._ptrs_addr, self._nptr, ws_ptr or 0, h.raw, b.cpp_index)
