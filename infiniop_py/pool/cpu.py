@@ -1,0 +1,130 @@
+"""NumPy backend of the pooling operators: vectorised over every element, with Python loops only
+over the k1*...*kn kernel offsets.
+
+The input is copied once into a padded accumulator-dtype array (f32 for half types and f32, f64
+for f64) whose spatial coordinates are shifted by p: window o then starts at o*s, and kernel
+offset kappa of every window is the strided slice ``kappa : kappa + (O-1)*s + 1 : s``. Padding is
+-inf for max (never selected) and 0 for avg. The backward passes add per-offset slices into a
+zeroed padded accumulator in a fixed order (kernel offsets in row-major order), then round once
+into grad_input, which is thereby fully overwritten.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ..halfconv import copy_into, to_f32
+from ..norm import acc_numpy
+
+
+def _padded_len(g, d: int) -> int:
+    """Length of spatial dim d in shifted coordinates: the input ends at p + L, the last window
+    at (O-1)*s + k."""
+    return max(g.p[d] + g.L[d], (g.O[d] - 1) * g.s[d] + g.k[d])
+
+
+def _inside(g) -> tuple:
+    """The input's place in the padded array."""
+    return (slice(None), slice(None), *(slice(g.p[d], g.p[d] + g.L[d]) for d in range(g.n)))
+
+
+def _window_slices(g):
+    """(row-major index, slice of the padded array) for every kernel offset, in scan order."""
+    for lin, kappa in enumerate(itertools.product(*(range(k) for k in g.k))):
+        yield (
+            lin,
+            (slice(None), slice(None), *(slice(kappa[d], kappa[d] + (g.O[d] - 1) * g.s[d] + 1, g.s[d]) for d in range(g.n))),
+        )
+
+
+def _per_window(g, values_by_dim, dtype, combine=np.multiply) -> np.ndarray:
+    """Per-window vectors of each spatial dim combined over the dims (product by default), shaped
+    (1, 1, *O)."""
+    out = None
+    for d, vals in enumerate(values_by_dim):
+        shape = [1, 1] + [1] * g.n
+        shape[2 + d] = g.O[d]
+        v = np.asarray(vals, dtype=dtype).reshape(shape)
+        out = v if out is None else combine(out, v)
+    return out
+
+
+def _load(view: np.ndarray, acc) -> np.ndarray:
+    return to_f32(view) if acc == np.float32 else view
+
+
+def _padded_input(g, x: np.ndarray, acc, fill: float) -> np.ndarray:
+    xp = np.full((g.N, g.C, *(_padded_len(g, d) for d in range(g.n))), fill, dtype=acc)
+    xp[_inside(g)] = _load(x, acc)
+    return xp
+
+
+def _argmax(g, xp: np.ndarray) -> np.ndarray:
+    """Per window, the row-major offset of its maximum: the first maximum in scan order, the
+    last NaN if there is one (torch's rule); the first in-bounds element when all are -inf."""
+    first = _per_window(g, [[f * int(np.prod(g.k[d + 1 :])) for f in g.first_inside(d)] for d in range(g.n)], np.int64, np.add)
+    shape = (g.N, g.C, *g.O)
+    idx = np.array(np.broadcast_to(first, shape))
+    best = np.full(shape, -np.inf, dtype=xp.dtype)
+    for lin, sl in _window_slices(g):
+        v = xp[sl]
+        take = (v > best) | np.isnan(v)
+        np.copyto(best, v, where=take)
+        np.copyto(idx, lin, where=take)
+    return idx
+
+
+def forward(kind: str):
+    def factory(info):
+        g = info.geom
+        acc = acc_numpy(info["input"].dtype)
+        empty = info["output"].numel == 0
+
+        def run(views, ws, rt):
+            if empty:
+                return
+            xp = _padded_input(g, views["input"], acc, -np.inf if kind == "max" else 0.0)
+            out = None
+            for _, sl in _window_slices(g):
+                if out is None:
+                    out = xp[sl].copy()
+                elif kind == "max":
+                    np.maximum(out, xp[sl], out=out)  # NaN propagates
+                else:
+                    out += xp[sl]
+            if kind == "avg":
+                out /= _per_window(g, [g.divisors(d) for d in range(g.n)], acc)
+            copy_into(views["output"], out)
+
+        return run
+
+    return factory
+
+
+def backward(kind: str):
+    def factory(info):
+        g = info.geom
+        acc = acc_numpy(info["grad_output"].dtype)
+        empty = info["grad_input"].numel == 0
+
+        def run(views, ws, rt):
+            if empty:
+                return
+            go = np.asarray(_load(views["grad_output"], acc), dtype=acc)
+            total = np.zeros((g.N, g.C, *(_padded_len(g, d) for d in range(g.n))), dtype=acc)
+            if kind == "avg":
+                part = go / _per_window(g, [g.divisors(d) for d in range(g.n)], acc)
+                for _, sl in _window_slices(g):
+                    total[sl] += part
+            else:
+                idx = _argmax(g, _padded_input(g, views["input"], acc, -np.inf))
+                zero = np.zeros((), dtype=acc)
+                for lin, sl in _window_slices(g):
+                    total[sl] += np.where(idx == lin, go, zero)
+            copy_into(views["grad_input"], total[_inside(g)])
+
+        return run
+
+    return factory

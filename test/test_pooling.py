@@ -1,0 +1,610 @@
+"""Pooling operators (avg_pool, avg_pool_backward, max_pool, max_pool_backward; ops.md §6.4-6.8):
+create-time validation, the NVIDIA launch plan (checked on the CPU by running the kernels'
+index arithmetic in Python), upstream-style GGUF files, and GPU-only checks (determinism, the
+gather fallback, layouts). The case tables themselves run in test_ops.py."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from conftest import requires_gpu
+
+import infiniop_py as iop
+from infiniop_py.descriptor import create_descriptor
+from infiniop_py.dtypes import DType
+from infiniop_py.pool import cuda as pc
+from infiniop_py.pool.cases import out_shape, strides_for
+from infiniop_py.registry import get_cases, get_spec
+from infiniop_py.status import InfiniopError, Status
+from infiniop_py.tensor import TensorDescriptor
+
+FWD = ("avg_pool", "max_pool")
+BWD = ("avg_pool_backward", "max_pool_backward")
+POOL_OPS = FWD + BWD
+
+
+def td(shape, strides=None, dtype=DType.F32):
+    return TensorDescriptor(tuple(shape), strides, dtype)
+
+
+def descs(op, shape, attrs, dtype=DType.F32, out=None):
+    """Tensor descriptors for ``op`` on an input of ``shape`` (contiguous); ``out`` overrides the
+    output / grad_output shape."""
+    o = out if out is not None else out_shape(shape, {"padding": 0, **attrs})
+    if op in FWD:
+        return {"output": td(o, dtype=dtype), "input": td(shape, dtype=dtype)}
+    return {"grad_input": td(shape, dtype=dtype), "grad_output": td(o, dtype=dtype), "input": td(shape, dtype=dtype)}
+
+
+def create(op, tensors, device="cpu", **attrs):
+    return create_descriptor(op, iop.create_handle(device), **tensors, **attrs)
+
+
+# -- validation -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("op", POOL_OPS)
+@pytest.mark.parametrize(
+    "attrs,status,word",
+    [
+        ({"kernel_size": [0]}, Status.BAD_PARAM, "kernel_size"),
+        ({"kernel_size": [2, 2, 2]}, Status.BAD_PARAM, "kernel_size"),
+        ({"kernel_size": [2], "stride": [0]}, Status.BAD_PARAM, "stride"),
+        ({"kernel_size": [2], "stride": [1, 1, 1]}, Status.BAD_PARAM, "stride"),
+        ({"kernel_size": [2], "padding": [-1]}, Status.BAD_PARAM, "padding"),
+        ({"kernel_size": [3], "padding": [2]}, Status.BAD_PARAM, "padding"),
+        ({"kernel_size": [3], "padding": [1, 1, 1]}, Status.BAD_PARAM, "padding"),
+        ({"kernel_size": "3"}, Status.BAD_PARAM, "kernel_size"),
+        ({"kernel_size": [3], "ceil_mode": 2}, Status.BAD_PARAM, "ceil_mode"),
+    ],
+)
+def test_bad_attributes(op, attrs, status, word):
+    with pytest.raises(InfiniopError) as e:
+        create(op, descs(op, (2, 3, 8, 8), {"kernel_size": [2]}), **attrs)
+    assert e.value.status == status and word in str(e.value)
+
+
+@pytest.mark.parametrize("op", POOL_OPS)
+def test_kernel_size_required(op):
+    with pytest.raises(InfiniopError) as e:
+        create(op, descs(op, (2, 3, 8, 8), {"kernel_size": [2]}))
+    assert e.value.status == Status.BAD_PARAM and "kernel_size" in str(e.value)
+
+
+@pytest.mark.parametrize("op", POOL_OPS)
+@pytest.mark.parametrize("shape", [(3, 8), (1, 2, 3, 4, 5, 6), (8,)])
+def test_rank_outside_3_to_5(op, shape):
+    t = (
+        {n: td(shape) for n in ("output", "input")}
+        if op in FWD
+        else {n: td(shape) for n in ("grad_input", "grad_output", "input")}
+    )
+    with pytest.raises(InfiniopError) as e:
+        create(op, t, kernel_size=[1])
+    assert e.value.status == Status.BAD_TENSOR_SHAPE
+
+
+@pytest.mark.parametrize("op", POOL_OPS)
+def test_kernel_larger_than_padded_input(op):
+    """Output size < 1 (ops.md §6.4: the shape cannot match): BAD_TENSOR_SHAPE."""
+    with pytest.raises(InfiniopError) as e:
+        create(op, descs(op, (2, 3, 4, 4), {}, out=(2, 3, 1, 1)), kernel_size=[7], padding=[1])
+    assert e.value.status == Status.BAD_TENSOR_SHAPE and "larger than the padded input" in str(e.value)
+    # the same window fits once the padding makes room: L + 2p = 4 + 2*3 >= 7
+    create(op, descs(op, (2, 3, 4, 4), {}, out=(2, 3, 4, 4)), kernel_size=[7], stride=[1], padding=[3]).destroy()
+
+
+@pytest.mark.parametrize("op", POOL_OPS)
+def test_empty_spatial_dim(op):
+    with pytest.raises(InfiniopError) as e:
+        create(op, descs(op, (2, 3, 0, 4), {}, out=(2, 3, 1, 2)), kernel_size=[2], padding=[1])
+    assert e.value.status == Status.BAD_TENSOR_SHAPE and "empty" in str(e.value)
+
+
+@pytest.mark.parametrize("op", POOL_OPS)
+@pytest.mark.parametrize("delta", [(0, 0, 1, 0), (0, 0, 0, -1), (0, 1, 0, 0), (1, 0, 0, 0)])
+def test_output_shape_mismatch(op, delta):
+    good = out_shape((2, 3, 9, 9), {"kernel_size": [3], "stride": [2], "padding": [1]})
+    bad = tuple(a + b for a, b in zip(good, delta))
+    with pytest.raises(InfiniopError) as e:
+        create(op, descs(op, (2, 3, 9, 9), {}, out=bad), kernel_size=[3], stride=[2], padding=[1])
+    assert e.value.status == Status.BAD_TENSOR_SHAPE
+
+
+@pytest.mark.parametrize("op", BWD)
+def test_grad_input_shape_mismatch(op):
+    t = descs(op, (2, 3, 8, 8), {"kernel_size": [2]})
+    t["grad_input"] = td((2, 3, 8, 9))
+    with pytest.raises(InfiniopError) as e:
+        create(op, t, kernel_size=[2])
+    assert e.value.status == Status.BAD_TENSOR_SHAPE and "grad_input" in str(e.value)
+
+
+@pytest.mark.parametrize("op", POOL_OPS)
+def test_ceil_mode_changes_the_required_shape(op):
+    # L=5, k2 s2 p1: floor -> 3; ceil -> 4 - 1 (the 4th window would start in the right padding) = 3
+    # L=6, k2 s2 p0: floor -> 3; ceil -> 3; L=7 k2 s2: floor 3, ceil 4
+    create(op, descs(op, (1, 1, 7), {}, out=(1, 1, 4)), kernel_size=[2], ceil_mode=True).destroy()
+    with pytest.raises(InfiniopError) as e:
+        create(op, descs(op, (1, 1, 7), {}, out=(1, 1, 4)), kernel_size=[2])
+    assert e.value.status == Status.BAD_TENSOR_SHAPE
+    create(op, descs(op, (1, 1, 5), {}, out=(1, 1, 3)), kernel_size=[2], padding=[1], ceil_mode=True).destroy()
+
+
+@pytest.mark.parametrize("op", POOL_OPS)
+def test_mixed_dtypes(op):
+    for name in descs(op, (2, 3, 8, 8), {"kernel_size": [2]}):
+        t = descs(op, (2, 3, 8, 8), {"kernel_size": [2]})
+        t[name] = td(t[name].shape, dtype=DType.F16)
+        with pytest.raises(InfiniopError) as e:
+            create(op, t, kernel_size=[2])
+        assert e.value.status == Status.BAD_TENSOR_DTYPE, name
+
+
+@pytest.mark.parametrize("op", POOL_OPS)
+def test_integer_dtype_refused(op):
+    with pytest.raises(InfiniopError) as e:
+        create(op, descs(op, (2, 3, 8, 8), {"kernel_size": [2]}, DType.I32), kernel_size=[2])
+    assert e.value.status == Status.BAD_TENSOR_DTYPE
+
+
+@pytest.mark.parametrize("op", POOL_OPS)
+def test_output_not_writable(op):
+    t = descs(op, (2, 3, 8, 8), {"kernel_size": [2]})
+    name = "output" if op in FWD else "grad_input"
+    shape = t[name].shape
+    t[name] = td(shape, (0,) + tuple(strides_for(shape, range(4))[1:]))
+    with pytest.raises(InfiniopError) as e:
+        create(op, t, kernel_size=[2])
+    assert e.value.status == Status.BAD_TENSOR_STRIDES
+
+
+@pytest.mark.parametrize("op", POOL_OPS)
+def test_stride_none_or_empty_is_kernel_size(op):
+    for stride in (None, [], ()):
+        d = create(op, descs(op, (2, 3, 8, 8), {"kernel_size": [2]}), kernel_size=[2], stride=stride)
+        d.destroy()
+
+
+@pytest.mark.parametrize("op", FWD)
+def test_failed_calculate_writes_nothing(op):
+    """A buffer too small for its descriptor fails before anything is written."""
+    d = create(op, descs(op, (2, 3, 8, 8), {"kernel_size": [2]}), kernel_size=[2])
+    out = np.full((2, 3, 4, 4), 7.0, np.float32)
+    with pytest.raises(InfiniopError) as e:
+        d.calculate(None, out, np.zeros(10, np.float32))
+    assert e.value.status == Status.BAD_PARAM and np.all(out == 7.0)
+    d.destroy()
+
+
+def test_cstyle_names_and_upstream_order():
+    """infiniopCreateAvgPoolDescriptor(handle, desc, output, input, kernel_size, strides, pads, ceil_mode)."""
+    h = iop.create_handle("cpu")
+    x = np.arange(2 * 3 * 6 * 6, dtype=np.float32).reshape(2, 3, 6, 6)
+    y = np.zeros((2, 3, 3, 3), np.float32)
+    d = iop.infiniopCreateAvgPoolDescriptor(h, td(y.shape), td(x.shape), [2, 2], [2, 2], [0, 0], False)
+    assert iop.infiniopGetAvgPoolWorkspaceSize(d) == 0
+    iop.infiniopAvgPool(d, None, 0, y, x, None)
+    iop.infiniopDestroyAvgPoolDescriptor(d)
+    assert np.allclose(y, x.reshape(2, 3, 3, 2, 3, 2).mean(axis=(3, 5)))
+    for stem in ("AvgPoolBackward", "MaxPool", "MaxPoolBackward"):
+        assert callable(getattr(iop, f"infiniopCreate{stem}Descriptor"))
+
+
+def test_iop_ops_infers_the_output():
+    x = np.random.default_rng(0).standard_normal((2, 3, 9, 10)).astype(np.float32)
+    y = iop.ops.max_pool(x, kernel_size=(3,), stride=(2,), padding=(1,))
+    import torch
+
+    assert np.array_equal(y, torch.nn.functional.max_pool2d(torch.from_numpy(x), 3, 2, 1).numpy())
+    g = iop.ops.max_pool_backward(np.ones_like(y), x, kernel_size=(3,), stride=(2,), padding=(1,))
+    assert g.shape == x.shape and g.sum() == y.size
+
+
+@pytest.mark.parametrize("op", POOL_OPS)
+def test_cpu_backward_is_deterministic_and_overwrites(op):
+    """Two calls into outputs full of different junk give the same bits."""
+    rng = np.random.default_rng(1)
+    t = descs(op, (2, 3, 9, 9), {"kernel_size": [3], "stride": [2], "padding": [1]})
+    d = create(op, t, kernel_size=[3], stride=[2], padding=[1])
+    ins = {n: rng.standard_normal(t[n].shape).astype(np.float32) for n in t if not get_spec(op).role[n].is_output}
+    results = []
+    for fill in (np.nan, 5.0):
+        outs = {r.name: np.full(t[r.name].shape, fill, np.float32) for r in get_spec(op).outputs}
+        d.calculate(None, *(outs.get(r.name, ins.get(r.name)) for r in get_spec(op).tensors))
+        results.append(next(iter(outs.values())))
+    assert np.array_equal(results[0], results[1], equal_nan=False)
+    d.destroy()
+
+
+# -- the NVIDIA plan, checked by running the kernels' index arithmetic in Python --------------------
+def _geometry(op, case, dtype=DType.F64):
+    from infiniop_py.spec import Checker
+
+    spec = get_spec(op)
+    tensors = {n: td(*tc.resolved(dtype)[:2], dtype) for n, tc in case.tensors.items()}
+    attrs = {a.name: case.attrs.get(a.name, a.default) for a in spec.attrs}
+    info = spec.validate(Checker(op, tensors, {k: spec.attr[k].coerce(v, op) for k, v in attrs.items()}, None))
+    return info
+
+
+def _fastdiv(f, n: int) -> int:
+    q = (((n * f.m) >> 32) + n) >> f.s
+    assert q == n // f.d, (n, f.d)  # the magic numbers are exact over the values used
+    return q
+
+
+class _Emu:
+    """The index arithmetic of pool.cu in Python (float64 values; one element at a time), in the
+    kernels' order: tiles, work items of V elements, covering windows in ascending order."""
+
+    def __init__(self, plan, bufs):
+        self.m = pc.PoolMetaC.from_buffer_copy(plan.meta)
+        self.mode = plan.mode
+        self.bufs = bufs  # flat float64 arrays: [written, read 1, read 2]
+        self.writes = np.zeros(bufs[0].size, np.int64)
+
+    @staticmethod
+    def divmod(f, n):
+        q = _fastdiv(f, n)
+        return q, n - q * f.d
+
+    def tile(self, tile):
+        m = self.m
+        tile, r2 = self.divmod(m.dn2, tile)
+        tile, r1 = self.divmod(m.dn1, tile)
+        tile, r0 = self.divmod(m.dn0, tile)
+        other, rl = self.divmod(m.dnl, tile)
+        a = [r0 * m.T[0], r1 * m.T[1], r2 * m.T[2]]
+        lane0 = rl * m.TL
+        base = [other * m.str[j][1] + lane0 * m.str[j][0] for j in range(3)]
+        return a, lane0, base
+
+    def item(self, a, lane0, e):
+        m = self.m
+        e, lane = self.divmod(m.dTL, e)
+        e, g = self.divmod(m.dG, e)
+        t0, t1 = self.divmod(m.dT1, e)
+        p0, p1 = a[0] + t0, a[1] + t1
+        return lane0 + lane < m.lanes and p0 < m.ext[0] and p1 < m.ext[1], lane, p0, p1, g
+
+    def p2(self, a, g, v):
+        m = self.m
+        t2 = g + v * m.G
+        return a[2] + t2 if t2 < m.T[2] and a[2] + t2 < m.ext[2] else -1
+
+    def cover(self, d, i):
+        m = self.m
+        num = i + m.p[d] - m.k[d] + 1
+        lo = 0 if num <= 0 else _fastdiv(m.ds[d], num + m.s[d] - 1)
+        return lo, min(_fastdiv(m.ds[d], i + m.p[d]), m.O[d] - 1)
+
+    def span(self, d, o):
+        m = self.m
+        st = o * m.s[d] - m.p[d]
+        return min(st + m.k[d], m.L[d] + m.p[d]) - st
+
+    def argmax(self, xb, o, slot=2):
+        m = self.m
+        st = [o[d] * m.s[d] - m.p[d] for d in range(3)]
+        b = [max(st[d], 0) for d in range(3)]
+        e = [min(st[d] + m.k[d], m.L[d]) for d in range(3)]
+        best, arg = -np.inf, ((b[0] - st[0]) * m.k[1] + (b[1] - st[1])) * m.k[2] + (b[2] - st[2])
+        for i in itertools.product(*(range(b[d], e[d]) for d in range(3))):
+            v = self.bufs[slot][xb + sum(i[d] * m.str[slot][2 + d] for d in range(3))]
+            if v > best or v != v:
+                best, arg = v, ((i[0] - st[0]) * m.k[1] + (i[1] - st[1])) * m.k[2] + (i[2] - st[2])
+        return best, arg
+
+    def write(self, off, value):
+        self.bufs[0][off] = value
+        self.writes[off] += 1
+
+    def run(self):
+        m = self.m
+        for tile in range(m.ntiles):
+            a, lane0, base = self.tile(tile)
+            LO, arg = None, None
+            if self.mode == pc.MAX_BWD_TILED:
+                LO, arg = self.halo(a, lane0, base)
+            for e in range(m.items):
+                ok, lane, p0, p1, g = self.item(a, lane0, e)
+                if not ok:
+                    continue
+                if self.mode <= pc.AVG_FWD:
+                    p2 = self.p2(a, g, 0)
+                    if p2 >= 0:
+                        self.forward(base, lane, [p0, p1, p2])
+                else:
+                    self.backward(a, base, lane, p0, p1, g, arg, LO)
+
+    def forward(self, base, lane, o):
+        m = self.m
+        xb = base[1] + lane * m.str[1][0]
+        if self.mode == pc.MAX_FWD:
+            r = self.argmax(xb, o, slot=1)[0]
+        else:
+            st = [o[d] * m.s[d] - m.p[d] for d in range(3)]
+            rng = [range(max(st[d], 0), min(st[d] + m.k[d], m.L[d])) for d in range(3)]
+            total = sum(self.bufs[1][xb + sum(i[d] * m.str[1][2 + d] for d in range(3))] for i in itertools.product(*rng))
+            r = total / (self.span(0, o[0]) * self.span(1, o[1]) * self.span(2, o[2]))
+        self.write(base[0] + lane * m.str[0][0] + sum(o[d] * m.str[0][2 + d] for d in range(3)), r)
+
+    def backward(self, a, base, lane, i0, i1, g, arg, lo_):
+        m = self.m
+        assert m.V == 4
+        i2 = [self.p2(a, g, v) for v in range(m.V)]
+        c2 = [self.cover(2, i) if i >= 0 else (1, 0) for i in i2]
+        (lo0, hi0), (lo1, hi1) = self.cover(0, i0), self.cover(1, i1)
+        gb, xb = base[1] + lane * m.str[1][0], base[2] + lane * m.str[2][0]
+        acc = [0.0] * m.V
+        for o0 in range(lo0, hi0 + 1):
+            st0 = o0 * m.s[0] - m.p[0]
+            for o1 in range(lo1, hi1 + 1):
+                st1 = o1 * m.s[1] - m.p[1]
+                g01 = gb + o0 * m.str[1][2] + o1 * m.str[1][3]
+                r01 = ((i0 - st0) * m.k[1] + (i1 - st1)) * m.k[2]
+                f01 = self.span(0, o0) * self.span(1, o1)
+                for v in range(m.V):
+                    for o2 in range(c2[v][0], c2[v][1] + 1):
+                        gv = self.bufs[1][g01 + o2 * m.str[1][4]]
+                        if self.mode == pc.AVG_BWD:
+                            acc[v] += gv / (f01 * self.span(2, o2))
+                            continue
+                        rel = r01 + i2[v] - (o2 * m.s[2] - m.p[2])
+                        if self.mode == pc.MAX_BWD_TILED:
+                            h = ((((o0 - lo_[0]) * m.H[1] + (o1 - lo_[1])) * m.H[2]) + (o2 - lo_[2])) * m.TL + lane
+                            am = arg[h]
+                        else:
+                            am = self.argmax(xb, (o0, o1, o2))[1]
+                        if am == rel:
+                            acc[v] += gv
+        wb = base[0] + lane * m.str[0][0] + i0 * m.str[0][2] + i1 * m.str[0][3]
+        for v in range(m.V):
+            if i2[v] >= 0:
+                self.write(wb + i2[v] * m.str[0][4], acc[v])
+
+    def halo(self, a, lane0, base):
+        m = self.m
+        LO, HI = [], []
+        for d in range(3):
+            LO.append(self.cover(d, a[d])[0])
+            HI.append(self.cover(d, min(a[d] + m.T[d] - 1, m.L[d] - 1))[1])
+            assert HI[d] - LO[d] + 1 <= m.H[d], "halo box too small"
+        arg = {}
+        for h in range(m.halo_items):
+            r, lane = self.divmod(m.dHL, h)
+            r, h2 = self.divmod(m.dH2, r)
+            h0, h1 = self.divmod(m.dH1, r)
+            o = [LO[0] + h0, LO[1] + h1, LO[2] + h2]
+            if lane0 + lane >= m.lanes or any(o[d] > HI[d] for d in range(3)):
+                continue
+            arg[h] = self.argmax(base[2] + lane * m.str[2][0], o)[1]
+        return LO, arg
+
+
+MODES = {"max_pool": pc.MAX_FWD, "avg_pool": pc.AVG_FWD, "avg_pool_backward": pc.AVG_BWD, "max_pool_backward": pc.MAX_BWD_TILED}
+
+
+def _emulate(op, case, smem_limit=None, budget=None):
+    """Plan ``case`` for the GPU, run the plan's index arithmetic in Python on float64 data laid
+    out with the case's strides, and return (emulated written tensor, CPU backend result, plan,
+    write counts)."""
+    from infiniop_py.testing.data import gather, layout
+
+    spec = get_spec(op)
+    info = _geometry(op, case)
+    rng = np.random.default_rng(3)
+    names = [r.name for r in spec.tensors]
+    written, reads = names[0], names[1:]
+    plan = pc.plan(info.geom, info[written], [info[r] for r in reads], MODES[op], smem_limit)
+    data = {}
+    bufs = []
+    for n in names:
+        shape, strides, _ = case.tensors[n].resolved(DType.F64)
+        if n == written:
+            flat = np.full(max(1, sum((s - 1) * st for s, st in zip(shape, strides)) + 1), np.nan)
+        else:
+            v = case.data(rng, n, DType.F64, shape) if case.data else None
+            data[n] = rng.uniform(-2, 2, shape) if v is None else v
+            flat = layout(data[n], shape, strides, DType.F64)
+        bufs.append(flat)
+    bufs += [bufs[0]] * (3 - len(bufs))
+    emu = _Emu(plan, bufs)
+    emu.run()
+    shape, strides, _ = case.tensors[written].resolved(DType.F64)
+    got = gather(bufs[0], shape, strides)
+    expected = np.empty(shape)
+    spec.cpu(info)({written: expected, **data}, None, {})
+    return got, expected, plan, gather(emu.writes.astype(np.float64), shape, strides)
+
+
+def _small_cases(op):
+    for i, c in enumerate(get_cases(op)):
+        if "quick" in c.suites and all(np.prod(t.shape) <= 4000 for t in c.tensors.values()):
+            yield pytest.param(op, i, id=f"{op}-{i}")
+
+
+@pytest.mark.parametrize("op,index", [p for op in POOL_OPS for p in _small_cases(op)])
+def test_plan_emulated(op, index):
+    """Every element of the written tensor is written exactly once and the values match the CPU
+    backend (max_pool: bitwise; sums, whose order differs: to float64 rounding)."""
+    case = get_cases(op)[index]
+    got, expected, plan, writes = _emulate(op, case)
+    assert np.all(writes == 1), f"{case.description}: writes {np.unique(writes)}"
+    if op == "max_pool":
+        assert np.array_equal(got, expected, equal_nan=True), case.description
+    else:
+        assert np.allclose(got, expected, rtol=1e-12, atol=1e-12), case.description
+
+
+@pytest.mark.parametrize("op,index", [p for op in POOL_OPS for p in _small_cases(op)])
+def test_plan_emulated_small_tiles(op, index, monkeypatch):
+    """The same with tiles of a few elements: many tiles per plane, partial tiles at every edge,
+    tiled max backward halos that start inside the tensor or cover no window at all."""
+    monkeypatch.setattr(pc, "MAX_TILE", 9)
+    monkeypatch.setattr(pc, "MIN_ROW", 1)
+    monkeypatch.setattr(pc, "LANES", 3)
+    case = get_cases(op)[index]
+    got, expected, plan, writes = _emulate(op, case)
+    assert np.all(writes == 1), f"{case.description}: writes {np.unique(writes)}"
+    assert np.allclose(got, expected, rtol=1e-12, atol=1e-12, equal_nan=True), case.description
+
+
+@pytest.mark.parametrize("index", [i for i, c in enumerate(get_cases("max_pool_backward")) if "quick" in c.suites][:12])
+def test_plan_emulated_gather_fallback(index):
+    """With no shared memory the tiled max backward falls back to the per-element gather (MODE
+    4), with the same results."""
+    case = get_cases("max_pool_backward")[index]
+    if any(np.prod(t.shape) > 4000 for t in case.tensors.values()):
+        pytest.skip("large")
+    got, expected, plan, writes = _emulate("max_pool_backward", case, smem_limit=0)
+    assert plan.mode == pc.MAX_BWD_GATHER
+    assert np.all(writes == 1) and np.allclose(got, expected, rtol=1e-12, atol=1e-12)
+
+
+def _plan_for(op, shape, attrs, kind="contiguous", dtype=DType.F32):
+    from infiniop_py.pool.cases import _t
+    from infiniop_py.testing.cases import Case
+
+    case = Case(
+        {"output": _t(out_shape(shape, attrs), kind, True), "input": _t(shape, kind, False)}
+        if op in FWD
+        else {
+            "grad_input": _t(shape, kind, True),
+            "grad_output": _t(out_shape(shape, attrs), kind, False),
+            "input": _t(shape, kind, False),
+        },
+        (dtype,),
+        attrs=attrs,
+    )
+    info = _geometry(op, case, dtype)
+    names = [r.name for r in get_spec(op).tensors]
+    return pc.plan(info.geom, info[names[0]], [info[n] for n in names[1:]], MODES[op])
+
+
+def test_plan_target_shapes():
+    """The benchmark shapes: NCHW iterates along W with one lane per tile; channels-last takes
+    32 channels per tile; the tiled max backward's halo fits; little waste in every plan."""
+    k3 = {"kernel_size": [3], "stride": [2], "padding": [1]}
+    k2 = {"kernel_size": [2], "stride": [2]}
+    for op, attrs in (("max_pool", k3), ("max_pool_backward", k3), ("avg_pool", k2), ("avg_pool_backward", k2)):
+        for kind in ("contiguous", "channels_last"):
+            p = _plan_for(op, (32, 64, 112, 112), attrs, kind)
+            assert p.TL == (32 if kind == "channels_last" else 1), (op, kind)
+            assert p.mode == MODES[op] and p.smem <= pc.SMEM_LIMIT
+            m = pc.PoolMetaC.from_buffer_copy(p.meta)
+            ext = 112 if op in BWD else 56
+            useful = 32 * 64 * ext * ext / p.V
+            assert p.ntiles * -(-m.items // pc.BLOCK) * pc.BLOCK <= 1.15 * useful, (op, kind, p.T)
+            if kind == "contiguous":
+                assert p.T[2] >= pc.MIN_ROW
+
+
+def test_plan_large_halo_falls_back():
+    p = _plan_for("max_pool_backward", (1, 2, 40, 40, 40), {"kernel_size": [40], "stride": [1], "padding": [20]})
+    assert p.mode == pc.MAX_BWD_GATHER and p.smem == 0
+
+
+def test_choose_tile_prefers_parallelism_for_small_problems():
+    """A single small plane is split into several tiles rather than one block doing all."""
+    p = _plan_for("max_pool", (1, 1, 64, 64), {"kernel_size": [2]})
+    assert p.ntiles >= 2
+    assert pc._extent_choices(112) == [1, 2, 4, 8, 16, 28, 56, 112]
+
+
+def test_meta_layout_matches_the_kernel():
+    """pool.cu pins sizeof(PoolMeta) and three offsets with static_asserts (checked by the NVRTC
+    compile check); the ctypes mirror must agree."""
+    import ctypes
+
+    src = pc.SOURCE
+    assert "sizeof(PoolMeta) == 408" in src and ctypes.sizeof(pc.PoolMetaC) == 408
+    for field, off in (("L", 120), ("TL", 216), ("dTL", 248), ("ds", 368)):
+        assert f"__builtin_offsetof(PoolMeta, {field}) == {off}" in src and getattr(pc.PoolMetaC, field).offset == off
+
+
+def test_compile_units_list_every_plannable_kernel():
+    names = {op: set(get_spec(op).nvidia.compile_units()[0][1]) for op in POOL_OPS}
+    for op in POOL_OPS:
+        modes = (pc.MAX_BWD_TILED, pc.MAX_BWD_GATHER) if op == "max_pool_backward" else (MODES[op],)
+        assert names[op] == {pc.kernel_name(m, dt) for m in modes for dt in get_spec(op).dtypes}
+
+
+# -- GPU ----------------------------------------------------------------------------------------------
+def _gpu_run(op, case, dtype, seed=0):
+    from infiniop_py.testing.run import run_case
+
+    result = run_case(op, case, dtype, "nvidia", seed=seed)
+    assert result.ok, "; ".join(result.messages)
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [DType.F32, DType.F16], ids=lambda d: d.name)
+def test_gpu_gather_fallback_matches_tiled(monkeypatch, dtype):
+    """MODE 4 (no shared memory) and MODE 3 give the same bits."""
+    import cupy as cp
+
+    rng = np.random.default_rng(0)
+    x = rng.integers(-2, 3, (2, 5, 9, 11)).astype(np.float32)
+    go = rng.standard_normal((2, 5, 5, 6)).astype(np.float32)
+    npd = np.float16 if dtype is DType.F16 else np.float32
+    outs = []
+    for limit in (pc.SMEM_LIMIT, 0):
+        monkeypatch.setattr(pc, "SMEM_LIMIT", limit)
+        t = {"grad_input": td(x.shape, dtype=dtype), "grad_output": td(go.shape, dtype=dtype), "input": td(x.shape, dtype=dtype)}
+        d = create("max_pool_backward", t, "nvidia", kernel_size=[3], stride=[2], padding=[1])
+        assert d._kernel.plan.mode == (pc.MAX_BWD_TILED if limit else pc.MAX_BWD_GATHER)
+        gi = cp.full(x.shape, np.nan, npd)
+        d.calculate(None, gi, cp.asarray(go.astype(npd)), cp.asarray(x.astype(npd)))
+        outs.append(cp.asnumpy(gi))
+        d.destroy()
+    bits = np.uint16 if dtype is DType.F16 else np.uint32
+    assert np.array_equal(outs[0].view(bits), outs[1].view(bits))
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("op", POOL_OPS)
+def test_gpu_bitwise_deterministic(op):
+    """Two calls with the same inputs give the same bits (overlapping windows, ties)."""
+    import cupy as cp
+
+    rng = np.random.default_rng(2)
+    t = descs(op, (4, 16, 33, 35), {"kernel_size": [3], "stride": [1], "padding": [1]})
+    d = create(op, t, "nvidia", kernel_size=[3], stride=[1], padding=[1])
+    ins = {
+        n: cp.asarray(rng.integers(-3, 4, t[n].shape).astype(np.float32) * 0.37) for n in t if not get_spec(op).role[n].is_output
+    }
+    res = []
+    for _ in range(2):
+        outs = {r.name: cp.full(t[r.name].shape, np.nan, np.float32) for r in get_spec(op).outputs}
+        d.calculate(None, *(outs.get(r.name, ins.get(r.name)) for r in get_spec(op).tensors))
+        res.append(cp.asnumpy(next(iter(outs.values()))))
+    assert np.array_equal(res[0].view(np.uint32), res[1].view(np.uint32))
+    d.destroy()
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("op", POOL_OPS)
+@pytest.mark.parametrize("kind", ["contiguous", "channels_last"])
+def test_gpu_target_shape_layouts(op, kind):
+    """The benchmark problem at batch 2 (k3 s2 p1 for max, k2 s2 for avg), NCHW and channels-last."""
+    from infiniop_py.pool.cases import _t
+    from infiniop_py.testing.cases import Case
+
+    attrs = {"kernel_size": [3], "stride": [2], "padding": [1]} if op.startswith("max") else {"kernel_size": [2], "stride": [2]}
+    shape = (2, 64, 112, 112)
+    tensors = (
+        {"output": _t(out_shape(shape, attrs), kind, True), "input": _t(shape, kind, False)}
+        if op in FWD
+        else {
+            "grad_input": _t(shape, kind, True),
+            "grad_output": _t(out_shape(shape, attrs), kind, False),
+            "input": _t(shape, kind, False),
+        }
+    )
+    for dtype in (DType.F32, DType.BF16):
+        _gpu_run(op, Case(tensors, (dtype,), attrs=attrs), dtype)
