@@ -685,243 +685,238 @@ def test_threads_and_streams_match_the_serial_run(op, shared):
 
 
 # --------------------------------------------------------------------------------------------
-# GPU: more than 2^31 elements (f16 / u8; structured data whose result is known exactly)
+# More than 2^31 elements (f16 / u8; structured data whose result is known exactly). Each check
+# runs on the GPU past 2^31 elements, and on the CPU at small sizes (which checks the checks).
 # --------------------------------------------------------------------------------------------
-CHUNK = 1 << 26  # elements per generation / check step (temporaries of a few hundred MiB)
 GOLDEN = 0x9E3779B97F4A7C15
 
 
-def _pattern(cp, k):
-    """A byte per index (uint64 array): the top byte of a multiplicative hash."""
-    return ((k.astype(cp.uint64) * cp.uint64(GOLDEN)) >> cp.uint64(56)).astype(cp.uint8)
+class Scale:
+    """The array module (CuPy or NumPy), device and step size of one run of a large check."""
 
+    def __init__(self, xp, device: str, chunk: int):
+        self.xp, self.device, self.chunk = xp, device, chunk
 
-def _half(cp, k):
-    """f16 values in [-8, 8) in steps of 1/16 (exact), from the byte pattern."""
-    return ((_pattern(cp, k).astype(cp.float32) - 128.0) / 16.0).astype(cp.float16)
+    def run(self, op, descs, bufs, **attrs) -> None:
+        xp = self.xp
+        h = iop.create_handle(self.device)
+        d = iop.create_descriptor(op, h, *descs, **attrs)
+        ws = xp.empty(d.workspace_size, xp.uint8) if d.workspace_size else None
+        d.calculate(ws, *bufs)
+        if self.device != "cpu":
+            xp.cuda.Device().synchronize()
+        d.destroy()
+        iop.destroy_handle(h)
 
+    def pattern(self, k):
+        """A byte per index (k a uint64 array): the top byte of a multiplicative hash."""
+        xp = self.xp
+        return ((k.astype(xp.uint64) * xp.uint64(GOLDEN)) >> xp.uint64(56)).astype(xp.uint8)
 
-def _fill(cp, flat, fn) -> None:
-    """flat[k] = fn(k) for every k (flat a 1-D contiguous array), a chunk at a time."""
-    n = flat.size
-    for s in range(0, n, CHUNK):
-        e = min(n, s + CHUNK)
-        flat[s:e] = fn(cp.arange(s, e, dtype=cp.uint64))
+    def half(self, k):
+        """f16 values in [-8, 8) in steps of 1/16 (exact), from the byte pattern."""
+        xp = self.xp
+        return ((self.pattern(k).astype(xp.float32) - 128.0) / 16.0).astype(xp.float16)
 
+    def fill(self, flat, fn) -> None:
+        """flat[k] = fn(k) for every k (flat a 1-D contiguous array), a chunk at a time."""
+        xp, n = self.xp, flat.size
+        for s in range(0, n, self.chunk):
+            e = min(n, s + self.chunk)
+            flat[s:e] = fn(xp.arange(s, e, dtype=xp.uint64))
 
-def _check_rows(cp, what, out2d, expected_rows, rows_per_step) -> None:
-    """Every row block of out2d equals expected_rows(r0, r1) (compared as values)."""
-    R = out2d.shape[0]
-    for r0 in range(0, R, rows_per_step):
-        r1 = min(R, r0 + rows_per_step)
-        ok = out2d[r0:r1] == expected_rows(r0, r1)
-        if not bool(ok.all()):
-            bad = cp.argwhere(~ok)[0]
-            r, c = r0 + int(bad[0]), int(bad[1])
-            raise AssertionError(f"{what}: first wrong element at [{r}, {c}] (row block {r0}:{r1})")
+    def grid(self, r0, r1, cols, row_step, col_step):
+        """Flat indices r * row_step + c * col_step for rows [r0, r1) and cols [0, cols) (uint64)."""
+        xp = self.xp
+        rows = xp.arange(r0, r1, dtype=xp.uint64)[:, None] * xp.uint64(row_step)
+        return rows + xp.arange(cols, dtype=xp.uint64)[None, :] * xp.uint64(col_step)
 
+    def check_rows(self, what, out2d, expected_rows) -> None:
+        """Every block of rows of out2d equals expected_rows(r0, r1) (compared as values)."""
+        xp, R = self.xp, out2d.shape[0]
+        step = max(1, self.chunk // max(1, out2d.shape[1]))
+        for r0 in range(0, R, step):
+            r1 = min(R, r0 + step)
+            ok = out2d[r0:r1] == expected_rows(r0, r1)
+            if not bool(ok.all()):
+                bad = xp.argwhere(~ok)[0]
+                raise AssertionError(f"{what}: first wrong element at [{r0 + int(bad[0])}, {int(bad[1])}]")
 
-@pytest.fixture
-def big(request):
-    """CuPy, after skipping when the GPU lacks ``request.param`` GiB of free memory; the pool is
-    emptied afterwards so the next large test starts from nothing."""
-    cp = cupy_or_skip()
-    need = request.param * GIB
-    gc.collect()
-    cp.get_default_memory_pool().free_all_blocks()
-    free, _ = cp.cuda.runtime.memGetInfo()
-    if free < need:
-        pytest.skip(f"needs {need / GIB:.0f} GiB of free device memory, {free / GIB:.1f} available")
-    t0 = time.perf_counter()
-    yield cp
-    report(
-        test=request.node.name, seconds=round(time.perf_counter() - t0, 2), peak_pool=cp.get_default_memory_pool().total_bytes()
-    )
-    gc.collect()
-    cp.get_default_memory_pool().free_all_blocks()
+    def markers(self, rows: int, extent: int):
+        """Per row r: a position in [0, extent) and a value 1..61 (exact in f16)."""
+        xp = self.xp
+        r = xp.arange(rows, dtype=xp.uint64)
+        pos = ((r * xp.uint64(GOLDEN)) >> xp.uint64(33)) % xp.uint64(extent)
+        return pos.astype(xp.int64), (r % xp.uint64(61) + xp.uint64(1)).astype(xp.float16)
 
 
 def td(shape, strides=None, dtype=iop.float16):
     return iop.create_tensor_descriptor(shape, strides, dtype)
 
 
-def _run(cp, op, descs, bufs, **attrs):
-    h = iop.create_handle("nvidia")
-    d = iop.create_descriptor(op, h, *descs, **attrs)
-    ws = cp.empty(d.workspace_size, cp.uint8) if d.workspace_size else None
-    d.calculate(ws, *bufs)
-    cp.cuda.Device().synchronize()
-    d.destroy()
-    iop.destroy_handle(h)
+def big_add_dense(s: Scale, n: int) -> int:
+    """u8 add, contiguous: the dense 16-byte path and its scalar tail."""
+    xp = s.xp
+    a, b, c = (xp.empty(n, xp.uint8) for _ in range(3))
+    s.fill(a, s.pattern)
+    s.fill(b, lambda k: s.pattern(k + xp.uint64(12345)))
+    s.run("add", [td((n,), dtype=iop.uint8)] * 3, [c, a, b])
+
+    def want(r0, r1):
+        k = xp.arange(r0, r1, dtype=xp.uint64)
+        return (s.pattern(k) + s.pattern(k + xp.uint64(12345)))[:, None]
+
+    s.check_rows("add", c.reshape(-1, 1), want)
+    return n
 
 
-@requires_gpu
-@pytest.mark.gpu
-@pytest.mark.parametrize("big", [8], indirect=True)
-def test_add_dense_over_2_31_elements(big):
-    """u8 add of 2^31 + 2^20 + 7 elements (the dense 16-byte path and its scalar tail)."""
-    cp = big
-    n = 2**31 + 2**20 + 7
-    a, b, c = (cp.empty(n, cp.uint8) for _ in range(3))
-    _fill(cp, a, lambda k: _pattern(cp, k))
-    _fill(cp, b, lambda k: _pattern(cp, k + cp.uint64(12345)))
-    _run(cp, "add", [td((n,), dtype=iop.uint8)] * 3, [c, a, b])
-    _check_rows(
-        cp,
-        "add",
-        c.reshape(-1, 1),
-        lambda s, e: (
-            _pattern(cp, cp.arange(s, e, dtype=cp.uint64)) + _pattern(cp, cp.arange(s, e, dtype=cp.uint64) + cp.uint64(12345))
-        ).reshape(-1, 1),
-        CHUNK,
-    )
+def big_unary_transposed(s: Scale, R: int, C: int) -> int:  # noqa: N803
+    """f16 relu of a transposed input: the strided path (64-bit indices past 2^31)."""
+    xp = s.xp
+    x = xp.empty(R * C, xp.float16)  # holds x^T: element [i, j] at j * R + i
+    y = xp.empty((R, C), xp.float16)
+    s.fill(x, s.half)
+    s.run("relu", [td((R, C)), td((R, C), (1, R))], [y, x])
+    s.check_rows("relu (transposed input)", y, lambda r0, r1: xp.maximum(s.half(s.grid(r0, r1, C, 1, R)), xp.float16(0)))
+    return R * C
 
 
-@requires_gpu
-@pytest.mark.gpu
-@pytest.mark.parametrize("big", [10], indirect=True)
-def test_unary_transposed_over_2_31_elements(big):
-    """f16 relu of a transposed (65537, 32768) input: the strided path with 64-bit indices."""
-    cp = big
-    R, C = 65537, 32768
-    x = cp.empty(R * C, cp.float16)  # holds x^T: element [i, j] at j * R + i
-    y = cp.empty((R, C), cp.float16)
-    _fill(cp, x, lambda k: _half(cp, k))
-    _run(cp, "relu", [td((R, C)), td((R, C), (1, R))], [y, x])
-
-    def expected(r0, r1):
-        k = cp.arange(r0, r1, dtype=cp.uint64)[:, None] + cp.arange(C, dtype=cp.uint64)[None, :] * cp.uint64(R)
-        return cp.maximum(_half(cp, k), cp.float16(0))
-
-    _check_rows(cp, "relu (transposed input)", y, expected, CHUNK // C)
-
-
-def _markers(cp, rows: int, extent: int):
-    """Per row r: a position in [0, extent) and a value 1..61 (exact in f16)."""
-    r = cp.arange(rows, dtype=cp.uint64)
-    pos = ((r * cp.uint64(GOLDEN)) >> cp.uint64(33)) % cp.uint64(extent)
-    val = (r % cp.uint64(61) + cp.uint64(1)).astype(cp.float16)
-    return pos.astype(cp.int64), val
-
-
-@requires_gpu
-@pytest.mark.gpu
-@pytest.mark.parametrize("big", [6], indirect=True)
-def test_sum_over_last_dim_over_2_31_elements(big):
-    """f16 sum over dim 1 of (65537, 32768): each row is zero but for one marker value, so its
-    sum is that value exactly; the last row starts past element 2^31."""
-    cp = big
-    R, L = 65537, 32768
-    x = cp.empty((R, L), cp.float16)
-    pos, val = _markers(cp, R, L)
-    step = CHUNK // L
+def big_sum_last_dim(s: Scale, R: int, L: int) -> int:  # noqa: N803
+    """f16 sum over dim 1: each row is zero but for one marker value, so its sum is that value
+    exactly (the last rows start past element 2^31 on the GPU)."""
+    xp = s.xp
+    x = xp.empty((R, L), xp.float16)
+    pos, val = s.markers(R, L)
+    step = max(1, s.chunk // L)
     for r0 in range(0, R, step):
         r1 = min(R, r0 + step)
-        block = cp.zeros((r1 - r0, L), cp.float16)
-        block[cp.arange(r1 - r0), pos[r0:r1]] = val[r0:r1]
+        block = xp.zeros((r1 - r0, L), xp.float16)
+        block[xp.arange(r1 - r0), pos[r0:r1]] = val[r0:r1]
         x[r0:r1] = block
-    y = cp.full(R, cp.nan, cp.float16)
-    _run(cp, "sum", [td((R,)), td((R, L))], [y, x], dims=[1])
-    bad = cp.flatnonzero(y != val)
-    assert bad.size == 0, f"sum: {bad.size} wrong rows, first {int(bad[0])}: {float(y[bad[0]])} != {float(val[bad[0]])}"
+    y = xp.full(R, xp.nan, xp.float16)
+    s.run("sum", [td((R,)), td((R, L))], [y, x], dims=[1])
+    s.check_rows("sum over dim 1", y.reshape(-1, 1), lambda r0, r1: val[r0:r1, None])
+    return R * L
 
 
-@requires_gpu
-@pytest.mark.gpu
-@pytest.mark.parametrize("big", [6], indirect=True)
-def test_reduce_max_over_dim_0_over_2_31_elements(big):
-    """f16 reduce_max over dim 0 of (65537, 32768) (a column plan): each column is zero but for
-    one marker value, at a row anywhere in 0..65536."""
-    cp = big
-    R, M = 65537, 32768
-    x = cp.empty((R, M), cp.float16)
-    pos, val = _markers(cp, M, R)
-    step = CHUNK // M
+def big_max_dim_0(s: Scale, R: int, M: int) -> int:  # noqa: N803
+    """f16 reduce_max over dim 0 (a column plan): each column is zero but for one marker value,
+    at any row."""
+    xp = s.xp
+    x = xp.empty((R, M), xp.float16)
+    pos, val = s.markers(M, R)
+    step = max(1, s.chunk // M)
     for r0 in range(0, R, step):
         r1 = min(R, r0 + step)
-        block = cp.zeros((r1 - r0, M), cp.float16)
-        cols = cp.flatnonzero((pos >= r0) & (pos < r1))
+        block = xp.zeros((r1 - r0, M), xp.float16)
+        cols = xp.flatnonzero((pos >= r0) & (pos < r1))
         block[pos[cols] - r0, cols] = val[cols]
         x[r0:r1] = block
-    y = cp.full(M, cp.nan, cp.float16)
-    _run(cp, "reduce_max", [td((M,)), td((R, M))], [y, x], dim=0)
-    bad = cp.flatnonzero(y != val)
-    assert bad.size == 0, f"reduce_max: {bad.size} wrong columns, first {int(bad[0])}: {float(y[bad[0]])} != {float(val[bad[0]])}"
+    y = xp.full(M, xp.nan, xp.float16)
+    s.run("reduce_max", [td((M,)), td((R, M))], [y, x], dim=0)
+    s.check_rows("reduce_max over dim 0", y.reshape(-1, 1), lambda r0, r1: val[r0:r1, None])
+    return R * M
 
 
-@requires_gpu
-@pytest.mark.gpu
-@pytest.mark.parametrize("big", [12], indirect=True)
-def test_softmax_rows_over_2_31_elements(big):
-    """f16 softmax over rows of 4096 in a (2^19 + 3, 4096) tensor. Row r is a base row rotated by
-    a hashed amount, so its result is the base row's float64 softmax rotated the same way, and
-    a row read from the wrong place shows."""
-    cp = big
-    R, N = 2**19 + 3, 4096
+def big_softmax_rows(s: Scale, R: int, N: int) -> int:  # noqa: N803
+    """f16 softmax over rows of N. Row r is a base row rotated by a hashed amount, so its result
+    is the base row's float64 softmax rotated the same way, and a row read from the wrong place
+    shows."""
+    xp = s.xp
     rng = np.random.default_rng(11)
     base = (rng.integers(-64, 64, N) / 16.0).astype(np.float16)
     e = np.exp(base.astype(np.float64) - base.astype(np.float64).max())
-    ref = cp.asarray((e / e.sum()).astype(np.float32))
-    base_d = cp.asarray(base)
-    shift = ((cp.arange(R, dtype=cp.uint64) * cp.uint64(GOLDEN)) >> cp.uint64(52)).astype(cp.int64) % N
-    step = CHUNK // N
+    ref = xp.asarray((e / e.sum()).astype(np.float32))
+    base_d = xp.asarray(base)
+    shift = ((xp.arange(R, dtype=xp.uint64) * xp.uint64(GOLDEN)) >> xp.uint64(40)).astype(xp.int64) % N
+    step = max(1, s.chunk // N)
 
     def idx(r0, r1):
-        return (cp.arange(N, dtype=cp.int64)[None, :] + shift[r0:r1, None]) % N
+        return (xp.arange(N, dtype=xp.int64)[None, :] + shift[r0:r1, None]) % N
 
-    x = cp.empty((R, N), cp.float16)
+    x = xp.empty((R, N), xp.float16)
     for r0 in range(0, R, step):
         r1 = min(R, r0 + step)
         x[r0:r1] = base_d[idx(r0, r1)]
-    y = cp.full((R, N), cp.nan, cp.float16)
-    _run(cp, "softmax", [td((R, N)), td((R, N))], [y, x], dim=1)
+    y = xp.full((R, N), xp.nan, xp.float16)
+    s.run("softmax", [td((R, N)), td((R, N))], [y, x], dim=1)
     for r0 in range(0, R, step):
         r1 = min(R, r0 + step)
         want = ref[idx(r0, r1)]
-        err = cp.abs(y[r0:r1].astype(cp.float32) - want) - (1e-6 + 2e-3 * want)
-        worst = float(err.max())
-        if not worst <= 0:  # NaN fails too
-            r, c = (int(v) for v in cp.unravel_index(cp.argmax(cp.where(cp.isnan(err), cp.inf, err)), err.shape))
+        err = xp.abs(y[r0:r1].astype(xp.float32) - want) - (1e-6 + 2e-3 * want)
+        if not float(err.max()) <= 0:  # NaN fails too
+            r, c = (int(v) for v in xp.unravel_index(xp.argmax(xp.where(xp.isnan(err), xp.inf, err)), err.shape))
             raise AssertionError(f"softmax: row {r0 + r}, col {c}: {float(y[r0 + r, c])} vs {float(want[r, c])}")
+    return R * N
+
+
+def big_copy_transposed(s: Scale, R: int, C: int) -> int:  # noqa: N803
+    """u8 rearrange of a transposed view into a contiguous one (64-bit strided copy)."""
+    xp = s.xp
+    src = xp.empty(R * C, xp.uint8)  # src^T contiguous: element [i, j] at j * R + i
+    dst = xp.empty((R, C), xp.uint8)
+    s.fill(src, s.pattern)
+    s.run("rearrange", [td((R, C), dtype=iop.uint8), td((R, C), (1, R), dtype=iop.uint8)], [dst, src])
+    s.check_rows("rearrange (transpose)", dst, lambda r0, r1: s.pattern(s.grid(r0, r1, C, 1, R)))
+    return R * C
+
+
+def big_copy_stride_2(s: Scale, n: int) -> int:
+    """u8 rearrange of every other byte: one collapsed dim of n elements (2^32 + 24 on the GPU:
+    past what the 32-bit fast-division fields hold; the 64-bit path divides)."""
+    xp = s.xp
+    src = xp.empty(2 * n, xp.uint8)
+    dst = xp.empty(n, xp.uint8)
+    s.fill(src, s.pattern)
+    s.run("rearrange", [td((n,), dtype=iop.uint8), td((n,), (2,), dtype=iop.uint8)], [dst, src])
+    s.check_rows("rearrange (stride 2)", dst.reshape(-1, 1), lambda r0, r1: s.pattern(s.grid(r0, r1, 1, 2, 0)))
+    return n
+
+
+# check, GPU sizes, GiB of device memory it needs (buffers and step temporaries), CPU sizes
+BIG = [
+    (big_add_dense, {"n": 2**31 + 2**20 + 7}, 8, {"n": 4096 + 7}),
+    (big_unary_transposed, {"R": 65537, "C": 32768}, 10, {"R": 67, "C": 33}),
+    (big_sum_last_dim, {"R": 65537, "L": 32768}, 6, {"R": 67, "L": 40}),
+    (big_max_dim_0, {"R": 65537, "M": 32768}, 6, {"R": 67, "M": 40}),
+    (big_softmax_rows, {"R": 2**19 + 3, "N": 4096}, 12, {"R": 70, "N": 64}),
+    (big_copy_transposed, {"R": 65537, "C": 32768}, 6, {"R": 67, "C": 33}),
+    (big_copy_stride_2, {"n": 2**32 + 24}, 14, {"n": 4096 + 24}),
+]
+GPU_STEP = 1 << 26  # elements per generation / check step on the GPU (temporaries of ~0.5 GiB)
 
 
 @requires_gpu
 @pytest.mark.gpu
-@pytest.mark.parametrize("big", [6], indirect=True)
-def test_rearrange_transpose_over_2_31_elements(big):
-    """u8 copy of a transposed (65537, 32768) view into a contiguous one."""
-    cp = big
-    R, C = 65537, 32768
-    src = cp.empty(R * C, cp.uint8)  # src^T contiguous: element [i, j] at j * R + i
-    dst = cp.empty((R, C), cp.uint8)
-    _fill(cp, src, lambda k: _pattern(cp, k))
-    _run(cp, "rearrange", [td((R, C), dtype=iop.uint8), td((R, C), (1, R), dtype=iop.uint8)], [dst, src])
+@pytest.mark.parametrize("check,sizes,gib", [(c, g, m) for c, g, m, _ in BIG], ids=[c.__name__ for c, *_ in BIG])
+def test_more_than_2_31_elements(check, sizes, gib):
+    cp = cupy_or_skip()
+    pool = cp.get_default_memory_pool()
+    gc.collect()
+    pool.free_all_blocks()
+    free, _ = cp.cuda.runtime.memGetInfo()
+    if free < gib * GIB:
+        pytest.skip(f"needs {gib} GiB of free device memory, {free / GIB:.1f} available")
+    t0 = time.perf_counter()
+    try:
+        n = check(Scale(cp, "nvidia", GPU_STEP), **sizes)
+        report(
+            test="big", check=check.__name__, elements=n, seconds=round(time.perf_counter() - t0, 2), pool_peak=pool.total_bytes()
+        )
+        assert n > 2**31
+    finally:
+        gc.collect()
+        pool.free_all_blocks()
 
-    def expected(r0, r1):
-        return _pattern(cp, cp.arange(r0, r1, dtype=cp.uint64)[:, None] + cp.arange(C, dtype=cp.uint64)[None, :] * cp.uint64(R))
 
-    _check_rows(cp, "rearrange (transpose)", dst, expected, CHUNK // C)
-
-
-@requires_gpu
-@pytest.mark.gpu
-@pytest.mark.parametrize("big", [14], indirect=True)
-def test_rearrange_one_strided_dim_of_2_32_elements(big):
-    """u8 copy of every other byte of an 8 GiB buffer: one collapsed dim of 2^32 + 24 elements
-    (its 32-bit fast-division fields cannot hold it; the 64-bit path divides)."""
-    cp = big
-    n = 2**32 + 24
-    src = cp.empty(2 * n, cp.uint8)
-    dst = cp.empty(n, cp.uint8)
-    _fill(cp, src, lambda k: _pattern(cp, k))
-    _run(cp, "rearrange", [td((n,), dtype=iop.uint8), td((n,), (2,), dtype=iop.uint8)], [dst, src])
-    _check_rows(
-        cp,
-        "rearrange (stride 2)",
-        dst.reshape(-1, 1),
-        lambda s, e: _pattern(cp, cp.arange(s, e, dtype=cp.uint64) * cp.uint64(2)).reshape(-1, 1),
-        CHUNK,
-    )
+@pytest.mark.parametrize("check,sizes", [(c, s) for c, _, _, s in BIG], ids=[c.__name__ for c, *_ in BIG])
+def test_large_tensor_checks_at_small_sizes_on_cpu(check, sizes, monkeypatch):
+    """The same checks on the CPU backend at small sizes (steps of 64 elements): they pass on a
+    correct result and fail when the operator leaves its output unwritten."""
+    check(Scale(np, "cpu", 64), **sizes)
+    monkeypatch.setattr(Scale, "run", lambda self, *a, **k: None)
+    with pytest.raises(AssertionError):
+        check(Scale(np, "cpu", 64), **sizes)
 
 
 # --------------------------------------------------------------------------------------------
