@@ -1,0 +1,172 @@
+"""CPU backend of conv, conv_transpose and conv_backward: NumPy, vectorised, BLAS for the sums.
+
+Half types are computed in f32 and rounded once on store; f32 and f64 in f64 (a product of two
+f32 values is exact in f64, so f32 results are their exact sums rounded about once).
+
+- Forward (conv, and the input windows of grad_weight): the input is zero-padded once into a
+  work-dtype copy; a strided view of it, ``(G, Cg, *k, N, *O)``, is the im2col matrix
+  ``(G, Cg·Πk, N·ΠO)``, copied contiguous and multiplied by the weights ``(G, Cout/G, Cg·Πk)``
+  in one stacked ``matmul`` (BLAS, one GEMM per group).
+- Transposed (conv_transpose, and grad_input): one stacked ``matmul`` gives every kernel
+  offset's contribution ``(G, Cout/G, Πk, N·ΠL)``; then, for each kernel offset in a fixed
+  order, that slice is added to a strided slice of a zero-padded output (col2im) and the
+  padding is cropped. The order of additions is fixed, so results are deterministic.
+- Depthwise-like convolutions (one input channel per group) skip im2col: for each kernel offset
+  the strided input slice times the per-channel weight is added to the output.
+- The batch is processed in chunks so that the im2col matrix stays under ``CHUNK_BYTES``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from infiniop_py.dtypes import DType
+
+from .geometry import Geometry
+
+CHUNK_BYTES = 64 << 20  # largest im2col / col2im temporary per batch chunk
+
+
+def work_dtype(dtype: DType):
+    return np.float32 if dtype in (DType.F16, DType.BF16) else np.float64
+
+
+def _store(dst: np.ndarray, value: np.ndarray) -> None:
+    """Round ``value`` once into ``dst`` (any strides, any float dtype)."""
+    np.copyto(dst, value, casting="unsafe")
+
+
+def _padded(x: np.ndarray, pads, extra, work) -> np.ndarray:
+    """x (N, C, *L) as a ``work`` array zero-padded by ``pads`` before and ``pads + extra`` after."""
+    shape = x.shape[:2] + tuple(n + 2 * p + e for n, p, e in zip(x.shape[2:], pads, extra))
+    xp = np.zeros(shape, work)
+    inner = (slice(None), slice(None)) + tuple(slice(p, p + n) for n, p in zip(x.shape[2:], pads))
+    np.copyto(xp[inner], x, casting="unsafe")
+    return xp
+
+
+def _windows(xp: np.ndarray, groups: int, k, s, d, out) -> np.ndarray:
+    """Read-only view (G, Cg, *k, N, *O) of padded xp (N, C, *Lp): element [g, c, κ, n, o] is
+    xp[n, g·Cg + c, o·s + κ·d]."""
+    n, c = xp.shape[:2]
+    st = xp.strides
+    cg = c // groups
+    shape = (groups, cg, *k, n, *out)
+    strides = (cg * st[1], st[1], *(di * t for di, t in zip(d, st[2:])), st[0], *(si * t for si, t in zip(s, st[2:])))
+    return as_strided(xp, shape, strides, writeable=False)
+
+
+def _chunk(batch: int, per_item: int) -> int:
+    """Batch items per chunk so that a temporary of ``per_item`` bytes per item fits CHUNK_BYTES."""
+    return max(1, min(batch, CHUNK_BYTES // max(per_item, 1)))
+
+
+def _depthwise(g: Geometry) -> bool:
+    """One input channel per group: per-offset products beat a stack of one-row GEMMs."""
+    return g.cin_g == 1 and g.cout_g <= 4
+
+
+PLAN_NAMES = ("cpu-im2col", "cpu-depthwise", "cpu-col2im", "cpu-im2col-col2im")
+
+
+def plan_name(kind: str, g: Geometry) -> str:
+    if kind == "conv" and _depthwise(g):
+        return "cpu-depthwise"
+    return {"conv": "cpu-im2col", "transpose": "cpu-col2im", "backward": "cpu-im2col-col2im"}[kind]
+
+
+# -- forward ----------------------------------------------------------------------------------
+def conv_forward(g: Geometry, y, x, w, b, work) -> None:
+    """y (N, Cout, *O) = conv(x (N, Cin, *L), w (Cout, Cin/G, *k)) + b."""
+    if y.size == 0:
+        return
+    G, cg, co = g.groups, g.cin_g, g.cout_g  # noqa: N806
+    P = math.prod(g.O)  # noqa: N806
+    wk = w.astype(work)
+    bias = None if b is None else b.astype(work).reshape((1, g.cout) + (1,) * g.nd)
+    depthwise = _depthwise(g)
+    step = _chunk(g.batch, g.cin * g.kvol * P * np.dtype(work).itemsize)
+    for n0 in range(0, g.batch, step):
+        n1 = min(g.batch, n0 + step)
+        nb = n1 - n0
+        xp = _padded(x[n0:n1], g.p, (0,) * g.nd, work)
+        win = _windows(xp, G, g.k, g.s, g.d, g.O)  # (G, Cg, *k, nb, *O)
+        if depthwise:  # Cg == 1: for each kernel offset, out[n, g, j] += x_slice[g, n] · w[g·co + j, κ]
+            acc = np.zeros((G, co, nb) + g.O, work)
+            w3 = wk.reshape(G, co, g.kvol)
+            shp = (G, co) + (1,) * (1 + g.nd)
+            for kappa, idx in enumerate(np.ndindex(*g.k)):
+                acc += win[(slice(None), 0) + idx][:, None] * w3[:, :, kappa].reshape(shp)
+        else:
+            cols = np.ascontiguousarray(win).reshape(G, cg * g.kvol, nb * P)
+            acc = np.matmul(wk.reshape(G, co, cg * g.kvol), cols)  # (G, co, nb·P)
+        out = np.moveaxis(acc.reshape(g.cout, nb, *g.O), 1, 0)  # (nb, Cout, *O)
+        if bias is not None:
+            out = out + bias
+        _store(y[n0:n1], out)
+
+
+# -- transposed -------------------------------------------------------------------------------
+def conv_transposed(g: Geometry, out_len, y, x, w, b, work) -> None:
+    """y (N, Cy, *out_len) = transposed conv of x (N, Cx, *Lx) with w (Cx, Cy/G, *k): every
+    x[n, c, i]·w[c, j, κ] lands at position i·s - p + κ·d of channel g·(Cy/G) + j.
+
+    ``g`` describes the forward direction (Cx = g.cout side for conv_backward, g.cin side for
+    conv_transpose): only groups, k, s, p, d are read from it."""
+    if y.size == 0:
+        return
+    G = g.groups  # noqa: N806
+    nbatch, cx = x.shape[:2]
+    cy = y.shape[1]
+    cxg, cyg = cx // G, cy // G
+    lx = x.shape[2:]
+    Px = math.prod(lx)  # noqa: N806
+    nd = g.nd
+    full = tuple(
+        max((li - 1) * si + di * (ki - 1) + 1, pi + oi) for li, si, di, ki, pi, oi in zip(lx, g.s, g.d, g.k, g.p, out_len)
+    )
+    wk = w.astype(work).reshape(G, cxg, cyg * g.kvol).transpose(0, 2, 1)  # (G, cyg·Πk, cxg)
+    bias = None if b is None else b.astype(work).reshape((1, cy) + (1,) * nd)
+    item = np.dtype(work).itemsize
+    step = _chunk(nbatch, (cy * g.kvol * Px + cy * math.prod(full)) * item)
+    crop = (slice(None), slice(None), slice(None)) + tuple(slice(pi, pi + oi) for pi, oi in zip(g.p, out_len))
+    for n0 in range(0, nbatch, step):
+        n1 = min(nbatch, n0 + step)
+        nb = n1 - n0
+        xs = np.moveaxis(x[n0:n1].astype(work, copy=False), 1, 0).reshape(G, cxg, nb * Px)
+        cols = np.matmul(wk, xs).reshape((G, cyg, g.kvol, nb) + lx)  # contribution per kernel offset
+        buf = np.zeros((G, cyg, nb) + full, work)
+        for kappa, idx in enumerate(np.ndindex(*g.k)):
+            dst = (slice(None), slice(None), slice(None)) + tuple(
+                slice(ki * di, ki * di + (li - 1) * si + 1, si) for ki, di, li, si in zip(idx, g.d, lx, g.s)
+            )
+            buf[dst] += cols[:, :, kappa]
+        res = np.moveaxis(buf[crop].reshape((cy, nb) + tuple(out_len)), 1, 0)
+        if bias is not None:
+            res = res + bias
+        _store(y[n0:n1], res)
+
+
+# -- weight gradient --------------------------------------------------------------------------
+def conv_weight_grad(g: Geometry, gw, gb, go, x, work) -> None:
+    """gw[co, ci', κ] = Σ_n,o go[n, co, o]·x[n, ci, o·s - p + κ·d]; gb[co] = Σ_n,o go[n, co, o]."""
+    G, cg, co = g.groups, g.cin_g, g.cout_g  # noqa: N806
+    P = math.prod(g.O)  # noqa: N806
+    acc = np.zeros((G, co, cg * g.kvol), work)
+    if gw.size and g.batch:
+        step = _chunk(g.batch, g.cin * g.kvol * P * np.dtype(work).itemsize)
+        for n0 in range(0, g.batch, step):
+            n1 = min(g.batch, n0 + step)
+            nb = n1 - n0
+            xp = _padded(x[n0:n1], g.p, (0,) * g.nd, work)
+            cols = np.ascontiguousarray(_windows(xp, G, g.k, g.s, g.d, g.O)).reshape(G, cg * g.kvol, nb * P)
+            gos = np.moveaxis(go[n0:n1].astype(work, copy=False), 1, 0).reshape(G, co, nb * P)
+            acc += np.matmul(gos, cols.transpose(0, 2, 1))
+    if gw.size:
+        _store(gw, acc.reshape(gw.shape))
+    if gb is not None and gb.size:
+        axes = (0,) + tuple(range(2, go.ndim))
+        _store(gb, go.astype(work, copy=False).sum(axis=axes))

@@ -1,0 +1,99 @@
+"""NVIDIA backend of conv: the rule table, the candidate list and the kernel factory.
+
+RULES is read top to bottom; the first condition that holds names the config (engine.py). The
+chosen name is ``desc.plan``. The ``plan`` create attribute pins a config by name (BAD_PARAM
+where it cannot run the problem) or, with ``plan="measure"``, lets a create-time measurement
+(``infiniop_py.cuda.autotune``, where installed) pick among ``candidates(info, handle)``.
+"""
+
+from __future__ import annotations
+
+from infiniop_py.spec import Info
+
+from . import engine
+
+WAVE = 264  # blocks that fill an H100 (132 SMs) about twice
+TINY_MACS = 1 << 26  # below this a single direct launch beats tiling (launch overhead dominates)
+
+CONFIGS = {
+    c.name: c
+    for c in (
+        engine.Depthwise(),
+        engine.Direct(),
+        engine.IGemm(64, 16),
+        engine.IGemm(64, 64),
+        engine.IGemm(128, 64),
+        engine.IGemm(128, 128),
+    )
+}
+
+
+def _blocks(name: str, c: engine.Conv) -> int:
+    mtiles, phases, ntiles = CONFIGS[name].grid(c)
+    return mtiles * phases * ntiles * c.groups
+
+
+def _applies(name: str):
+    return lambda c: CONFIGS[name].applies(c)
+
+
+def _tiny(c: engine.Conv) -> bool:
+    return c.macs <= TINY_MACS and c.cg * c.kvol <= 1024 and CONFIGS["direct"].applies(c)
+
+
+def _few_channels(c: engine.Conv) -> bool:
+    return c.cg <= 4 and c.cg * c.kvol <= 256 and CONFIGS["direct"].applies(c)
+
+
+# Shared with conv_transpose and conv_backward's grad_input (igemm configs only there).
+GEMM_RULES = (
+    ("narrow", lambda c: c.ng <= 16, "igemm64x16"),
+    ("large", lambda c: CONFIGS["igemm128x128"].applies(c) and _blocks("igemm128x128", c) >= WAVE, "igemm128x128"),
+    ("medium", lambda c: _blocks("igemm128x64", c) >= WAVE, "igemm128x64"),
+    ("default", lambda c: True, "igemm64x64"),
+)
+
+RULES = (
+    ("depthwise", _applies("dw2d"), "dw2d"),
+    ("tiny", _tiny, "direct"),
+    ("few-channels", _few_channels, "direct"),
+    *GEMM_RULES,
+)
+
+
+def names() -> list[str]:
+    """Every plan name this backend can report or be pinned to."""
+    return [*CONFIGS, "empty", engine.MEASURE]
+
+
+def problem(info: Info) -> engine.Conv:
+    g = info.geo
+    x = info["x"]
+    return engine.Conv(
+        x.dtype, g.nd, x, info["w"], info["y"], info["b"], g.groups, g.cin_g, g.cout_g, g.k, g.s, g.p, g.d, False, (0, 1, 2, 3)
+    )
+
+
+def candidates(info: Info, handle) -> list[tuple[str, object]]:
+    """Every config that can run this problem, as (name, factory() -> kernel)."""
+    c = problem(info)
+    return [(name, engine.factory(cfg, c, handle)) for name, cfg in CONFIGS.items() if cfg.applies(c)]
+
+
+def create(info: Info, handle):
+    c = problem(info)
+    if info["y"].numel == 0:
+        return engine.ConvKernel(handle, [], 0, "empty")
+    _, ruled = engine.first_match(RULES, c)
+    cands = candidates(info, handle)
+    name = engine.select("conv", info.attrs.get("plan"), ruled, cands, engine.key("conv", c))
+    return dict(cands)[name]()
+
+
+def compile_units():
+    names = []
+    for dt in engine.GPU_DTYPES:
+        for cfg in CONFIGS.values():
+            if not isinstance(cfg, engine.IGemm) or cfg.applies_dtype(dt):
+                names += cfg.names(dt)
+    return [(engine.SOURCE, names)]

@@ -1,0 +1,488 @@
+"""NVIDIA machinery shared by conv, conv_transpose and conv_backward: the kernel configurations
+of kernel.cu, their packed launch arguments, and the kernel object a plan builds.
+
+A *config* is a named way to run one stage (a forward convolution, a transposed one, a weight
+gradient); ``applies(problem)`` says whether it can run that problem, ``build(...)`` returns
+its ``Launch`` objects and workspace bytes. Each operator's ``cuda.py`` holds its rule table
+(which config, in which order) and its candidate list; nothing here decides.
+
+Problems are described in three spatial dims (1-d and 2-d get leading dims of size 1).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from infiniop_py.cuda.compiler import Launch, Slot, get_module
+from infiniop_py.cuda.kernel import CudaKernel, ctype
+from infiniop_py.dtypes import DType
+from infiniop_py.status import Status, error
+from infiniop_py.tensor import TensorDescriptor
+
+SOURCE = (Path(__file__).parent / "kernel.cu").read_text()
+SMEM_LIMIT = 48 * 1024  # dynamic shared memory without the opt-in attribute
+GPU_DTYPES = (DType.F16, DType.BF16, DType.F32, DType.F64)
+NULL = ctypes.c_uint64(0)
+
+IG_META = struct.Struct("<18q39i4x")  # IgMeta (kernel.cu), 304 bytes
+DIR_META = struct.Struct("<16q24iqi4x")  # DirMeta, 240 bytes
+DW_META = struct.Struct("<12q17i4xqi4x")  # DwMeta, 184 bytes
+WG_META = struct.Struct("<15q26i2qi4x")  # WgMeta, 248 bytes
+BG_META = struct.Struct("<5q5i4x3qi4x")  # BgMeta, 96 bytes
+RED_META = struct.Struct("<5q6iq2iq")  # RedMeta, 88 bytes
+
+
+def pad3(values, fill: int) -> tuple:
+    values = tuple(values)
+    return (fill,) * (3 - len(values)) + values
+
+
+def data_strides(d: TensorDescriptor) -> tuple:
+    """(N, C, D, H, W) strides of an (N, C, *S) tensor; missing spatial dims get stride 0."""
+    return tuple(d.strides[:2]) + pad3(d.strides[2:], 0)
+
+
+def value_size(dtype: DType) -> int:
+    """Bytes of a loaded value in shared memory (Compute<T>: f32 for half types and f32)."""
+    return 8 if dtype is DType.F64 else 4
+
+
+def acc_size(dtype: DType) -> int:
+    """Bytes of an accumulator / partial sum (ConvAcc<T>: f32 for half types, f64 for f32 and f64)."""
+    return 4 if dtype in (DType.F16, DType.BF16) else 8
+
+
+@dataclass(frozen=True)
+class Conv:
+    """One convolution stage in the forward direction or transposed.
+
+    Forward: y[n, g·ng + j, o] = Σ x[n, g·cg + c, o·s - p + κ·d]·W(g, j, c, κ).
+    Transposed: y[n, g·ng + j, i·s - p + κ·d] += x[n, g·cg + c, i]·W(g, j, c, κ).
+    W(g, j, c, κ) = w[(g·gwn + j)·wsn + (g·gwc + c)·wsc + κ·wsk]: conv's w (Cout, Cin/G, *k) has
+    gwn = ng, gwc = 0; conv_transpose's and grad_input's w (Cx, Cy/G, *k) has gwn = 0, gwc = cg.
+    """
+
+    dtype: DType
+    nd: int
+    x: TensorDescriptor
+    w: TensorDescriptor
+    y: TensorDescriptor
+    b: TensorDescriptor | None
+    groups: int
+    cg: int  # x channels per group
+    ng: int  # y channels per group
+    k: tuple
+    s: tuple
+    p: tuple
+    d: tuple
+    transposed: bool
+    slots: tuple  # Slot indices of (y, x, w, b); b None when absent
+
+    @property
+    def batch(self) -> int:
+        return self.x.shape[0]
+
+    @property
+    def L(self) -> tuple:  # noqa: N802
+        return tuple(self.x.shape[2:])
+
+    @property
+    def O(self) -> tuple:  # noqa: N802, E743
+        return tuple(self.y.shape[2:])
+
+    @property
+    def kvol(self) -> int:
+        return math.prod(self.k)
+
+    @property
+    def weight_strides(self) -> tuple:
+        """(wsn, wsc, gwn, gwc)."""
+        ws = self.w.strides
+        if self.transposed:
+            return ws[1], ws[0], 0, self.cg
+        return ws[0], ws[1], self.ng, 0
+
+    @property
+    def macs(self) -> int:
+        side = self.x if self.transposed else self.y
+        return self.batch * math.prod(side.shape[2:]) * self.groups * self.ng * self.cg * self.kvol
+
+
+@dataclass(frozen=True)
+class WeightGrad:
+    """grad_weight (Cout, Cin/G, *k) and grad_bias (Cout,)? from grad_output and input."""
+
+    dtype: DType
+    nd: int
+    go: TensorDescriptor
+    x: TensorDescriptor
+    gw: TensorDescriptor
+    gb: TensorDescriptor | None
+    groups: int
+    cg: int
+    ng: int
+    k: tuple
+    s: tuple
+    p: tuple
+    d: tuple
+    slots: tuple  # Slot indices of (gw, gb, go, x)
+
+
+# -- launch builders ------------------------------------------------------------------------
+def _module(names, device_id: int):
+    return get_module(SOURCE, names, device_id)
+
+
+def _args(slots, b_present: bool) -> list:
+    y, x, w, b = slots
+    return [Slot(y), Slot(x), Slot(w), Slot(b) if b_present else NULL]
+
+
+def _transposed_geometry(c: Conv):
+    k, s, d = (pad3(v, 1) for v in (c.k, c.s, c.d))
+    gcd = tuple(math.gcd(a, b) for a, b in zip(s, d))
+    kst = tuple(a // g for a, g in zip(s, gcd))
+    inv = tuple(pow((dd // g) % st, -1, st) if st > 1 else 0 for dd, g, st in zip(d, gcd, kst))
+    nt = tuple(-(-kk // st) for kk, st in zip(k, kst))
+    return nt, kst, gcd, inv
+
+
+class IGemm:
+    """conv_igemm<T, BM, BN>: implicit GEMM, forward or by stride phases (no workspace)."""
+
+    kernel = "conv_igemm"
+
+    def __init__(self, bm: int, bn: int):
+        self.bm, self.bn = bm, bn
+        self.name = f"igemm{bm}x{bn}"
+
+    def names(self, dtype: DType) -> list[str]:
+        return [f"conv_igemm<{ctype(dtype)}, {self.bm}, {self.bn}>"]
+
+    def applies_dtype(self, dtype: DType) -> bool:
+        """f64 accumulators (f32, f64) need twice the registers: not the 128x128 tile."""
+        return dtype in GPU_DTYPES and (acc_size(dtype) == 4 or self.bm * self.bn <= 128 * 64)
+
+    def applies(self, c: Conv) -> bool:
+        return self.applies_dtype(c.dtype)
+
+    def grid(self, c: Conv) -> tuple[int, int, int]:
+        """(mtiles, phases, column tiles)."""
+        s3 = pad3(c.s, 1)
+        if c.transposed:
+            rows = c.batch * math.prod(-(-o // st) for o, st in zip(pad3(c.O, 1), s3))
+            phases = math.prod(s3)
+        else:
+            rows = c.batch * math.prod(c.O)
+            phases = 1
+        return max(1, -(-rows // self.bm)), phases, -(-c.ng // self.bn)
+
+    def build(self, c: Conv, device_id: int):
+        mtiles, phases, ntiles = self.grid(c)
+        nt, kst, gcd, inv = _transposed_geometry(c) if c.transposed else (pad3(c.k, 1), (1,) * 3, (1,) * 3, (0,) * 3)
+        wsn, wsc, gwn, gwc = c.weight_strides
+        meta = IG_META.pack(
+            *data_strides(c.x), *data_strides(c.y), wsn, wsc, *pad3(c.w.strides[2:], 0),
+            c.b.strides[0] if c.b is not None else 0, gwn, gwc,
+            *pad3(c.L, 1), *pad3(c.O, 1), *pad3(c.s, 1), *pad3(c.p, 0), *pad3(c.d, 1), *pad3(c.k, 1),
+            *nt, *kst, *gcd, *inv,
+            c.batch, c.cg, c.ng, c.groups, phases, c.cg * math.prod(nt), mtiles, int(c.transposed), int(c.b is not None),
+        )  # fmt: skip
+        grid = (mtiles * c.groups * phases, ntiles)
+        if grid[0] >= 1 << 31 or grid[1] > 65535:
+            raise error(Status.BAD_TENSOR_SHAPE, f"convolution too large for one launch: grid {grid}")
+        name = self.names(c.dtype)[0]
+        fn = _module([name], device_id).ptr[name]
+        return [Launch(fn, grid, (256,), [*_args(c.slots, c.b is not None), meta])], 0
+
+
+class Direct:
+    """conv_direct<T, COB>: one output position x COB channels per thread (forward only)."""
+
+    kernel = "conv_direct"
+    name = "direct"
+    COBS = (1, 2, 4, 8)
+
+    def cob(self, c: Conv) -> int | None:
+        want = min(8, 1 << max(0, (c.ng - 1).bit_length()))
+        for cob in (v for v in reversed(self.COBS) if v <= want):
+            if c.cg * c.kvol * cob * value_size(c.dtype) <= SMEM_LIMIT:
+                return cob
+        return None
+
+    def names(self, dtype: DType) -> list[str]:
+        return [f"conv_direct<{ctype(dtype)}, {cob}>" for cob in self.COBS]
+
+    def applies(self, c: Conv) -> bool:
+        return not c.transposed and c.dtype in GPU_DTYPES and self.cob(c) is not None
+
+    def build(self, c: Conv, device_id: int):
+        cob = self.cob(c)
+        chunks = -(-c.ng // cob)
+        positions = c.batch * math.prod(c.O)
+        meta = DIR_META.pack(
+            *data_strides(c.x), *data_strides(c.y), *data_strides(c.w), c.b.strides[0] if c.b is not None else 0,
+            *pad3(c.L, 1), *pad3(c.O, 1), *pad3(c.s, 1), *pad3(c.p, 0), *pad3(c.d, 1), *pad3(c.k, 1),
+            c.batch, c.cg, c.ng, c.groups, chunks, c.kvol, positions, int(c.b is not None),
+        )  # fmt: skip
+        grid = (max(1, -(-positions // 128)), c.groups * chunks)
+        if grid[1] > 65535:
+            raise error(Status.BAD_TENSOR_SHAPE, f"convolution too large for the direct kernel: grid {grid}")
+        name = f"conv_direct<{ctype(c.dtype)}, {cob}>"
+        fn = _module([name], device_id).ptr[name]
+        shmem = c.cg * c.kvol * cob * value_size(c.dtype)
+        return [Launch(fn, grid, (128,), [*_args(c.slots, c.b is not None), meta], shmem)], 0
+
+
+class Depthwise:
+    """conv_dw2d<T, K, UNIT, 4>: one input channel per group, 1-d or 2-d, a plane tile with halo
+    in shared memory; compile-time 3x3/5x5/7x7 kernels (UNIT: stride and dilation 1)."""
+
+    kernel = "conv_dw2d"
+    name = "dw2d"
+    RY = 4
+    KS = (3, 5, 7)
+
+    def variant(self, c: Conv) -> tuple[int, bool]:
+        k2, s2, d2 = (pad3(v, 1)[1:] for v in (c.k, c.s, c.d))
+        if c.nd == 2 and k2[0] == k2[1] and k2[0] in self.KS:
+            return k2[0], s2 == (1, 1) and d2 == (1, 1)
+        return 0, False
+
+    def names(self, dtype: DType) -> list[str]:
+        t = ctype(dtype)
+        return [f"conv_dw2d<{t}, {k}, {str(u).lower()}, {self.RY}>" for k in self.KS for u in (False, True)] + [
+            f"conv_dw2d<{t}, 0, false, {self.RY}>"
+        ]
+
+    def tiles(self, c: Conv):
+        oh, ow = pad3(c.O, 1)[1:]
+        kh, kw = pad3(c.k, 1)[1:]
+        sh, sw = pad3(c.s, 1)[1:]
+        dh, dw = pad3(c.d, 1)[1:]
+        bx = -(-ow // -(-ow // 32))
+        rows = -(-oh // self.RY)
+        tiles_h = -(-rows // max(1, 256 // bx))
+        by = -(-rows // tiles_h)
+        pb = max(1, min(64, 256 // (bx * by)))
+        ir = (by * self.RY - 1) * sh + (kh - 1) * dh + 1
+        ic = (bx - 1) * sw + (kw - 1) * dw + 1
+        k, _ = self.variant(c)
+        per_plane = ir * ic + (0 if k else kh * kw)
+        while pb > 1 and pb * per_plane * value_size(c.dtype) > SMEM_LIMIT:
+            pb //= 2
+        return bx, by, pb, tiles_h, -(-ow // bx), ir, ic, per_plane * pb * value_size(c.dtype)
+
+    def applies(self, c: Conv) -> bool:
+        if c.transposed or c.dtype not in GPU_DTYPES or c.nd > 2 or c.cg != 1:
+            return False
+        _, _, _, th, tw, _, _, shmem = self.tiles(c)
+        return shmem <= SMEM_LIMIT and th * tw <= 65535
+
+    def build(self, c: Conv, device_id: int):
+        bx, by, pb, tiles_h, tiles_w, ir, ic, shmem = self.tiles(c)
+        xs, ys = data_strides(c.x), data_strides(c.y)
+        ws = data_strides(c.w)
+        h, w_ = pad3(c.L, 1)[1:]
+        oh, ow = pad3(c.O, 1)[1:]
+        k3 = [pad3(v, f)[1:] for v, f in ((c.s, 1), (c.p, 0), (c.d, 1), (c.k, 1))]
+        (sh, sw), (ph, pw), (dh, dw), (kh, kw) = k3
+        cout = c.groups * c.ng
+        planes = c.batch * cout
+        meta = DW_META.pack(
+            xs[0], xs[1], xs[3], xs[4], ys[0], ys[1], ys[3], ys[4], ws[0], ws[3], ws[4],
+            c.b.strides[0] if c.b is not None else 0,
+            h, w_, oh, ow, sh, sw, ph, pw, dh, dw, kh, kw, cout, c.ng, tiles_w, ir, ic, planes, int(c.b is not None),
+        )  # fmt: skip
+        k, unit = self.variant(c)
+        name = f"conv_dw2d<{ctype(c.dtype)}, {k}, {str(unit).lower()}, {self.RY}>"
+        fn = _module([name], device_id).ptr[name]
+        grid = (-(-planes // pb), tiles_h * tiles_w)
+        return [Launch(fn, grid, (bx, by, pb), [*_args(c.slots, c.b is not None), meta], shmem)], 0
+
+
+class WGrad:
+    """conv_wgrad<T, BN, BK> (+ conv_bias_grad, conv_grad_reduce): deterministic split sums."""
+
+    RM = 16
+
+    def __init__(self, bn: int, bk: int):
+        self.bn, self.bk = bn, bk
+        self.name = f"wgrad{bn}x{bk}"
+
+    def names(self, dtype: DType) -> list[str]:
+        t = ctype(dtype)
+        return [f"conv_wgrad<{t}, {self.bn}, {self.bk}>", f"conv_bias_grad<{t}>", f"conv_grad_reduce<{t}>"]
+
+    def applies_dtype(self, dtype: DType) -> bool:
+        return dtype in GPU_DTYPES and (acc_size(dtype) == 4 or self.bn * self.bk <= 128 * 64)
+
+    def applies(self, p: WeightGrad) -> bool:
+        return self.applies_dtype(p.dtype)
+
+    def build(self, p: WeightGrad, device_id: int, sm_count: int):
+        names = self.names(p.dtype)
+        mod = _module(names, device_id)
+        acc = acc_size(p.dtype)
+        K = p.cg * math.prod(p.k)  # noqa: N806
+        cout = p.groups * p.ng
+        rows = p.go.shape[0] * math.prod(p.go.shape[2:])
+        ntiles, ktiles = -(-p.ng // self.bn), -(-K // self.bk)
+        tiles = p.groups * ntiles * ktiles
+        # Split the row sum until the grid fills the GPU about twice (rows per split >= 4 steps).
+        splits = 1
+        steps = -(-rows // self.RM)
+        if tiles < 2 * sm_count and steps > 8:
+            splits = min(-(-2 * sm_count // tiles), steps // 4, 256)
+            splits = max(1, splits)
+        mchunk = -(-steps // splits) * self.RM
+        splits = max(1, -(-rows // mchunk)) if rows else 1
+        gw_slot, gb_slot, go_slot, x_slot = p.slots
+        launches = []
+        ws = 0
+        wpart_off = 0
+        if splits > 1:
+            ws = splits * cout * K * acc
+        meta = WG_META.pack(
+            *data_strides(p.x), *data_strides(p.go), *data_strides(p.gw),
+            *pad3(p.x.shape[2:], 1), *pad3(p.go.shape[2:], 1), *pad3(p.s, 1), *pad3(p.p, 0), *pad3(p.d, 1), *pad3(p.k, 1),
+            p.go.shape[0], p.cg, p.ng, p.groups, K, ntiles, ktiles, splits, rows, mchunk, int(splits == 1),
+        )  # fmt: skip
+        grid = tiles * splits
+        launches.append(
+            Launch(mod.ptr[names[0]], (grid,), (256,), [Slot(gw_slot), Slot("ws", wpart_off), Slot(go_slot), Slot(x_slot), meta])
+        )
+        bsplits = 0
+        bpart_off = ws
+        if p.gb is not None and cout:
+            bsplits = 1
+            if rows > 1 << 14 and cout < 2 * sm_count:
+                bsplits = min(-(-2 * sm_count // cout), -(-rows // 4096), 128)
+            chunk = -(-rows // bsplits)
+            bsplits = max(1, -(-rows // chunk)) if rows else 1
+            bmeta = BG_META.pack(
+                *data_strides(p.go), *pad3(p.go.shape[2:], 1), cout, bsplits, rows, chunk, p.gb.strides[0], int(bsplits == 1)
+            )
+            if bsplits > 1:
+                ws += bsplits * cout * acc
+            launches.append(
+                Launch(mod.ptr[names[1]], (cout * bsplits,), (256,), [Slot(gb_slot), Slot("ws", bpart_off), Slot(go_slot), bmeta])
+            )
+        wsplit = splits if splits > 1 else 0
+        rsplit = bsplits if bsplits > 1 else 0
+        if wsplit or rsplit:
+            total = cout * K if wsplit else 0
+            rmeta = RED_META.pack(
+                *data_strides(p.gw), *pad3(p.k, 1), p.cg, K, wsplit, total, cout, rsplit, p.gb.strides[0] if rsplit else 0
+            )
+            count = total + (cout if rsplit else 0)
+            launches.append(
+                Launch(
+                    mod.ptr[names[2]],
+                    (max(1, -(-count // 256)),),
+                    (256,),
+                    [
+                        Slot(gw_slot),
+                        Slot(gb_slot) if p.gb is not None else NULL,
+                        Slot("ws", wpart_off),
+                        Slot("ws", bpart_off),
+                        rmeta,
+                    ],
+                )
+            )
+        return launches, ws
+
+
+# -- the kernel object ----------------------------------------------------------------------
+class ConvKernel(CudaKernel):
+    """Runs a plan's launches in order. ``plan_name`` is what ``desc.plan`` reports."""
+
+    def __init__(self, handle, launches, workspace_size: int, plan_name: str):
+        super().__init__(handle)
+        self.launches = tuple(launches)
+        self.workspace_size = workspace_size
+        self.plan_name = plan_name
+        if len(self.launches) == 1:
+            self.one = self.launches[0]
+            self.launch = self._launch_one
+        elif not self.launches:
+            self.launch = self._launch_none
+
+    def _launch_one(self, ptrs, ws_ptr, rt, stream):
+        self.one(ptrs, ws_ptr, stream)
+
+    def _launch_none(self, ptrs, ws_ptr, rt, stream):
+        return None
+
+    def launch(self, ptrs, ws_ptr, rt, stream):
+        for k in self.launches:
+            k(ptrs, ws_ptr, stream)
+
+
+# -- planning -------------------------------------------------------------------------------
+MEASURE = "measure"  # the plan attribute's value that asks for a create-time measurement
+
+
+def first_match(rules, problem) -> tuple[str, str]:
+    """(rule id, config name) of the first rule whose condition holds for ``problem``."""
+    for rule_id, condition, config in rules:
+        if condition(problem):
+            return rule_id, config
+    raise error(Status.INTERNAL_ERROR, "convolution planner: no rule matched")  # the last rule is unconditional
+
+
+def measured(key, candidates) -> str | None:
+    """The candidate a create-time measurement picks (``infiniop_py.cuda.autotune``), or None
+    where that helper is not installed or there is nothing to choose between."""
+    if len(candidates) < 2:
+        return None
+    try:
+        from infiniop_py.cuda import autotune
+    except ImportError:
+        return None
+    return autotune.choose(key, candidates)
+
+
+def key(op: str, c: Conv) -> tuple:
+    """What a measured choice is cached by: everything the kernels' speed depends on."""
+    return (
+        op,
+        c.dtype,
+        c.x.shape,
+        c.x.strides,
+        c.w.shape,
+        c.w.strides,
+        c.y.shape,
+        c.y.strides,
+        c.b is not None,
+        c.s,
+        c.p,
+        c.d,
+        c.groups,
+    )
+
+
+def factory(cfg, c: Conv, handle):
+    """A zero-argument callable that builds config ``cfg``'s kernel for problem ``c``."""
+
+    def make():
+        launches, ws = cfg.build(c, handle.device_id)
+        return ConvKernel(handle, launches, ws, cfg.name)
+
+    return make
+
+
+def select(op: str, pinned: str | None, ruled: str, candidates, key) -> str:
+    """The plan name: a pinned one (it must be a candidate), a measured one, or the rule's."""
+    names = [n for n, _ in candidates]
+    if pinned is None:
+        return ruled
+    if pinned == MEASURE:
+        return measured(key, candidates) or ruled
+    if pinned not in names:
+        raise error(Status.BAD_PARAM, f"{op}: attribute 'plan'={pinned!r} cannot run this problem (candidates: {names})")
+    return pinned
