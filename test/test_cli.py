@@ -586,7 +586,7 @@ def test_upstream_layout_fixtures_pass(tmp_path, capsys):
 
     paths = upstream_fixtures.write_all(str(tmp_path / "up"))
     code, out, data = run_json(capsys, tmp_path, "--cpu", tmp_path / "up")
-    assert code == 0 and len(data["files"]) == len(paths) == len(upstream_fixtures.FIXTURES) == 10, out
+    assert code == 0 and len(data["files"]) == len(paths) == len(upstream_fixtures.FIXTURES) >= 14, out
     for f in data["files"]:
         op = os.path.basename(f["path"])[: -len(".gguf")]
         block = f["test_count"] // 2  # these files hold an F32 and an F16 copy of the cases

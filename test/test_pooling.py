@@ -608,3 +608,29 @@ def test_gpu_target_shape_layouts(op, kind):
     )
     for dtype in (DType.F32, DType.BF16):
         _gpu_run(op, Case(tensors, (dtype,), attrs=attrs), dtype)
+
+
+# -- upstream-style GGUF files ------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["averagepool", "averagepool_backward", "maxpool", "maxpool_backward"])
+def test_upstream_pool_files(tmp_path, name):
+    """Files laid out as upstream's pooling generators write them (test/upstream_fixtures.py) bind
+    in the named-output style (stride absent -> None, dtype from the primary input, length-1
+    attribute arrays) and pass on the CPU."""
+    import upstream_fixtures as up
+
+    from infiniop_py import cli
+    from infiniop_py.gguf import GGUFFile, load_test
+
+    path = str(tmp_path / f"{name}.gguf")
+    up.FIXTURES[name](path, np.random.default_rng(0))
+    with GGUFFile(path) as f:
+        tests = [load_test(f, i) for i in range(f.test_count)]
+    op = {"averagepool": "avg_pool", "maxpool": "max_pool"}.get(name.split("_")[0]) + ("_backward" if "backward" in name else "")
+    assert {t.spec.name for t in tests} == {op} and {t.style for t in tests} == {"named"}
+    out = "output" if "backward" not in name else "grad_input"
+    first = "input" if "backward" not in name else "grad_output"
+    assert all(t.tensors[out].dtype is t.tensors[first].dtype for t in tests)
+    assert {t.tensors[out].dtype for t in tests} == {DType.F32, DType.F16}
+    assert tests[2].attrs["stride"] is None and tests[2].attrs["kernel_size"] == (3,)
+    assert tests[1].attrs["ceil_mode"] is True and tests[0].attrs["padding"] == (0,)
+    assert cli.main([path, "--cpu", "--quiet"]) == 0

@@ -14,6 +14,7 @@ Each ``write_<op>`` documents which upstream behaviour it reproduces.
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 
@@ -479,6 +480,152 @@ def write_batch_norm_backward(path: str, rng: np.random.Generator) -> None:
     w.save()
 
 
+# -- pooling (named-output style) ------------------------------------------------------------------
+# (input shape, kernel_size, stride or None, padding, ceil_mode): scalars become length-1 arrays as
+# in upstream's generators; stride None is left out of the file (stride = kernel_size).
+POOL_CASES = [
+    ((2, 3, 16), 3, 1, 0, False),
+    ((1, 3, 19), 4, 3, 1, True),
+    ((2, 3, 12, 12), 3, None, 1, False),
+    ((1, 2, 11, 13), (3, 2), (2, 1), (1, 0), False),
+    ((1, 1, 9, 9), 4, 3, 2, True),
+    ((1, 2, 6, 7, 8), (2, 3, 2), (1, 2, 2), (1, 1, 1), False),
+    ((1, 1, 7, 7, 7), 3, 2, 1, True),
+]
+
+
+def _pool_lists(n, kernel_size, stride, padding):
+    def expand(v):
+        v = [v] if isinstance(v, int) else list(v)
+        return v * n if len(v) == 1 else v
+
+    k = expand(kernel_size)
+    return k, (k if stride is None else expand(stride)), expand(padding)
+
+
+def _pool_reference(kind, x, go, kernel_size, stride, padding, ceil_mode):
+    """float64 pooling by explicit windows (torch's rules: count_include_pad divisors; the first
+    maximum wins a tie): (output, grad_input for ``go``) ."""
+    n = x.ndim - 2
+    k, s, p = _pool_lists(n, kernel_size, stride, padding)
+    out_len = []
+    for d in range(n):
+        L = x.shape[2 + d]
+        o = -(-(L + 2 * p[d] - k[d]) // s[d]) + 1 if ceil_mode else (L + 2 * p[d] - k[d]) // s[d] + 1
+        if ceil_mode and (o - 1) * s[d] >= L + p[d]:
+            o -= 1
+        out_len.append(o)
+    y = np.zeros(x.shape[:2] + tuple(out_len))
+    gi = np.zeros(x.shape)
+    for nc in np.ndindex(*x.shape[:2]):
+        for o in np.ndindex(*out_len):
+            start = [o[d] * s[d] - p[d] for d in range(n)]
+            ranges = [range(max(start[d], 0), min(start[d] + k[d], x.shape[2 + d])) for d in range(n)]
+            idx = [nc + i for i in itertools.product(*ranges)]
+            if kind == "avg":
+                div = np.prod([min(start[d] + k[d], x.shape[2 + d] + p[d]) - start[d] for d in range(n)])
+                y[nc + o] = sum(x[i] for i in idx) / div
+                if go is not None:
+                    for i in idx:
+                        gi[i] += go[nc + o] / div
+            else:
+                best = max(idx, key=lambda i: x[i])  # max() keeps the first of equal keys
+                y[nc + o] = x[best]
+                if go is not None:
+                    gi[best] += go[nc + o]
+    return y, gi
+
+
+def _pool_input(rng, shape, dtype):
+    """upstream's ``torch.randn(shape).clamp(-1, 1)``: about a third of the values are exactly
+    +-1, so max windows hold ties."""
+    return np.clip(rng.standard_normal(shape), -1, 1).astype(dtype)
+
+
+def _pool_attrs(w, kernel_size, stride, padding, ceil_mode):
+    w.array("kernel_size", [kernel_size] if isinstance(kernel_size, int) else kernel_size)
+    if stride is not None:
+        w.array("stride", [stride] if isinstance(stride, int) else stride)
+    w.array("padding", [padding] if isinstance(padding, int) else padding)
+    w.w.add_bool(w.key("ceil_mode"), ceil_mode)
+
+
+def _write_pool(path: str, rng: np.random.Generator, kind: str, op_name: str) -> None:
+    """averagepool.py / maxpool.py (InfiniCore): the named-output style of ops.md §6.0. ``input``
+    stored in its dtype, then ``input_shape``; ``kernel_size``, ``stride`` (absent when the case
+    has none) and ``padding`` as INT32 arrays, length 1 for a scalar; ``ceil_mode`` bool;
+    ``output`` holds the F64 expected values, followed by ``output_shape``. No ``ans``, no
+    ``.shape``/``.strides`` keys."""
+    w = UpstreamStyleWriter(path)
+    for dtype in (np.float32, np.float16):
+        for shape, k, st, p, ceil in POOL_CASES:
+            x = _pool_input(rng, shape, dtype)
+            y, _ = _pool_reference(kind, x.astype(np.float64), None, k, st, p, ceil)
+
+            @_test(op_name)
+            def t(w, x=x, y=y, k=k, st=st, p=p, ceil=ceil):
+                w.tensor("input", x)
+                w.array("input_shape", x.shape)
+                _pool_attrs(w, k, st, p, ceil)
+                w.tensor("output", y, Q.F64)
+                w.array("output_shape", y.shape)
+
+            w.add(t)
+    w.save()
+
+
+def _write_pool_backward(path: str, rng: np.random.Generator, kind: str, op_name: str) -> None:
+    """averagepool_backward.py / maxpool_backward.py (InfiniCore): ``grad_output`` and ``input`` in
+    their dtype, the attributes as for the forward files, ``grad_input`` F64 expected values, and
+    ``grad_output_shape``, ``input_shape``, ``grad_input_shape`` INT32 arrays (the avg file writes
+    them after the tensors, the max file next to each tensor)."""
+    w = UpstreamStyleWriter(path)
+    for dtype in (np.float32, np.float16):
+        for shape, k, st, p, ceil in POOL_CASES:
+            x = _pool_input(rng, shape, dtype)
+            y, _ = _pool_reference(kind, x.astype(np.float64), None, k, st, p, ceil)
+            go = _pool_input(rng, y.shape, dtype)
+            _, gi = _pool_reference(kind, x.astype(np.float64), go.astype(np.float64), k, st, p, ceil)
+
+            @_test(op_name)
+            def t(w, x=x, go=go, gi=gi, k=k, st=st, p=p, ceil=ceil):
+                if kind == "avg":
+                    w.tensor("grad_output", go)
+                    w.tensor("input", x)
+                    _pool_attrs(w, k, st, p, ceil)
+                    w.tensor("grad_input", gi, Q.F64)
+                    w.array("grad_output_shape", go.shape)
+                    w.array("input_shape", x.shape)
+                    w.array("grad_input_shape", gi.shape)
+                else:
+                    w.tensor("grad_output", go)
+                    w.array("grad_output_shape", go.shape)
+                    w.tensor("input", x)
+                    w.array("input_shape", x.shape)
+                    _pool_attrs(w, k, st, p, ceil)
+                    w.tensor("grad_input", gi, Q.F64)
+                    w.array("grad_input_shape", gi.shape)
+
+            w.add(t)
+    w.save()
+
+
+def write_averagepool(path: str, rng: np.random.Generator) -> None:
+    _write_pool(path, rng, "avg", "averagepool")
+
+
+def write_averagepool_backward(path: str, rng: np.random.Generator) -> None:
+    _write_pool_backward(path, rng, "avg", "averagepool_backward")
+
+
+def write_maxpool(path: str, rng: np.random.Generator) -> None:
+    _write_pool(path, rng, "max", "maxpool")
+
+
+def write_maxpool_backward(path: str, rng: np.random.Generator) -> None:
+    _write_pool_backward(path, rng, "max", "maxpool_backward")
+
+
 FIXTURES = {
     "add": write_add,
     "sub": write_sub,
@@ -490,6 +637,10 @@ FIXTURES = {
     "linear": write_linear,
     "linear_backward": write_linear_backward,
     "batch_norm_backward": write_batch_norm_backward,
+    "averagepool": write_averagepool,
+    "averagepool_backward": write_averagepool_backward,
+    "maxpool": write_maxpool,
+    "maxpool_backward": write_maxpool_backward,
 }
 
 # Tests that have no right answer (ILL-DEFINED), by fixture: indices within each dtype's block.
