@@ -27,6 +27,7 @@ from infiniop_py.argtypes import int_at_least
 PROG = "infiniop-bench"
 COMMANDS = ("run", "report", "compare")
 DEFAULT_OUT = "bench-results"
+QUICK_DTYPE = "f32"  # --quick without --dtype: each operator's quick cases in this dtype (or its first)
 
 
 class _Tee:
@@ -90,7 +91,12 @@ def parser() -> argparse.ArgumentParser:
         "(im2col, causal_conv1d, ...), or 'all'; default: torch and the suites' own peers",
     )
     run.add_argument("--compile", action="store_true", help="same as adding 'compile' to --peers")
-    run.add_argument("--quick", action="store_true", help="representative cases only, 50 repetitions")
+    run.add_argument(
+        "--quick",
+        action="store_true",
+        help="the cases each suite marks representative, in one dtype per operator (f32 where it has one; "
+        "--dtype picks others), 50 repetitions, 500 host-wall calls per round",
+    )
     run.add_argument("--cpu", action="store_true", help="our NumPy backend against torch (and JAX) on the CPU")
     run.add_argument(
         "--out", "--out-dir", dest="out", default=None, help=f"directory for the run's files (default {DEFAULT_OUT}/)"
@@ -105,7 +111,12 @@ def parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--no-kernel", action="store_true", help="skip the kernel-only (CUDA-graph replay) timing")
     run.add_argument("--no-reference", action="store_true", help="skip the float64 check before timing")
-    run.add_argument("--host-calls", type=int_at_least(1), default=2000, help="calls per round for the host wall time")
+    run.add_argument(
+        "--host-calls",
+        type=int_at_least(1),
+        default=None,
+        help="calls per round for the host wall time (default 2000; quick 500)",
+    )
     run.add_argument("--device-id", type=int_at_least(0), default=0)
     run.add_argument("--no-progress", action="store_true", help="no progress bar (one line per case instead)")
     run.add_argument("--list", action="store_true", help="list the selected cases and exit")
@@ -149,6 +160,13 @@ def select(cases, args):
         if args.quick and not c.quick:
             continue
         out.append(c)
+    if args.quick and not dts:  # one dtype per operator: f32 where it has one, else its first
+        chosen = {}
+        for c in out:
+            key = (c.suite, c.op)
+            if chosen.get(key) != QUICK_DTYPE:
+                chosen[key] = QUICK_DTYPE if c.dtype == QUICK_DTYPE else chosen.get(key, c.dtype)
+        out = [c for c in out if c.dtype == chosen[(c.suite, c.op)]]
     return out
 
 
@@ -272,7 +290,7 @@ def _measure(args, env, suites, names, paths, selected, everything, device) -> i
         reps=args.reps if args.reps is not None else default_reps,
         warmup=args.warmup if args.warmup is not None else (5 if args.quick else 10),
         compile=args.compile,
-        host_calls=args.host_calls,
+        host_calls=args.host_calls if args.host_calls is not None else (500 if args.quick else 2000),
         kernel=not args.no_kernel,
         peers=selected,
         all_peers=everything,

@@ -346,8 +346,21 @@ def _host_table(rows) -> tuple[list[tuple[str, int]], list[list[str]]]:
     return [cols[i] for i in keep], [[c[i] for i in keep] for c in cells]
 
 
+def _compile_lines(rows) -> list[str]:
+    """Compile time per case of the peers that compile (torch.compile, JAX), apart from run time."""
+    comp = [r for r in rows if r.get("compile_s")]
+    if not comp:
+        return []
+    names = sorted({p for r in comp for p in r["compile_s"]})
+    lines = ["", "Compile time per case, s (not inside the run times above): " + ", ".join(names)]
+    for r in comp:
+        times = "  ".join(f"{p} {_f(r['compile_s'].get(p), '.2f')}" for p in names)
+        lines.append(f"  {r['op']} {r['case']} {r['dtype']}: {times}")
+    return lines
+
+
 def _footer(rows) -> list[str]:
-    lines = []
+    lines = _compile_lines(rows)
     invalid = [r for r in rows if r.get("invalid")]
     if invalid:
         lines.append("")
