@@ -1,7 +1,6 @@
 """Developer tools, run from the repository root.
 
 ``python tools/compile_check.py`` (every CUDA kernel compiles without a GPU),
-``python -m infiniop_py.bench`` (the benchmark harness of the performance spec),
 ``python tools/new_op_scripts.py`` (the per-operator profile scripts under test/infiniop/),
 ``python tools/gen_docs.py`` (the operator reference table).
 """

@@ -2,7 +2,7 @@
 # One batched session on a GPU machine: GPU tests, the GGUF quick suite on --nvidia, benchmarks.
 #
 #   bash tools/gpu_check.sh OUTDIR tests    # pytest (all tests, 16 workers; GPU ones run), GGUF on nvidia
-#   bash tools/gpu_check.sh OUTDIR bench    # every infiniop_py/bench suite, JSON/CSV/table under OUTDIR
+#   bash tools/gpu_check.sh OUTDIR bench    # every benchmark family: JSON/CSV/tables/report/plots under OUTDIR
 #
 # The repo runs from PYTHONPATH (no install). Logs and results land in OUTDIR.
 set -uo pipefail
@@ -22,7 +22,7 @@ if [ "$what" = tests ]; then
   python3 -m infiniop_py.cli build/gguf/quick --nvidia --quiet --json "$out/gguf_nvidia.json" > "$out/gguf_nvidia.log" 2>&1 || rc=1
   tail -n 15 "$out/gguf_nvidia.log"
 elif [ "$what" = bench ]; then
-  python3 -m infiniop_py.bench --suite all --out-dir "$out" "$@" > /dev/null 2>&1 || rc=1
+  python3 -m infiniop_py.bench run --out "$out" --no-progress "$@" > /dev/null 2>&1 || rc=1
   tail -n 60 "$out"/bench-*.txt 2>/dev/null
 fi
 exit $rc
