@@ -18,6 +18,7 @@ Environment: ``IOP_HARDEN_CYCLES`` (default 10000) create/calculate/destroy cycl
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import math
@@ -132,13 +133,16 @@ class Prepared:
                 self.flat[role.name] = layout(data[role.name], shape, strides, dt)
         self.outputs = [r.name for r in spec.outputs if r.name in self.layouts]
 
-    def upload(self, cp) -> dict:
-        """Device copies of every buffer (in-place outputs alias their input), copied when this
-        returns (the current stream is synchronised)."""
-        bufs = {n: cp.asarray(f.view(f"u{f.dtype.itemsize}")) for n, f in self.flat.items()}
+    def upload(self, xp) -> dict:
+        """Fresh copies of every buffer (in-place outputs alias their input) in ``xp`` (NumPy for
+        the CPU, CuPy: copied when this returns, the current stream is synchronised)."""
+        if xp is np:
+            bufs = {n: f.copy() for n, f in self.flat.items()}
+        else:
+            bufs = {n: xp.asarray(f.view(f"u{f.dtype.itemsize}")) for n, f in self.flat.items()}
+            xp.cuda.get_current_stream().synchronize()
         for o, i in self.case.inplace.items():
             bufs[o] = bufs[i]
-        cp.cuda.get_current_stream().synchronize()
         return bufs
 
     def args(self, bufs) -> list:
@@ -150,13 +154,19 @@ class Prepared:
             descs.setdefault(role.name, None)
         return iop.create_descriptor(self.spec.name, handle, **descs, **self.case.attrs)
 
-    def output_bytes(self, cp, bufs) -> dict:
-        return {n: cp.asnumpy(bufs[n]).tobytes() for n in self.outputs}
+    def output_bytes(self, xp, bufs) -> dict:
+        get = np.asarray if xp is np else xp.asnumpy
+        return {n: get(bufs[n]).tobytes() for n in self.outputs}
 
 
-def workspace(cp, d):
+def workspace(xp, d):
     """A workspace for ``d`` with fixed contents (0xA5), or None."""
-    return cp.full(d.workspace_size, 0xA5, cp.uint8) if d.workspace_size else None
+    return xp.full(d.workspace_size, 0xA5, xp.uint8) if d.workspace_size else None
+
+
+def array_module(device: str):
+    """NumPy for the CPU; CuPy (or a skip) for NVIDIA."""
+    return np if device == "cpu" else cupy_or_skip()
 
 
 def cupy_or_skip():
@@ -186,7 +196,7 @@ def memory(cp=None) -> dict:
     (cudaMemGetInfo), after finishing queued work and collecting garbage."""
     gc.collect()
     out = {"rss": rss_bytes()}
-    if cp is not None:
+    if cp is not None and cp is not np:
         cp.cuda.Device().synchronize()
         free, total = cp.cuda.runtime.memGetInfo()
         out["pool"] = cp.get_default_memory_pool().used_bytes()
@@ -411,6 +421,62 @@ def test_one_call_at_a_time_per_descriptor(cpu_handle):
     d.calculate(None, *bufs)  # a failed call leaves the descriptor usable (its turn is released)
 
 
+def test_random_sample_ticket_arrays_are_bounded_per_stream(monkeypatch):
+    """random_sample's one-launch greedy path keeps a ticket per stream for the most recent
+    TICKET_STREAMS streams only; an evicted stream's ticket is freed after that stream is
+    synchronised (NVIDIA planning on the CPU: stand-in compiler, runtime and CuPy)."""
+    import types
+
+    from infiniop_py import reduce as red
+    from infiniop_py.cuda import runtime
+
+    synced, freed = [], []
+
+    class Mem:
+        ptr = 4096
+
+        def __del__(self):
+            freed.append(self)
+
+    fake_rt = types.SimpleNamespace(
+        memsetAsync=lambda *a: None, streamSynchronize=synced.append, deviceSynchronize=lambda: synced.append("device")
+    )
+    fake_cp = types.SimpleNamespace(cuda=types.SimpleNamespace(alloc=lambda n: Mem(), runtime=fake_rt))
+
+    def fake_module(self, source, names, device_id):
+        self.ptr = {n: 1000 + i for i, n in enumerate(names)}
+        self.kernels = {}
+
+    monkeypatch.setattr(runtime, "cupy", lambda: fake_cp)
+    monkeypatch.setattr(runtime, "device_count", lambda: 1)
+    monkeypatch.setattr(runtime, "properties", lambda dev: {"sm_count": 4, "cc": 90, "name": "fake"})
+    monkeypatch.setattr(compiler.Module, "__init__", fake_module)
+    monkeypatch.setattr(compiler, "_modules", LRU(8))
+    launched = []
+    monkeypatch.setattr(compiler, "_launch_fn", lambda: None)
+    monkeypatch.setattr(compiler.Launch, "__call__", lambda self, ptrs, ws, stream: launched.append(stream))
+    rs = __import__("infiniop_ops.random_sample", fromlist=["x"])
+    h = iop.create_handle("nvidia")
+    d = iop.create_descriptor(
+        "random_sample",
+        h,
+        iop.create_tensor_descriptor((), None, iop.int64),
+        iop.create_tensor_descriptor((rs.GREEDY1_MAX + 1,), None, iop.float32),
+    )
+    k = d._kernel
+    if not (k.multi and k.greedy_last):
+        pytest.skip("this build plans no one-launch greedy finish")
+    streams = list(range(1, 3 * red.TICKET_STREAMS + 1))
+    for s in streams:
+        for _ in range(2):  # the second call on a stream reuses its ticket
+            k.launch([1 << 20, 1 << 21], 1 << 22, (0.0, 0.9, 1, 1.0), s)
+    assert launched == [s for s in streams for _ in (0, 1)]
+    assert len(k._tickets) == red.TICKET_STREAMS
+    evicted = streams[: len(streams) - red.TICKET_STREAMS]
+    gc.collect()
+    assert synced == evicted and len(freed) == len(evicted)
+
+
 @pytest.mark.parametrize("n", [2**31 - 1, 2**31 + 5, 2**32 + 24, 2**40])
 def test_strided_meta_packs_dims_beyond_32_bits(n):
     """A collapsed dim of 2^32 elements or more (e.g. a 1-D strided copy) packs; the 32-bit
@@ -481,53 +547,57 @@ def test_gguf_runner_frees_everything_after_failures(device, tmp_path, capsys):
 # --------------------------------------------------------------------------------------------
 # GPU: 10,000 create / calculate / destroy cycles per family
 # --------------------------------------------------------------------------------------------
-@requires_gpu
-@pytest.mark.gpu
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("op", representatives())
-def test_cycles_keep_host_and_device_memory_flat(op):
-    cp = cupy_or_skip()
+def test_cycles_keep_host_and_device_memory_flat(op, device):
+    """CYCLES create / calculate / destroy cycles of the family's smallest case on the GPU (300
+    on the CPU, which checks the harness in CI): after WARMUP cycles, memory stays flat."""
+    xp = array_module(device)
+    gpu = xp is not np
+    cycles, warmup, traced_n = (CYCLES, WARMUP, TRACED) if gpu else (300, 50, 100)
     index, case, dt = small_instance(op)
     prep = Prepared(op, index, case, dt)
-    h = iop.create_handle("nvidia")
-    bufs = prep.upload(cp)
+    h = iop.create_handle(device)
+    bufs = prep.upload(xp)
     args = prep.args(bufs)
 
     def cycle():
         d = prep.create(h)
-        ws = cp.empty(d.workspace_size, cp.uint8) if d.workspace_size else None
+        ws = xp.empty(d.workspace_size, xp.uint8) if d.workspace_size else None
         d.calculate(ws, *args, **case.runtime)
         d.destroy()
 
     t0 = time.perf_counter()
-    for _ in range(WARMUP):
+    for _ in range(warmup):
         cycle()
-    before = memory(cp)
-    for _ in range(max(0, CYCLES - WARMUP - TRACED)):
+    before = memory(xp)
+    for _ in range(max(0, cycles - warmup - traced_n)):
         cycle()
     tracemalloc.start()
     try:
-        for _ in range(min(TRACED, max(0, CYCLES - WARMUP))):
+        for _ in range(min(traced_n, max(0, cycles - warmup))):
             cycle()
         gc.collect()
         traced = tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
-    grown = growth(before, memory(cp))
+    grown = growth(before, memory(xp))
     seconds = time.perf_counter() - t0
     fam = family(get_spec(op))
     report(
         test="cycles",
+        device=device,
         op=op,
         family=fam,
         case=index,
         dtype=dt.name,
-        cycles=CYCLES,
+        cycles=cycles,
         seconds=round(seconds, 2),
         traced=traced,
         **grown,
     )
     iop.destroy_handle(h)
-    check_flat(f"{op} ({fam}) x {CYCLES} cycles", grown, traced)
+    check_flat(f"{op} ({fam}) x {cycles} cycles on {device}", grown, traced)
 
 
 # --------------------------------------------------------------------------------------------
@@ -627,25 +697,27 @@ def test_kernel_attributes_through_the_driver():
 # --------------------------------------------------------------------------------------------
 # GPU: threads and streams give the serial results, bit for bit
 # --------------------------------------------------------------------------------------------
-@requires_gpu
-@pytest.mark.gpu
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("shared", [False, True], ids=["own-descriptors", "one-shared-descriptor"])
 @pytest.mark.parametrize("op", representatives())
-def test_threads_and_streams_match_the_serial_run(op, shared):
-    """8 threads, each on its own non-blocking stream with its own buffers and workspace, make
-    CALLS calls (own-descriptors: each creates its descriptor; one-shared-descriptor: all use one):
-    every output equals, bitwise, the same calls made serially on the default stream."""
-    cp = cupy_or_skip()
+def test_threads_and_streams_match_the_serial_run(op, shared, device):
+    """THREADS threads, each with its own buffers and workspace (and on the GPU its own
+    non-blocking stream), make CALLS calls (own-descriptors: each creates its descriptor;
+    one-shared-descriptor: all use one): every output equals, bitwise, the same calls made
+    serially (on the GPU on the default stream)."""
+    xp = array_module(device)
+    gpu = xp is not np
     index, case, dt = small_instance(op)
     prep = Prepared(op, index, case, dt)
-    h = iop.create_handle("nvidia")
+    h = iop.create_handle(device)
     d0 = prep.create(h)
-    bufs = prep.upload(cp)
-    ws = workspace(cp, d0)
+    bufs = prep.upload(xp)
+    ws = workspace(xp, d0)
     for _ in range(CALLS):
         d0.calculate(ws, *prep.args(bufs), **case.runtime)
-    cp.cuda.Device().synchronize()
-    want = prep.output_bytes(cp, bufs)
+    if gpu:
+        xp.cuda.Device().synchronize()
+    want = prep.output_bytes(xp, bufs)
     if not shared:
         d0.destroy()
     got = [None] * THREADS
@@ -654,17 +726,19 @@ def test_threads_and_streams_match_the_serial_run(op, shared):
 
     def work(i):
         try:
-            with cp.cuda.Device(0):
-                stream = cp.cuda.Stream(non_blocking=True)
-                mine = prep.upload(cp)
+            with xp.cuda.Device(0) if gpu else contextlib.nullcontext():
+                stream = xp.cuda.Stream(non_blocking=True) if gpu else None
+                mine = prep.upload(xp)
                 d = d0 if shared else prep.create(h)
-                w = workspace(cp, d)
-                cp.cuda.get_current_stream().synchronize()
+                w = workspace(xp, d)
+                if gpu:
+                    xp.cuda.get_current_stream().synchronize()
                 barrier.wait()
                 for _ in range(CALLS):
                     d.calculate(w, *prep.args(mine), stream=stream, **case.runtime)
-                stream.synchronize()
-                got[i] = prep.output_bytes(cp, mine)
+                if gpu:
+                    stream.synchronize()
+                got[i] = prep.output_bytes(xp, mine)
                 if not shared:
                     d.destroy()
         except Exception as exc:  # noqa: BLE001 - reported below

@@ -27,6 +27,7 @@ import numpy as np
 from infiniop_py.cuda.compiler import Launch, Slot, get_module
 from infiniop_py.cuda.kernel import CudaKernel, ctype
 from infiniop_py.dtypes import SI, UI, DType, F, to_numpy
+from infiniop_py.lru import LRU
 from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
 from infiniop_py.status import Status, error
 
@@ -198,7 +199,11 @@ class RandomSampleKernel(CudaKernel):
         self.l_greedy = Launch(fn["greedy"], (1,), (512,), [res, ws, prm])
         self.l_greedy1 = Launch(fn["greedy1"], (1,), (1024,), [res, x, prm])
         self.fn_last = fn["greedy_last"]
-        self._tickets = {}  # stream -> (device memory, Launch of rm_greedy_last with its ticket)
+        # stream -> (device memory, Launch of rm_greedy_last with its ticket), for the most
+        # recent streams (an evicted stream's ticket is freed once its queued work is done)
+        from infiniop_py.reduce import TICKET_STREAMS, release_tickets
+
+        self._tickets = LRU(TICKET_STREAMS, release_tickets)
         mode = os.environ.get("IOP_SAMPLE_GREEDY", "")  # tuning switch: "2pass", "1block" or "last"
         self.greedy1 = mode == "1block" or (mode not in ("2pass", "last") and self.n <= GREEDY1_MAX)
         self.greedy_last = not self.greedy1 and mode != "2pass"
@@ -226,7 +231,8 @@ class RandomSampleKernel(CudaKernel):
         if greedy and self.greedy_last:
             hit = self._tickets.get(stream)
             if hit is None:
-                hit = self._tickets[stream] = self._ticket_launch(stream)
+                hit = self._ticket_launch(stream)
+                self._tickets.put(stream, hit)
             hit[1](ptrs, ws_ptr, stream)
             return
         seq = [self.l_argmax, self.l_greedy] if greedy else [self.l_argmax, self.l_hist]
