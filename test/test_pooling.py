@@ -634,3 +634,111 @@ def test_upstream_pool_files(tmp_path, name):
     assert tests[2].attrs["stride"] is None and tests[2].attrs["kernel_size"] == (3,)
     assert tests[1].attrs["ceil_mode"] is True and tests[0].attrs["padding"] == (0,)
     assert cli.main([path, "--cpu", "--quiet"]) == 0
+
+
+def _fake_gpu_plans() -> dict:
+    """Creates every case of the four ops on a faked sm_90 device with 132 SMs (no GPU: NVRTC
+    and launches replaced), launches each kernel object once with fake pointers, and returns
+    {case: [kernel name, grid, block, shared memory, workspace, kernel names outside
+    compile_units()]}. Runs in a subprocess: it patches the CUDA runtime module-wide."""
+    from infiniop_py.cuda import compiler, runtime
+
+    class Fn:
+        num_regs, shared_size_bytes = 64, 0
+
+    requested: list = []
+
+    def record(self, source, names, device_id):
+        requested.extend(names)
+        self.raw, self.kernels = None, {n: Fn() for n in names}
+        self.ptr = {n: i + 1 for i, n in enumerate(names)}
+
+    launches: list = []
+    runtime.device_count = lambda: 1
+    runtime.properties = lambda device_id=0: {"name": "sm_90", "sm_count": 132, "cc": 90, "max_shared_per_block_optin": 232448}
+    compiler.Module.__init__ = record
+    compiler._launch_fn = lambda: (
+        lambda fn, gx, gy, gz, bx, by, bz, shmem, stream, params, extra: launches.append((fn, gx, bx, shmem))
+    )
+    handle = iop.create_handle("nvidia")
+    out = {}
+    for op in POOL_OPS:
+        allowed = {n for _, ns in get_spec(op).nvidia.compile_units() for n in ns}
+        for i, case in enumerate(get_cases(op)):
+            for dt in case.dtypes:
+                tensors = {
+                    n: iop.create_tensor_descriptor(*tc.resolved(dt)[:2], tc.resolved(dt)[2]) for n, tc in case.tensors.items()
+                }
+                requested.clear()
+                launches.clear()
+                d = iop.create_descriptor(op, handle, **tensors, **case.attrs)
+                d._kernel.launch([1000, 2000, 3000][: len(case.tensors)], 0, {}, 0)
+                names = sorted(set(requested) - allowed)
+                out[f"{op}-{i}-{dt.name}"] = [list(launches), d.workspace_size, names]
+                d.destroy()
+    return out
+
+
+def test_nvidia_factories_on_a_fake_device():
+    """The NVIDIA backend's Python side on every case: a plan, one launch (none for empty
+    tensors) of 256 threads with the planned shared memory, workspace 0, and only kernels that
+    compile_units() lists (so the NVRTC compile check covers them)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    code = "import json, sys; sys.path.insert(0, 'test'); from test_pooling import _fake_gpu_plans; print(json.dumps(_fake_gpu_plans()))"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert len(result) == sum(len(c.dtypes) for op in POOL_OPS for c in get_cases(op))
+    for key, (launches, ws, extra) in result.items():
+        op, index, _ = key.rsplit("-", 2)
+        case = get_cases(op)[int(index)]
+        empty = any(0 in tc.shape for tc in case.tensors.values())
+        assert ws == 0 and not extra, key
+        assert len(launches) == (0 if empty else 1), key
+        for _fn, grid, block, shmem in launches:
+            assert 1 <= grid <= 132 * 16 and block == 256 and shmem <= pc.SMEM_LIMIT, key
+            assert (shmem > 0) == (op == "max_pool_backward"), key
+
+
+# -- benchmark suite ----------------------------------------------------------------------------------
+def test_bench_suite_lists_its_cases():
+    """infiniop_py/bench/suites/pooling.py: on the GPU the benchmark shapes (max k3 s2 p1, avg k2
+    s2, forward and backward, NCHW and channels-last, f32/f16/bf16); on the CPU a smaller NCHW set."""
+    from types import SimpleNamespace
+
+    from infiniop_py.bench.suites import pooling
+
+    gpu = pooling.cases(SimpleNamespace(gpu=True))
+    assert len(gpu) == 2 * 2 * 3 * 2 and {c.shape for c in gpu} == {(32, 64, 112, 112)}
+    assert {c.op for c in gpu} == set(POOL_OPS) and {c.dtype for c in gpu} == {"f32", "f16", "bf16"}
+    assert {c.case.split()[-1] for c in gpu} == {"NCHW", "channels-last"}
+    assert {c.case for c in gpu if c.op.startswith("max")} >= {"32x64x112x112 k3 s2 p1 NCHW"}
+    assert len(pooling.cases(SimpleNamespace(gpu=False))) == 12
+
+
+def test_bench_suite_runs_on_the_cpu(tmp_path, monkeypatch):
+    """The backward cases (the forward ones take the standard path) build, pass their float64
+    and torch checks and are timed on the CPU; the bytes-moved metric counts what each must move."""
+    import json
+
+    pytest.importorskip("torch")
+    from infiniop_py.bench import cli
+    from infiniop_py.bench import env as bench_env
+
+    monkeypatch.setattr(bench_env.CpuEnv, "copy_bandwidth", lambda self: {"GBps": 10.0, "how": "test"})
+    monkeypatch.setattr(bench_env.CpuEnv, "matrix_rate", lambda self: {"f32": 0.1, "how": "test"})
+    out = tmp_path / "run.json"
+    args = ["--cpu", "--family", "pooling", "--quick", "--op", "max_pool_backward,avg_pool_backward", "--reps", "3"]
+    args += ["--warmup", "1", "--host-calls", "5", "--no-progress", "--no-kernel"]
+    assert cli.main(["run", *args, "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["results"]
+    assert sorted(row["op"] for row in rows) == sorted(BWD)
+    assert all(row["check"]["ok"] and row["check_ref"]["ok"] for row in rows), rows
+    backward = {row["op"]: row["bytes"] for row in rows if row["op"].endswith("backward")}
+    assert backward["max_pool_backward"] == 2 * 4 * 16 * 56 * 56 * 4 + 4 * 16 * 28 * 28 * 4  # dx, x, dy
+    assert backward["avg_pool_backward"] == 4 * 16 * 56 * 56 * 4 + 4 * 16 * 28 * 28 * 4  # dx, dy
