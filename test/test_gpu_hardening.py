@@ -477,6 +477,71 @@ def test_random_sample_ticket_arrays_are_bounded_per_stream(monkeypatch):
     assert synced == evicted and len(freed) == len(evicted)
 
 
+def test_gemm_workspace_is_per_stream(monkeypatch):
+    """cuBLASLt GEMMs on different streams never share a workspace: one per stream (allocated
+    with that stream current, for CuPy's stream-ordered reuse), at most LT_WS_STREAMS kept, none
+    allocated while the stream is being captured (the fallback workspace then); a plan asks
+    again only when the stream changes (stand-in CuPy and runtime)."""
+    import types
+
+    from infiniop_py.cuda import runtime
+
+    blas = __import__("infiniop_ops.gemm.blas", fromlist=["x"])
+    current, made = [0], []
+
+    class Mem:
+        def __init__(self, nbytes):
+            self.ptr = (len(made) + 1) << 30
+            self.stream = current[-1]
+            made.append(self)
+
+    class OnStream:
+        def __init__(self, ptr, device_id):
+            self.ptr = ptr
+
+        def __enter__(self):
+            current.append(self.ptr)
+
+        def __exit__(self, *exc):
+            current.pop()
+
+    cuda = types.SimpleNamespace(ExternalStream=OnStream, Device=lambda d: contextlib.nullcontext(), alloc=Mem)
+    monkeypatch.setattr(runtime, "cupy", lambda: types.SimpleNamespace(cuda=cuda))
+    monkeypatch.setattr(blas, "_RT", types.SimpleNamespace(streamIsCapturing=lambda s: s == 99))
+    lt = object.__new__(blas.Lt)
+    lt._ws, lt._ws_lock, lt.device_id, lt.ws_ptr = LRU(blas.LT_WS_STREAMS), threading.Lock(), 0, 7
+
+    got = {}
+    barrier = threading.Barrier(THREADS)
+
+    def first_call(s):
+        barrier.wait()
+        got[s] = lt.stream_workspace(s)
+
+    threads = [threading.Thread(target=first_call, args=(s,)) for s in range(1, THREADS + 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({hit[1] for hit in got.values()}) == THREADS  # one workspace per stream
+    assert all(hit[0].stream == s for s, hit in got.items())  # allocated on its own stream
+    assert lt.stream_workspace(3) is got[3] and len(made) == THREADS
+    assert lt.stream_workspace(99) is None and len(made) == THREADS  # capturing: nothing allocated
+    for s in range(100, 120):
+        lt.stream_workspace(s)
+    assert len(lt._ws) == blas.LT_WS_STREAMS
+
+    plan = object.__new__(blas.LtPlan)
+    plan.lt, plan._ws_last = lt, (None, None)
+    asked = []
+    real = lt.stream_workspace
+    lt.stream_workspace = lambda s: asked.append(s) or real(s)
+    w = plan._workspace(5)
+    assert plan._workspace(5) == w and asked == [5]
+    assert plan._workspace(99) == 7 and plan._workspace(5) == w  # a capture leaves the last stream's
+    assert plan._workspace(6) != w and asked == [5, 99, 6]
+
+
 @pytest.mark.parametrize("n", [2**31 - 1, 2**31 + 5, 2**32 + 24, 2**40])
 def test_strided_meta_packs_dims_beyond_32_bits(n):
     """A collapsed dim of 2^32 elements or more (e.g. a 1-D strided copy) packs; the 32-bit

@@ -12,12 +12,13 @@ Compute type is CUBLAS_COMPUTE_32F for f16/bf16/f32 (true fp32: the handle's mat
 checked and a TF32 mode is masked off for the call) and CUBLAS_COMPUTE_64F for f64.
 
 Default path (``LtPlan``, see its docstring): one ``cublasLtMatmul`` per call with the algorithm
-chosen at create by cuBLASLt's heuristic (cached per pointer-alignment class), on an Lt handle and
-a 32 MiB workspace per device; linear uses its BIAS epilogue. ``INFINIOP_GEMM_LT=0`` (read at
-create) or no algorithm selects the GemmEx path below. A call repeating (pointers, alpha, beta)
-for the third time is captured once into a one-call CUDA graph and replayed from then on
-(``INFINIOP_GEMM_GRAPH=0``, read at create, turns that off): one ``cudaGraphLaunch`` instead of
-the ~10 µs host path inside cuBLASLt.
+chosen at create by cuBLASLt's heuristic (cached per pointer-alignment class), on an Lt handle per
+device and a 32 MiB workspace per stream (GEMMs running at once on two streams never share one);
+linear uses its BIAS epilogue. ``INFINIOP_GEMM_LT=0`` (read at create) or no algorithm selects
+the GemmEx path below. A call repeating (pointers, alpha, beta, stream) for the third time is
+captured once into a one-call CUDA graph and replayed from then on (``INFINIOP_GEMM_GRAPH=0``,
+read at create, turns that off): one ``cudaGraphLaunch`` instead of the ~10 µs host path inside
+cuBLASLt.
 
 Calls (``Blas``): ``cublasGemmStridedBatchedEx`` is called through ctypes on the libcublas that
 CuPy loaded, with a handle of our own per device (created once, default math mode, so f32 is
@@ -33,8 +34,10 @@ from __future__ import annotations
 
 import ctypes
 import threading
+import warnings
 
 from infiniop_py.dtypes import DType
+from infiniop_py.lru import LRU
 
 OP_N, OP_T = 0, 1
 CUDA_TYPE = {DType.F16: 2, DType.BF16: 14, DType.F32: 0, DType.F64: 1}
@@ -307,6 +310,7 @@ def lt_enabled() -> bool:
 GRAPH_ENV = "INFINIOP_GEMM_GRAPH"  # "0" disables the per-pointer-set CUDA graph replay of LtPlan
 GRAPH_AFTER = 3  # a pointer set (and alpha, beta) seen this many times gets its own graph
 GRAPH_MAX = 8  # graphs per plan (captured at most this many times: bounded create cost)
+LT_WS_STREAMS = 8  # streams per device that keep a cuBLASLt workspace of their own
 _CAPTURE_RELAXED = 2  # cudaStreamCaptureModeRelaxed
 
 
@@ -356,11 +360,16 @@ def _bind(lib, name, argtypes, restype=_I):
 
 
 class Lt:
-    """One cuBLASLt handle and one 32 MiB workspace per device (allocated once, at first use).
+    """One cuBLASLt handle per device, and a 32 MiB workspace per stream.
 
-    Like cuBLAS's own per-handle workspace, the workspace is shared by every stream: GEMMs
-    running at the same time on two streams of one device may not both use it (the legacy
-    path has the same property). Descriptors, layouts and heuristics live in ``LtPlan``.
+    GEMMs running at the same time on two streams must not share a workspace, so each stream
+    gets its own (``stream_workspace``) for the ``LT_WS_STREAMS`` most recently used streams.
+    A workspace is allocated in its stream's part of CuPy's pool (memory freed there is reused
+    only by later work on that stream), and a workspace is only ever used on its stream: one
+    dropped from the table here, or still held by a plan or a graph, is safe whoever frees it
+    last. A call captured into a caller's own graph uses the device's fallback workspace
+    (``ws_ptr``, allocated once), since nothing may be allocated during a capture. Descriptors,
+    layouts and heuristics live in ``LtPlan``.
     """
 
     def __init__(self, device_id: int):
@@ -398,6 +407,34 @@ class Lt:
         self.device_id = device_id
         self.capture_lock = threading.Lock()
         self._capture_stream = None
+        self._ws = LRU(LT_WS_STREAMS)  # stream -> (memory, address) of its workspace
+        self._ws_lock = threading.Lock()
+
+    def stream_workspace(self, stream: int):
+        """(memory, address) of ``stream``'s own workspace, allocated on first use; None while
+        ``stream`` is being captured (the caller then uses ``ws_ptr``)."""
+        with self._ws_lock:
+            hit = self._ws.get(stream)
+        if hit is not None:
+            return hit
+        rt = _RT
+        try:
+            if rt is None or rt.streamIsCapturing(stream):
+                return None
+        except Exception:  # noqa: BLE001 - e.g. the legacy stream during a global capture
+            return None
+        from infiniop_py.cuda import runtime
+
+        cp = runtime.cupy()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # CuPy 14 deprecates ExternalStream
+            on_stream = cp.cuda.ExternalStream(stream, self.device_id)
+        with cp.cuda.Device(self.device_id), on_stream:
+            mem = cp.cuda.alloc(LT_WORKSPACE)
+        hit = (mem, int(mem.ptr))
+        with self._ws_lock:  # a concurrent first call on the same stream may replace it: both
+            self._ws.put(stream, hit)  # are only used on that stream
+        return hit
 
     def capture_stream(self) -> int:
         """A private non-blocking stream of this device, only ever used to capture graphs."""
@@ -448,11 +485,11 @@ class LtPlan:
 
     Graph replay (``INFINIOP_GEMM_GRAPH``, default on): the host cost of one ``cublasLtMatmul``
     (~11 µs on the H200 host, most of it inside cuBLASLt) is paid again on every call, even with
-    the same operands. A call whose (pointers, alpha, beta) were seen ``GRAPH_AFTER`` times is
-    captured once on a private stream (nothing runs then) into a one-call CUDA graph; later
-    calls with that key replay it with one ``cudaGraphLaunch`` on the caller's stream. The
-    graph holds the same kernel(s) with the same arguments (alpha/beta are read at capture), so
-    results are bit-identical. Never used while the caller's stream is itself being captured
+    the same operands. A call whose (pointers, alpha, beta, stream) were seen ``GRAPH_AFTER``
+    times is captured once on a private stream (nothing runs then) into a one-call CUDA graph
+    with that stream's workspace; later calls with that key replay it with one
+    ``cudaGraphLaunch`` on that stream. The graph holds the same kernel(s) with the same
+    arguments (alpha/beta are read at capture), so results are bit-identical. Never used while the caller's stream is itself being captured
     (the direct call is captured then). At most ``GRAPH_MAX`` graphs per plan.
     """
 
@@ -466,9 +503,11 @@ class LtPlan:
         made = []  # (destroy, handle) for the finalizer
         self._made = made
         self._finalizer = weakref.finalize(self, _destroy_all, made)
-        # graph replay: key (a, b, c, bias, alpha, beta) -> graph exec; sightings of other keys
+        # graph replay: key (a, b, c, bias, alpha, beta, stream) -> graph exec; sightings of other keys
         self._graphs = {} if (_RT is not None and graph_enabled()) else None
         self._seen: dict = {}
+        self._graph_ws: list = []  # the workspaces the graphs were captured with (kept alive)
+        self._ws_last = (None, None)  # (stream, (memory, address)): the last stream's workspace
         scale = CUDA_R_64F if plan.compute == COMPUTE_64F else CUDA_R_32F
         d = _VP()
         _check(lt.create_desc(ctypes.byref(d), plan.compute, scale), "cublasLtMatmulDescCreate")
@@ -535,6 +574,17 @@ class LtPlan:
         self._algos[key] = res
         return res
 
+    def _workspace(self, stream: int) -> int:
+        """Address of the workspace this call on ``stream`` uses (see ``Lt``)."""
+        last = self._ws_last
+        if last[0] == stream:
+            return last[1][1]
+        hit = self.lt.stream_workspace(stream)
+        if hit is None:
+            return self.lt.ws_ptr
+        self._ws_last = (stream, hit)
+        return hit[1]
+
     def _algo_for(self, first, second, c_ptr, bias_ptr):
         key = (_alignment(first), _alignment(second), _alignment(c_ptr), _alignment(c_ptr))
         full = key + ((_alignment(bias_ptr) if self.bias else 256),)
@@ -551,7 +601,7 @@ class LtPlan:
         no algorithm for these pointers' alignment: the caller then takes its fallback path."""
         graphs = self._graphs
         if graphs is not None:
-            key = (a_ptr, b_ptr, c_ptr, bias_ptr, alpha, beta)
+            key = (a_ptr, b_ptr, c_ptr, bias_ptr, alpha, beta, stream)  # a graph holds its stream's workspace
             g = graphs.get(key)
             if g is not None:
                 rt = _RT
@@ -572,6 +622,7 @@ class LtPlan:
         else:
             first, second = a_ptr, b_ptr
         lt = self.lt
+        ws = self._workspace(stream)
         if not self.bias:
             if (first | second | c_ptr) & 255:
                 algo = self._algo_for(first, second, c_ptr, 0)
@@ -580,7 +631,7 @@ class LtPlan:
             else:
                 algo = self.algo
             st = lt.matmul(lt.handle, self.desc, plan.alpha_ptr, first, self.la, second, self.lb, plan.beta_ptr,
-                           c_ptr, self.lc, c_ptr, self.lc, algo, lt.ws_ptr, lt.ws_size, stream)  # fmt: skip
+                           c_ptr, self.lc, c_ptr, self.lc, algo, ws, lt.ws_size, stream)  # fmt: skip
         else:
             with self._lock:
                 if (first | second | c_ptr | bias_ptr) & 255:
@@ -592,7 +643,7 @@ class LtPlan:
                 self.bias_val.value = bias_ptr
                 lt.set_desc(self.desc, LT_DESC_BIAS_POINTER, self.bias_ref, 8)
                 st = lt.matmul(lt.handle, self.desc, plan.alpha_ptr, first, self.la, second, self.lb, plan.beta_ptr,
-                               c_ptr, self.lc, c_ptr, self.lc, algo, lt.ws_ptr, lt.ws_size, stream)  # fmt: skip
+                               c_ptr, self.lc, c_ptr, self.lc, algo, ws, lt.ws_size, stream)  # fmt: skip
         if st != 0:
             raise RuntimeError(f"cublasLtMatmul failed: status {st}")
         if graphs is not None and key not in graphs:  # (in graphs: the caller is capturing)
@@ -604,11 +655,12 @@ class LtPlan:
                 seen[key] = n
             else:
                 seen.pop(key, None)
-                self._capture(key, first, second, c_ptr, algo, alpha, beta, bias_ptr, stream)
+                self._capture(key, first, second, c_ptr, algo, alpha, beta, bias_ptr, stream, ws)
         return True
 
-    def _capture(self, key, first, second, c_ptr, algo, alpha, beta, bias_ptr, stream):
-        """Record this call into a one-call CUDA graph for ``key`` (see the class docstring).
+    def _capture(self, key, first, second, c_ptr, algo, alpha, beta, bias_ptr, stream, ws):
+        """Record this call into a one-call CUDA graph for ``key`` (see the class docstring), with
+        ``stream``'s workspace ``ws`` (the graph is only replayed on ``stream``).
 
         Any failure switches graph replay off for this plan (the direct call already ran)."""
         graphs = self._graphs
@@ -627,7 +679,7 @@ class LtPlan:
                 rt.streamBeginCapture(cs, _CAPTURE_RELAXED)
                 try:
                     st = lt.matmul(lt.handle, self.desc, plan.alpha_ptr, first, self.la, second, self.lb,
-                                   plan.beta_ptr, c_ptr, self.lc, c_ptr, self.lc, algo, lt.ws_ptr, lt.ws_size, cs)  # fmt: skip
+                                   plan.beta_ptr, c_ptr, self.lc, c_ptr, self.lc, algo, ws, lt.ws_size, cs)  # fmt: skip
                 finally:
                     g = rt.streamEndCapture(cs)
                 try:
@@ -636,6 +688,9 @@ class LtPlan:
                 finally:
                     rt.graphDestroy(g)
             self._made.append((rt.graphExecDestroy, ge))
+            hit = self._ws_last[1]
+            if hit is not None and hit[1] == ws:
+                self._graph_ws.append(hit)
             graphs[key] = ge
         except Exception:  # noqa: BLE001 - no graphs for this plan; the direct path stays
             self._graphs = None
