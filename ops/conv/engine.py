@@ -163,6 +163,9 @@ class IGemm:
     def names(self, dtype: DType) -> list[str]:
         return [f"conv_igemm<{ctype(dtype)}, {self.bm}, {self.bn}>"]
 
+    def kernel_names(self, c: Conv) -> list[str]:
+        return self.names(c.dtype)
+
     def applies_dtype(self, dtype: DType) -> bool:
         """f64 accumulators (f32, f64) need twice the registers: not the 128x128 tile."""
         return dtype in GPU_DTYPES and (acc_size(dtype) == 4 or self.bm * self.bn <= 128 * 64)
@@ -195,7 +198,7 @@ class IGemm:
         grid = (mtiles * c.groups * phases, ntiles)
         if grid[0] >= 1 << 31 or grid[1] > 65535:
             raise error(Status.BAD_TENSOR_SHAPE, f"convolution too large for one launch: grid {grid}")
-        name = self.names(c.dtype)[0]
+        name = self.kernel_names(c)[0]
         fn = _module([name], device_id).ptr[name]
         return [Launch(fn, grid, (256,), [*_args(c.slots, c.b is not None), meta])], 0
 
@@ -217,6 +220,9 @@ class Direct:
     def names(self, dtype: DType) -> list[str]:
         return [f"conv_direct<{ctype(dtype)}, {cob}>" for cob in self.COBS]
 
+    def kernel_names(self, c: Conv) -> list[str]:
+        return [f"conv_direct<{ctype(c.dtype)}, {self.cob(c)}>"]
+
     def applies(self, c: Conv) -> bool:
         return not c.transposed and c.dtype in GPU_DTYPES and self.cob(c) is not None
 
@@ -232,7 +238,7 @@ class Direct:
         grid = (max(1, -(-positions // 128)), c.groups * chunks)
         if grid[1] > 65535:
             raise error(Status.BAD_TENSOR_SHAPE, f"convolution too large for the direct kernel: grid {grid}")
-        name = f"conv_direct<{ctype(c.dtype)}, {cob}>"
+        name = self.kernel_names(c)[0]
         fn = _module([name], device_id).ptr[name]
         shmem = c.cg * c.kvol * cob * value_size(c.dtype)
         return [Launch(fn, grid, (128,), [*_args(c.slots, c.b is not None), meta], shmem)], 0
@@ -258,6 +264,10 @@ class Depthwise:
         return [f"conv_dw2d<{t}, {k}, {str(u).lower()}, {self.RY}>" for k in self.KS for u in (False, True)] + [
             f"conv_dw2d<{t}, 0, false, {self.RY}>"
         ]
+
+    def kernel_names(self, c: Conv) -> list[str]:
+        k, unit = self.variant(c)
+        return [f"conv_dw2d<{ctype(c.dtype)}, {k}, {str(unit).lower()}, {self.RY}>"]
 
     def tiles(self, c: Conv):
         oh, ow = pad3(c.O, 1)[1:]
@@ -298,8 +308,7 @@ class Depthwise:
             c.b.strides[0] if c.b is not None else 0,
             h, w_, oh, ow, sh, sw, ph, pw, dh, dw, kh, kw, cout, c.ng, tiles_w, ir, ic, planes, int(c.b is not None),
         )  # fmt: skip
-        k, unit = self.variant(c)
-        name = f"conv_dw2d<{ctype(c.dtype)}, {k}, {str(unit).lower()}, {self.RY}>"
+        name = self.kernel_names(c)[0]
         fn = _module([name], device_id).ptr[name]
         grid = (-(-planes // pb), tiles_h * tiles_w)
         return [Launch(fn, grid, (bx, by, pb), [*_args(c.slots, c.b is not None), meta], shmem)], 0
@@ -320,6 +329,9 @@ class WGrad:
 
     def applies_dtype(self, dtype: DType) -> bool:
         return dtype in GPU_DTYPES and (acc_size(dtype) == 4 or self.bn * self.bk <= 128 * 64)
+
+    def kernel_names(self, p: WeightGrad) -> list[str]:
+        return self.names(p.dtype)
 
     def applies(self, p: WeightGrad) -> bool:
         return self.applies_dtype(p.dtype)

@@ -88,14 +88,29 @@ def candidates(info: Info, handle) -> list[tuple[str, object]]:
     return out
 
 
-def create(info: Info, handle):
+def planned(info: Info) -> tuple[str, list[str]]:
+    """The rule tables' plan for this problem and the kernels it launches (no GPU needed)."""
     dgrad, wgrad = problems(info)
     if wgrad.gw.numel == 0 and dgrad.y.numel == 0:
-        return engine.ConvKernel(handle, [], 0, "empty")
-    d_name = engine.first_match(DGRAD_RULES, dgrad)[1] if dgrad.y.numel else "none"
+        return "empty", []
+    kernels = []
+    d_name = "none"
+    if dgrad.y.numel:
+        d_name = engine.first_match(DGRAD_RULES, dgrad)[1]
+        kernels += DGRAD[d_name].kernel_names(dgrad)
     w_name = engine.first_match(WGRAD_RULES, wgrad)[1]
+    if wgrad.gw.numel:
+        kernels += WGRAD[w_name].kernel_names(wgrad)
+    return f"{d_name}+{w_name}", kernels
+
+
+def create(info: Info, handle):
+    dgrad, _ = problems(info)
+    ruled, _ = planned(info)
+    if ruled == "empty":
+        return engine.ConvKernel(handle, [], 0, "empty")
     cands = candidates(info, handle)
-    name = engine.select("conv_backward", info.attrs.get("plan"), f"{d_name}+{w_name}", cands, engine.key("conv_backward", dgrad))
+    name = engine.select("conv_backward", info.attrs.get("plan"), ruled, cands, engine.key("conv_backward", dgrad))
     return dict(cands)[name]()
 
 

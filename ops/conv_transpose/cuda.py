@@ -35,11 +35,20 @@ def candidates(info: Info, handle) -> list[tuple[str, object]]:
     return [(name, engine.factory(cfg, c, handle)) for name, cfg in CONFIGS.items() if cfg.applies(c)]
 
 
-def create(info: Info, handle):
+def planned(info: Info) -> tuple[str, list[str]]:
+    """The rule table's plan for this problem and the kernels it launches (no GPU needed)."""
     c = problem(info)
     if info["y"].numel == 0:
+        return "empty", []
+    name = engine.first_match(RULES, c)[1]
+    return name, CONFIGS[name].kernel_names(c)
+
+
+def create(info: Info, handle):
+    c = problem(info)
+    ruled, _ = planned(info)
+    if ruled == "empty":
         return engine.ConvKernel(handle, [], 0, "empty")
-    _, ruled = engine.first_match(RULES, c)
     cands = candidates(info, handle)
     name = engine.select("conv_transpose", info.attrs.get("plan"), ruled, cands, engine.key("conv_transpose", c))
     return dict(cands)[name]()

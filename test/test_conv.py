@@ -1,0 +1,510 @@
+"""conv, conv_transpose, conv_backward beyond the generic case tables: bad input, the C-style
+create, plans (rule tables, pinning, the compiled set), determinism, the f32 accuracy claim, the
+workspace check, and upstream-style named-output GGUF files for conv_backward."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import DEVICES, requires_gpu
+
+import infiniop_py as iop
+from infiniop_py.descriptor import create_descriptor
+from infiniop_py.devices import create_handle
+from infiniop_py.dtypes import DType
+from infiniop_py.registry import get_cases, get_spec
+from infiniop_py.status import InfiniopError, Status
+from infiniop_py.tensor import create_tensor_descriptor as td
+from infiniop_py.testing.cases import Case
+from infiniop_py.testing.device import backend_for
+from infiniop_py.testing.run import run_case
+
+F32 = DType.F32
+OPS = ("conv", "conv_transpose", "conv_backward")
+
+
+# -- bad input ----------------------------------------------------------------------------------
+def conv_descs(x=(2, 4, 7, 8), w=(6, 4, 3, 3), y=(2, 6, 5, 6), b=(6,), dt=F32, bdt=None):
+    return dict(y=td(y, None, dt), x=td(x, None, dt), w=td(w, None, dt), b=None if b is None else td(b, None, bdt or dt))
+
+
+BAD_CONV = [
+    ("channels not divisible by groups", conv_descs(x=(2, 6, 7, 8), w=(4, 2, 3, 3), y=(2, 4, 5, 6), b=None), {"groups": 4},
+     Status.BAD_TENSOR_SHAPE, "not divisible by groups"),
+    ("out channels not divisible by groups", conv_descs(x=(2, 4, 7, 8), w=(6, 2, 3, 3), y=(2, 6, 5, 6)), {"groups": 4},
+     Status.BAD_TENSOR_SHAPE, "not divisible by groups"),
+    ("output shape off the formula", conv_descs(y=(2, 6, 6, 6)), {}, Status.BAD_TENSOR_SHAPE, "tensor 'y' shape"),
+    ("kernel larger than the padded input", conv_descs(x=(1, 4, 3, 3), w=(6, 4, 5, 5), y=(1, 6, 1, 1)), {"pads": (0,)},
+     Status.BAD_TENSOR_SHAPE, "larger than the padded input"),
+    ("rank 2", conv_descs(x=(2, 4), w=(6, 4), y=(2, 6), b=None), {}, Status.BAD_TENSOR_SHAPE, "tensor 'x'"),
+    ("rank 6", conv_descs(x=(1, 1, 2, 2, 2, 2), w=(1, 1, 1, 1, 1, 1), y=(1, 1, 2, 2, 2, 2), b=None), {},
+     Status.BAD_TENSOR_SHAPE, "tensor 'x'"),
+    ("bias dtype differs", conv_descs(bdt=DType.F16), {}, Status.BAD_TENSOR_DTYPE, "tensor 'b'"),
+    ("weight dtype differs", {**conv_descs(), "w": td((6, 4, 3, 3), None, DType.F64)}, {}, Status.BAD_TENSOR_DTYPE, "tensor 'w'"),
+    ("integer dtype", conv_descs(dt=DType.I32), {}, Status.BAD_TENSOR_DTYPE, "tensor 'x'"),
+    ("weight channels wrong", conv_descs(w=(6, 3, 3, 3)), {}, Status.BAD_TENSOR_SHAPE, "tensor 'w'"),
+    ("weight rank wrong", conv_descs(w=(6, 4, 3)), {}, Status.BAD_TENSOR_SHAPE, "tensor 'w'"),
+    ("bias shape wrong", conv_descs(b=(5,)), {}, Status.BAD_TENSOR_SHAPE, "tensor 'b'"),
+    ("strides of 3 ints for 2-d", conv_descs(), {"strides": (1, 1, 1)}, Status.BAD_PARAM, "'strides'"),
+    ("stride 0", conv_descs(), {"strides": (0,)}, Status.BAD_PARAM, "'strides'"),
+    ("negative padding", conv_descs(), {"pads": (-1,)}, Status.BAD_PARAM, "'pads'"),
+    ("dilation 0", conv_descs(), {"dilations": (0,)}, Status.BAD_PARAM, "'dilations'"),
+    ("groups 0", conv_descs(), {"groups": 0}, Status.BAD_PARAM, "'groups'"),
+    ("n disagrees", conv_descs(), {"n": 3}, Status.BAD_PARAM, "'n'"),
+    ("unknown plan", conv_descs(), {"plan": "fastest"}, Status.BAD_PARAM, "'plan'"),
+    ("output with a zero stride", {**conv_descs(), "y": td((2, 6, 5, 6), (0, 30, 6, 1), F32)}, {}, Status.BAD_TENSOR_STRIDES, "'y'"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("label,descs,attrs,status,text", BAD_CONV, ids=[b[0] for b in BAD_CONV])
+def test_conv_bad_input(device, label, descs, attrs, status, text):
+    h = create_handle(device)
+    with pytest.raises(InfiniopError) as e:
+        create_descriptor("conv", h, **descs, **attrs)
+    assert e.value.status == status and text in str(e.value), str(e.value)
+
+
+def ct_descs(x=(1, 4, 5, 5), w=(4, 3, 3, 3), y=(1, 3, 11, 11), dt=F32):
+    return dict(y=td(y, None, dt), x=td(x, None, dt), w=td(w, None, dt), b=None)
+
+
+BAD_TRANSPOSE = [
+    ("output_padding = stride", ct_descs(y=(1, 3, 12, 12)), {"strides": (2,), "output_padding": (2,)}, Status.BAD_PARAM,
+     "'output_padding'"),
+    ("output_padding above max(stride, dilation)", ct_descs(y=(1, 3, 14, 14)), {"strides": (2,), "dilations": (1,),
+     "output_padding": (3,)}, Status.BAD_PARAM, "'output_padding'"),
+    ("output shape off the formula", ct_descs(y=(1, 3, 11, 12)), {"strides": (2,)}, Status.BAD_TENSOR_SHAPE, "tensor 'y' shape"),
+    ("x channels not divisible by groups", ct_descs(x=(1, 3, 5, 5), w=(3, 3, 3, 3), y=(1, 6, 7, 7)), {"groups": 2},
+     Status.BAD_TENSOR_SHAPE, "not divisible by groups"),
+    ("weight rows differ from x channels", ct_descs(w=(3, 3, 3, 3)), {"strides": (2,)}, Status.BAD_TENSOR_SHAPE, "tensor 'w'"),
+    ("padding leaves no output", ct_descs(x=(1, 4, 1, 1), w=(4, 3, 1, 1), y=(1, 3, 1, 1)), {"pads": (1,)},
+     Status.BAD_TENSOR_SHAPE, "leaves no output"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("label,descs,attrs,status,text", BAD_TRANSPOSE, ids=[b[0] for b in BAD_TRANSPOSE])
+def test_conv_transpose_bad_input(device, label, descs, attrs, status, text):
+    with pytest.raises(InfiniopError) as e:
+        create_descriptor("conv_transpose", create_handle(device), **descs, **attrs)
+    assert e.value.status == status and text in str(e.value), str(e.value)
+
+
+def bw_descs(gi=(2, 4, 7, 8), gw=(6, 4, 3, 3), gb=(6,), go=(2, 6, 5, 6), x=(2, 4, 7, 8), w=(6, 4, 3, 3), dt=F32):
+    d = dict(grad_input=gi, grad_weight=gw, grad_bias=gb, grad_output=go, input=x, weight=w)
+    return {k: None if v is None else td(v, None, dt) for k, v in d.items()}
+
+
+BAD_BACKWARD = [
+    ("grad_input shape differs", bw_descs(gi=(2, 4, 7, 7)), {}, Status.BAD_TENSOR_SHAPE, "'grad_input'"),
+    ("grad_weight shape differs", bw_descs(gw=(6, 4, 3, 2)), {}, Status.BAD_TENSOR_SHAPE, "'grad_weight'"),
+    ("grad_bias shape wrong", bw_descs(gb=(4,)), {}, Status.BAD_TENSOR_SHAPE, "'grad_bias'"),
+    ("grad_output off the formula", bw_descs(go=(2, 6, 7, 8)), {}, Status.BAD_TENSOR_SHAPE, "'grad_output'"),
+    ("groups", bw_descs(), {"groups": 3}, Status.BAD_TENSOR_SHAPE, "not divisible by groups"),
+    ("grad_bias dtype", {**bw_descs(), "grad_bias": td((6,), None, DType.F16)}, {}, Status.BAD_TENSOR_DTYPE, "'grad_bias'"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("label,descs,attrs,status,text", BAD_BACKWARD, ids=[b[0] for b in BAD_BACKWARD])
+def test_conv_backward_bad_input(device, label, descs, attrs, status, text):
+    with pytest.raises(InfiniopError) as e:
+        create_descriptor("conv_backward", create_handle(device), **descs, **attrs)
+    assert e.value.status == status and text in str(e.value), str(e.value)
+
+
+# -- C-style create ---------------------------------------------------------------------------
+def test_c_style_upstream_order():
+    """infiniopCreateConvDescriptor(handle, y, x, w, b, pads*, strides*, dilations*, n[, groups])
+    with int64 arrays, as upstream; the result equals the Pythonic create's."""
+    import torch
+    import torch.nn.functional as F  # noqa: N812
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((2, 4, 9, 8)).astype(np.float32)
+    w = rng.standard_normal((6, 2, 3, 2)).astype(np.float32)
+    b = rng.standard_normal(6).astype(np.float32)
+    y = np.zeros((2, 6, 5, 3), np.float32)
+    h = iop.create_handle("cpu")
+    pads, strides, dil = (np.array(v, np.int64) for v in ((1, 0), (2, 2), (1, 2)))
+    d = iop.infiniopCreateConvDescriptor(h, td(y.shape), td(x.shape), td(w.shape), td(b.shape), pads, strides, dil, 2, 2)
+    n = iop.infiniopGetConvWorkspaceSize(d)
+    iop.infiniopConv(d, None, n, y, x, w, b, None)
+    iop.infiniopDestroyConvDescriptor(d)
+    ref = F.conv2d(*(torch.from_numpy(a).double() for a in (x, w, b)), stride=2, padding=(1, 0), dilation=(1, 2), groups=2)
+    np.testing.assert_allclose(y, ref.numpy(), rtol=1e-6, atol=1e-6)
+    with pytest.raises(InfiniopError) as e:
+        iop.infiniopCreateConvDescriptor(h, td(y.shape), td(x.shape), td(w.shape), td(b.shape), pads, strides, dil, 3, 2)
+    assert e.value.status == Status.BAD_PARAM and "'n'" in str(e.value)
+
+
+# -- plans ------------------------------------------------------------------------------------
+def _infos(op):
+    """(case, dtype, Info) of every case of the op's table on the GPU dtypes (validated on the CPU)."""
+    from ops.conv import engine
+
+    h = create_handle("cpu")
+    spec = get_spec(op)
+    for case in get_cases(op):
+        for dt in case.dtypes:
+            if dt not in engine.GPU_DTYPES:
+                continue
+            descs = {r.name: None for r in spec.tensors}
+            for name, tc in case.tensors.items():
+                if tc is not None:
+                    shape, strides, d = tc.resolved(dt)
+                    descs[name] = td(shape, strides, d)
+            with create_descriptor(op, h, **descs, **case.attrs) as desc:
+                yield case, dt, desc.info
+
+
+BENCH_SHAPES = [  # (x, w, attrs): the benchmark suite's convolutions
+    ((32, 512, 7, 7), (512, 512, 3, 3), {"pads": (1,)}),
+    ((32, 64, 56, 56), (64, 64, 3, 3), {"pads": (1,)}),
+    ((32, 256, 56, 56), (64, 256, 1, 1), {}),
+    ((32, 128, 28, 28), (128, 128, 3, 3), {"pads": (1,), "strides": (2,)}),
+    ((32, 256, 56, 56), (256, 1, 3, 3), {"pads": (1,), "groups": 256}),
+    ((2, 4, 128, 128), (8, 4, 7, 7), {"pads": (3,)}),
+    ((2, 4, 32, 32), (8, 4, 3, 3), {"pads": (1,)}),
+]
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_planned_kernels_are_compiled(op):
+    """Every kernel the rule tables select for the case tables and the benchmark shapes is in
+    compile_units(), which the CI compile check builds."""
+    mod = __import__(f"ops.{op}.cuda", fromlist=["cuda"])
+    compiled = {n for _, names in mod.compile_units() for n in names}
+    seen = set()
+    for _, _, info in _infos(op):
+        name, kernels = mod.planned(info)
+        assert set(kernels) <= compiled, (name, set(kernels) - compiled)
+        seen.add(name)
+    if op == "conv":
+        from ops.conv.cases import out_shape
+
+        h = create_handle("cpu")
+        for dt in (DType.F16, DType.BF16, F32):
+            for x, w, attrs in BENCH_SHAPES:
+                y = out_shape(x, w, attrs)
+                with create_descriptor("conv", h, td(y, None, dt), td(x, None, dt), td(w, None, dt), None, **attrs) as d:
+                    name, kernels = mod.planned(d.info)
+                    assert set(kernels) <= compiled, (name, set(kernels) - compiled)
+                    seen.add(name)
+        assert {"dw2d", "direct", "igemm64x64", "igemm128x64"} <= seen, seen
+    assert len(seen) >= 2, seen
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_rule_tables_end_unconditionally(op):
+    mod = __import__(f"ops.{op}.cuda", fromlist=["cuda"])
+    tables = [mod.RULES] if hasattr(mod, "RULES") else [mod.DGRAD_RULES, mod.WGRAD_RULES]
+    for rules in tables:
+        assert rules[-1][0] == "default" and rules[-1][1](None) is True
+        assert len({r[0] for r in rules}) == len(rules)
+
+
+def test_cpu_plan_names_and_pinning():
+    h = create_handle("cpu")
+    with create_descriptor("conv", h, **conv_descs(), plan="cpu-im2col") as d:
+        assert d.info.attrs["plan"] == "cpu-im2col"
+    depthwise = conv_descs(x=(2, 4, 7, 8), w=(4, 1, 3, 3), y=(2, 4, 5, 6), b=None)
+    with create_descriptor("conv", h, **depthwise, groups=4) as d:
+        assert d._kernel.fn.plan_name == "cpu-depthwise"
+        assert d.workspace_size == 0
+
+
+# -- CPU: no Python loop over elements; workspace 0 ----------------------------------------------
+@pytest.mark.parametrize("op", OPS)
+def test_cpu_workspace_is_zero(op):
+    run = get_spec(op).cpu
+    for _, _, info in _infos(op):
+        assert getattr(run(info), "workspace_size", 0) == 0
+
+
+# -- determinism --------------------------------------------------------------------------------
+def _run_raw(device, op, arrays: dict, attrs: dict, ws_fill: int = 0xA5, ws_short: int = 0):
+    """Run ``op`` on contiguous ``arrays`` (outputs given as shapes); returns (outputs, workspace size)."""
+    backend = backend_for(device)
+    spec = get_spec(op)
+    h = create_handle(device)
+    descs, bufs = {}, {}
+    dt = next(a for a in arrays.values() if isinstance(a, np.ndarray)).dtype
+    dtype = DType.F32 if dt == np.float32 else DType.F64
+    for r in spec.tensors:
+        a = arrays.get(r.name)
+        if a is None:
+            descs[r.name], bufs[r.name] = None, None
+        elif isinstance(a, np.ndarray):
+            descs[r.name] = td(a.shape, None, dtype)
+            bufs[r.name] = backend.upload(a.reshape(-1))
+        else:
+            descs[r.name] = td(a, None, dtype)
+            bufs[r.name] = backend.upload(np.full(int(np.prod(a)), np.nan, dt))
+    with create_descriptor(op, h, **descs, **attrs) as d:
+        need = d.workspace_size
+        ws = backend.empty_bytes(max(need - ws_short, 0), ws_fill) if need else None
+        d.calculate(ws, *(bufs[r.name] for r in spec.tensors), workspace_size=need - ws_short)
+        backend.synchronize()
+    out = {}
+    for r in spec.outputs:
+        if bufs.get(r.name) is not None:
+            out[r.name] = backend.download(bufs[r.name], dt).reshape(arrays[r.name])
+    return out, need
+
+
+def _backward_arrays(rng, x=(4, 32, 28, 28), w=(48, 32, 1, 1), go=(4, 48, 28, 28), dtype=np.float32):
+    return {
+        "grad_input": x,
+        "grad_weight": w,
+        "grad_bias": (w[0],),
+        "grad_output": rng.standard_normal(go).astype(dtype),
+        "input": rng.standard_normal(x).astype(dtype),
+        "weight": rng.standard_normal(w).astype(dtype),
+    }
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_conv_backward_bitwise_reproducible(device):
+    """Long row sums (N·H·W = 3136 per weight): several runs, workspace filled differently, give
+    identical bits (split partials are summed in a fixed order; no atomics)."""
+    rng = np.random.default_rng(1)
+    arrays = _backward_arrays(rng)
+    first, _ = _run_raw(device, "conv_backward", arrays, {})
+    for fill in (0x00, 0xFF):
+        again, _ = _run_raw(device, "conv_backward", arrays, {}, ws_fill=fill)
+        for k in first:
+            assert first[k].tobytes() == again[k].tobytes(), k
+
+
+# -- the f32 accuracy claim ------------------------------------------------------------------------
+def _accuracy(actual, x, w, groups, pads, reference_fn):
+    """(max elementwise error / Σ|terms|, ‖error‖ / ‖reference‖) against float64."""
+    import torch
+
+    xt, wt = torch.from_numpy(x).double(), torch.from_numpy(w).double()
+    ref = reference_fn(xt, wt).numpy()
+    scale = reference_fn(xt.abs(), wt.abs()).numpy()
+    err = np.abs(actual.astype(np.float64) - ref)
+    return float(np.max(err / np.maximum(scale, 1e-300))), float(np.linalg.norm(err) / np.linalg.norm(ref))
+
+
+ACCURACY = {  # device: (N, C, H, W, Cout): the seed case on the GPU, scaled down on the CPU
+    "cpu": (4, 128, 7, 7, 64),
+    "nvidia": (32, 512, 7, 7, 512),
+}
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_f32_accuracy_claim(device):
+    """f32 convolution and its gradients against float64: within 1e-5 of the summed term
+    magnitudes elementwise and under 1e-7 norm-relative (f32 accumulates in f64, so each result
+    is its exact sum rounded about once)."""
+    import torch.nn.functional as F  # noqa: N812
+
+    n, c, hh, ww, cout = ACCURACY[device]
+    rng = np.random.default_rng(2)
+    x = rng.uniform(-2, 2, (n, c, hh, ww)).astype(np.float32)
+    w = rng.uniform(-2, 2, (cout, c, 3, 3)).astype(np.float32)
+    out, _ = _run_raw(device, "conv", {"y": (n, cout, hh, ww), "x": x, "w": w}, {"pads": (1,)})
+    el, nr = _accuracy(out["y"], x, w, 1, 1, lambda a, b: F.conv2d(a, b, padding=1))
+    assert el <= 1e-5 and nr < 1e-7, (el, nr)
+    go = rng.uniform(-2, 2, (n, cout, hh, ww)).astype(np.float32)
+    arrays = {"grad_input": x.shape, "grad_weight": w.shape, "grad_bias": None, "grad_output": go, "input": x, "weight": w}
+    grads, _ = _run_raw(device, "conv_backward", arrays, {"pads": (1,)})
+    import torch
+
+    gi_fn = lambda a, b: torch.nn.grad.conv2d_input(x.shape, b, a, padding=1)  # noqa: E731
+    el, nr = _accuracy(grads["grad_input"], go, w, 1, 1, gi_fn)
+    assert el <= 1e-5 and nr < 1e-7, ("grad_input", el, nr)
+    gw_fn = lambda a, b: torch.nn.grad.conv2d_weight(b, w.shape, a, padding=1)  # noqa: E731
+    el, nr = _accuracy(grads["grad_weight"], go, x, 1, 1, gw_fn)
+    assert el <= 1e-5 and nr < 1e-7, ("grad_weight", el, nr)
+
+
+# -- NVIDIA: every config, pinned, on problems that reach its special paths ------------------------
+def _case(op, x, w, bias, attrs, dtypes=(DType.F16, DType.BF16, F32, DType.F64)):
+    if op == "conv":
+        from ops.conv.cases import conv as make
+    elif op == "conv_transpose":
+        from ops.conv_transpose.cases import ct as make
+    else:
+        from ops.conv_backward.cases import bw as make
+    return make(x, w, bias, dtypes, f"{x} {w} {attrs}", attrs)[0]
+
+
+PINNED = [  # (op, x, w, bias, attrs, plans)
+    ("conv", (2, 8, 30, 37), (8, 1, 3, 3), True, {"pads": (1,), "groups": 8}, ("dw2d", "direct", "igemm64x16")),
+    ("conv", (2, 6, 19, 23), (12, 1, 5, 5), True, {"pads": (2,), "groups": 6}, ("dw2d",)),
+    ("conv", (3, 4, 9, 40), (4, 1, 7, 7), False, {"pads": (3,), "strides": (2,), "groups": 4}, ("dw2d",)),
+    ("conv", (2, 5, 11, 13), (5, 1, 3, 2), True, {"dilations": (2, 1), "groups": 5}, ("dw2d",)),
+    ("conv", (2, 4, 70), (8, 1, 5), True, {"pads": (2,), "groups": 4}, ("dw2d", "direct")),
+    ("conv", (2, 4, 33, 31), (8, 4, 7, 7), True, {"pads": (3,)}, ("direct", "igemm64x16")),
+    ("conv", (2, 3, 9, 10, 11), (5, 3, 3, 3, 3), True, {"pads": (1,)}, ("direct", "igemm64x16", "igemm64x64")),
+    ("conv", (3, 24, 13, 11), (150, 24, 3, 3), True, {"pads": (1,), "strides": (2, 1)},
+     ("igemm64x64", "igemm128x64", "igemm128x128")),
+    ("conv_transpose", (2, 20, 7, 6), (20, 70, 4, 4), True, {"strides": (2,), "pads": (1,)},
+     ("igemm64x16", "igemm64x64", "igemm128x64", "igemm128x128")),
+    ("conv_transpose", (2, 6, 5, 4), (6, 3, 3, 3), True, {"strides": (3, 2), "dilations": (2, 3), "output_padding": (1, 2),
+     "groups": 3}, ("igemm64x16", "igemm64x64")),
+    ("conv_backward", (3, 20, 17, 15), (40, 20, 3, 3), True, {"pads": (1,)},
+     ("igemm64x16+wgrad16x64", "igemm64x64+wgrad64x64", "igemm128x64+wgrad128x64", "igemm128x128+wgrad64x64")),
+    ("conv_backward", (8, 16, 30, 30), (24, 16, 1, 1), True, {}, ("igemm64x64+wgrad16x64", "igemm64x16+wgrad64x64")),
+]  # fmt: skip
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("op,x,w,bias,attrs,plans", PINNED, ids=[f"{p[0]}-{i}" for i, p in enumerate(PINNED)])
+def test_pinned_plans_match_reference(op, x, w, bias, attrs, plans):
+    from ops.conv.engine import acc_size
+
+    for plan in plans:
+        for dt in (DType.F16, DType.BF16, F32, DType.F64):
+            if "128x128" in plan and acc_size(dt) == 8:
+                continue
+            case = _case(op, x, w, bias, {**attrs, "plan": plan}, (dt,))
+            k = np.prod(w[1:]) * (w[1] if op == "conv_transpose" else 1)
+            if dt is F32:
+                case = Case(case.tensors, case.dtypes, case.description, attrs=case.attrs, atol=max(1e-5, 1e-6 * float(k) ** 0.5))
+            r = run_case(op, case, dt, "nvidia")
+            assert r.ok, (plan, dt.name, r.messages)
+
+
+@requires_gpu
+@pytest.mark.gpu
+def test_plan_reported_and_refused():
+    from ops.conv import cuda
+
+    h = create_handle("nvidia")
+    with create_descriptor("conv", h, **conv_descs(), plan="igemm64x64") as d:
+        assert d._kernel.plan_name == "igemm64x64"
+    with create_descriptor("conv", h, **conv_descs()) as d:
+        assert d._kernel.plan_name == cuda.planned(d.info)[0]
+    with pytest.raises(InfiniopError) as e:
+        create_descriptor("conv", h, **conv_descs(), plan="dw2d")
+    assert e.value.status == Status.BAD_PARAM and "cannot run" in str(e.value)
+    tiny = conv_descs(x=(2, 4, 64, 64), w=(8, 4, 5, 5), y=(2, 8, 64, 64), b=(8,))
+    with create_descriptor("conv", h, **tiny, pads=(2,)) as d:
+        assert d._kernel.plan_name == "direct" and d.workspace_size == 0 and len(d._kernel.launches) == 1
+
+
+@requires_gpu
+@pytest.mark.gpu
+def test_workspace_one_byte_short_writes_nothing():
+    rng = np.random.default_rng(3)
+    arrays = _backward_arrays(rng)
+    _, need = _run_raw("nvidia", "conv_backward", arrays, {})
+    assert need > 0
+    backend = backend_for("nvidia")
+    spec = get_spec("conv_backward")
+    h = create_handle("nvidia")
+    descs, bufs = {}, {}
+    for r in spec.tensors:
+        a = arrays[r.name]
+        descs[r.name] = td(a.shape if isinstance(a, np.ndarray) else a, None, F32)
+        flat = a.reshape(-1) if isinstance(a, np.ndarray) else np.full(int(np.prod(a)), 7.0, np.float32)
+        bufs[r.name] = backend.upload(flat)
+    with create_descriptor("conv_backward", h, **descs) as d:
+        ws = backend.empty_bytes(need - 1)
+        with pytest.raises(InfiniopError) as e:
+            d.calculate(ws, *(bufs[r.name] for r in spec.tensors))
+        assert e.value.status == Status.INSUFFICIENT_WORKSPACE
+        with pytest.raises(InfiniopError) as e:
+            d.calculate(backend.empty_bytes(need), *(bufs[r.name] for r in spec.tensors), workspace_size=need - 1)
+        assert e.value.status == Status.INSUFFICIENT_WORKSPACE
+    backend.synchronize()
+    for r in spec.outputs:
+        got = backend.download(bufs[r.name], np.float32)
+        assert np.all(got == 7.0), r.name
+
+
+# -- upstream-style named-output GGUF files ------------------------------------------------------
+BACKWARD_FIXTURES = [  # x, w, stride, padding, dilation (INT32 arrays as written), groups, bias
+    ((2, 3, 7, 8), (4, 3, 3, 3), [1], [1], [1], 1, True),
+    ((1, 4, 9, 7), (6, 2, 3, 2), [2, 3], [1, 0], [1, 2], 2, True),
+    ((2, 3, 11), (5, 3, 3), [2], [0], [1], 1, False),
+    ((1, 2, 4, 5, 6), (3, 2, 2, 3, 2), [1], [1], [2], 1, True),
+    ((2, 6, 8, 8), (6, 1, 3, 3), [2], [1], [1], 6, False),
+]
+
+
+def write_conv_backward_fixture(path, rng) -> int:
+    """conv_backward files in the named-output style as upstream's generators write them: every
+    tensor with a ``<name>_shape`` INT32 array; inputs stored contiguous in their dtype; ``bias``
+    (data unused) present only when grad_bias is requested; expected gradients stored under
+    their own names as F64; ``stride``/``padding``/``dilation`` INT32 arrays of length 1 or n;
+    ``groups`` int32; an ``output_padding`` key the operator ignores."""
+    import torch
+    import torch.nn.functional as F  # noqa: N812
+    import upstream_fixtures as up
+    from gguf import GGMLQuantizationType as Q
+
+    w = up.UpstreamStyleWriter(str(path))
+    for dtype in (np.float32, np.float16):
+        for xs, ws, stride, padding, dilation, groups, bias in BACKWARD_FIXTURES:
+            nd = len(xs) - 2
+            x, wt = rng.standard_normal(xs).astype(dtype), rng.standard_normal(ws).astype(dtype)
+            full = [tuple(v) * nd if len(v) == 1 else tuple(v) for v in (stride, padding, dilation)]
+            fn = (F.conv1d, F.conv2d, F.conv3d)[nd - 1]
+            xt = torch.from_numpy(x.astype(np.float64)).requires_grad_()
+            wtt = torch.from_numpy(wt.astype(np.float64)).requires_grad_()
+            bt = torch.zeros(ws[0], dtype=torch.float64, requires_grad=True)
+            y = fn(xt, wtt, bt, stride=full[0], padding=full[1], dilation=full[2], groups=groups)
+            gy = rng.standard_normal(tuple(y.shape)).astype(dtype)
+            grads = torch.autograd.grad(y, (xt, wtt, bt), torch.from_numpy(gy.astype(np.float64)))
+            answers = {"grad_input": grads[0].numpy(), "grad_weight": grads[1].numpy()}
+            if bias:
+                answers["grad_bias"] = grads[2].numpy()
+            b = rng.standard_normal(ws[0]).astype(dtype) if bias else None
+
+            @up._test("conv_backward")
+            def t(w, x=x, wt=wt, gy=gy, b=b, answers=answers, stride=stride, padding=padding, dilation=dilation, groups=groups):
+                w.array("stride", stride)
+                w.array("padding", padding)
+                w.array("dilation", dilation)
+                w.array("output_padding", [0])
+                w.w.add_int32(w.key("groups"), groups)
+                inputs = {"grad_output": gy, "input": x, "weight": wt, "bias": b}
+                for n, a in inputs.items():
+                    if a is not None:
+                        w.array(f"{n}_shape", a.shape)
+                        w.tensor(n, a)
+                for n, a in answers.items():
+                    w.array(f"{n}_shape", a.shape)
+                    w.tensor(n, a, Q.F64)
+
+            w.add(t)
+    w.save()
+    return 2 * len(BACKWARD_FIXTURES)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_conv_backward_named_output_fixture(tmp_path, capsys, device):
+    import json
+
+    from infiniop_py import cli
+
+    path = tmp_path / "conv_backward.gguf"
+    count = write_conv_backward_fixture(path, np.random.default_rng(4))
+    out_json = tmp_path / "r.json"
+    code = cli.main([str(path), f"--{device}", "--json", str(out_json)])
+    out = capsys.readouterr().out
+    data = json.loads(out_json.read_text())
+    tests = data["files"][0]["tests"]
+    assert code == 0 and len(tests) == count and all(t["status"] == "PASS" for t in tests), out
+
+
+def test_named_output_fixture_binds_grad_bias_only_with_bias(tmp_path):
+    from infiniop_py.gguf import GGUFFile, load_test
+
+    path = tmp_path / "conv_backward.gguf"
+    write_conv_backward_fixture(path, np.random.default_rng(5))
+    with GGUFFile(str(path)) as f:
+        for i, case in enumerate(BACKWARD_FIXTURES):
+            t = load_test(f, i)
+            assert t.style == "named"
+            assert (t.tensors["grad_bias"] is not None) == case[-1]
+            assert t.attrs["strides"] == tuple(case[2]) and t.attrs["groups"] == case[5]
+            assert t.tensors["grad_input"].dtype is DType.F32
