@@ -3,8 +3,9 @@ failures, the bounded compile cache, threads and streams, tensors of more than 2
 the per-operator subset that ``tools/sanitize.sh`` runs under compute-sanitizer.
 
 GPU tests skip without CuPy and a GPU. What needs no GPU runs everywhere: the compile cache's bound
-and lock (with a stand-in compiler), one call at a time per descriptor, the 64-bit metadata
-packing, the family table, and the GGUF runner on the CPU.
+and lock (with a stand-in compiler), one call at a time per descriptor, per-stream tickets and
+cuBLASLt workspaces (stand-in CuPy), the 64-bit metadata packing, the family table, and the CPU
+side of the cycle, thread, GGUF-runner and large-tensor tests (small counts and sizes).
 
 Operator families come from the registry, not from a list: an operator belongs to the shared
 framework its NVIDIA factory comes from (``infiniop_py.elementwise``, ``infiniop_py.reduce.ops``,
@@ -63,7 +64,7 @@ def report(**fields) -> None:
 def family(spec) -> str:
     """The family of an operator's NVIDIA backend: the shared framework module its factory comes
     from (without a trailing ``cuda``), or its own package under ``infiniop_ops``."""
-    parts = spec.nvidia.__module__.split(".")
+    parts = (getattr(spec.nvidia, "__module__", None) or type(spec.nvidia).__module__).split(".")
     if parts[0] == "infiniop_py":
         return ".".join(p for p in parts[1:] if p != "cuda") or "infiniop_py"
     return parts[1] if len(parts) > 1 else parts[0]
