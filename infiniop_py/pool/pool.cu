@@ -108,6 +108,11 @@ __device__ __forceinline__ void pool_cover(const PoolMeta& m, int d, int i, int&
   if (hi > m.O[d] - 1) hi = m.O[d] - 1;
 }
 
+// g / divisor in the backward gather: f32 through the reciprocal (MUFU.RCP, within 2 ulp of the
+// rounded quotient; divisors are small integers), f64 exactly.
+__device__ __forceinline__ float pool_div(float g, float d) { return __fdividef(g, d); }
+__device__ __forceinline__ double pool_div(double g, double d) { return g / d; }
+
 // avg_pool's divisor factor of window o along dim d: min(start + k, L + p) - start.
 __device__ __forceinline__ int pool_span(const PoolMeta& m, int d, int o) {
   const int st = o * m.s[d] - m.p[d];
@@ -132,12 +137,13 @@ __device__ __forceinline__ int pool_argmax(const PoolMeta& m, const T* __restric
   }
   A best = pool_neg_inf<A>();
   int arg = ((b[0] - st[0]) * m.k[1] + (b[1] - st[1])) * m.k[2] + (b[2] - st[2]);
+  const long long s2 = m.str[X][4];
   for (int i0 = b[0]; i0 < e[0]; ++i0) {
     for (int i1 = b[1]; i1 < e[1]; ++i1) {
-      const T* row = x + xb + (long long)i0 * m.str[X][2] + (long long)i1 * m.str[X][3];
+      const T* q = x + xb + (long long)i0 * m.str[X][2] + (long long)i1 * m.str[X][3] + (long long)b[2] * s2;
       const int r01 = ((i0 - st[0]) * m.k[1] + (i1 - st[1])) * m.k[2] - st[2];
-      for (int i2 = b[2]; i2 < e[2]; ++i2) {
-        const A v = iop_load(row[(long long)i2 * m.str[X][4]]);
+      for (int i2 = b[2]; i2 < e[2]; ++i2, q += s2) {
+        const A v = iop_load(*q);
         if (v > best || v != v) {
           best = v;
           arg = r01 + i2;
@@ -168,10 +174,11 @@ __device__ __forceinline__ void pool_forward_elem(const PoolMeta& m, T* __restri
       e[d] = st + m.k[d] < m.L[d] ? st + m.k[d] : m.L[d];
     }
     A sum = A(0);
+    const long long s2 = m.str[1][4];
     for (int i0 = b[0]; i0 < e[0]; ++i0) {
       for (int i1 = b[1]; i1 < e[1]; ++i1) {
-        const T* row = x + xb + (long long)i0 * m.str[1][2] + (long long)i1 * m.str[1][3];
-        for (int i2 = b[2]; i2 < e[2]; ++i2) sum += iop_load(row[(long long)i2 * m.str[1][4]]);
+        const T* q = x + xb + (long long)i0 * m.str[1][2] + (long long)i1 * m.str[1][3] + (long long)b[2] * s2;
+        for (int i2 = b[2]; i2 < e[2]; ++i2, q += s2) sum += iop_load(*q);
       }
     }
     r = sum / (A)((long long)pool_span(m, 0, o0) * pool_span(m, 1, o1) * pool_span(m, 2, o2));
@@ -204,24 +211,27 @@ __device__ __forceinline__ void pool_backward_item(const PoolMeta& m, T* __restr
   A acc[POOL_VB];
 #pragma unroll
   for (int v = 0; v < POOL_VB; ++v) acc[v] = A(0);
+  const long long gs2 = m.str[1][4];
   for (int o0 = lo0; o0 <= hi0; ++o0) {
     const int st0 = o0 * m.s[0] - m.p[0];
     for (int o1 = lo1; o1 <= hi1; ++o1) {
       const int st1 = o1 * m.s[1] - m.p[1];
-      const long long g01 = gb + (long long)o0 * m.str[1][2] + (long long)o1 * m.str[1][3];
+      const T* g01 = go + gb + (long long)o0 * m.str[1][2] + (long long)o1 * m.str[1][3];
       const int r01 = ((i0 - st0) * m.k[1] + (i1 - st1)) * m.k[2];  // window offset of (i0, i1)
-      const long long f01 = (long long)pool_span(m, 0, o0) * pool_span(m, 1, o1);
+      const A f01 = (A)(pool_span(m, 0, o0) * pool_span(m, 1, o1));
       const int h01 = MODE == 3 ? ((o0 - LO[0]) * m.H[1] + (o1 - LO[1])) * m.H[2] - LO[2] : 0;
 #pragma unroll
       for (int v = 0; v < POOL_VB; ++v) {
-        for (int o2 = lo2[v]; o2 <= hi2[v]; ++o2) {
-          const long long goff = g01 + (long long)o2 * m.str[1][4];
+        const T* q = g01 + (long long)lo2[v] * gs2;
+        int st2 = lo2[v] * m.s[2] - m.p[2];
+        for (int o2 = lo2[v]; o2 <= hi2[v]; ++o2, q += gs2, st2 += m.s[2]) {
           if (MODE == 2) {
-            acc[v] += iop_load(go[goff]) / (A)(f01 * pool_span(m, 2, o2));
+            const int end2 = st2 + m.k[2] < m.L[2] + m.p[2] ? st2 + m.k[2] : m.L[2] + m.p[2];
+            acc[v] += pool_div(iop_load(*q), f01 * (A)(end2 - st2));
           } else {
-            const int rel = r01 + i2[v] - (o2 * m.s[2] - m.p[2]);
+            const int rel = r01 + i2[v] - st2;
             const int am = MODE == 3 ? arg[(h01 + o2) * m.TL + l] : pool_argmax<T, 2>(m, x, xb, o0, o1, o2, (A*)0);
-            if (am == rel) acc[v] += iop_load(go[goff]);
+            if (am == rel) acc[v] += iop_load(*q);
           }
         }
       }
