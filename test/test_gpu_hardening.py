@@ -205,6 +205,18 @@ def memory(cp=None) -> dict:
     return out
 
 
+def traced_bytes(fn, times: int) -> int:
+    """Bytes that ``times`` calls of ``fn`` leave allocated (tracemalloc, garbage collected)."""
+    tracemalloc.start()
+    try:
+        for _ in range(times):
+            fn()
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+
+
 def growth(before: dict, after: dict) -> dict:
     return {k: after[k] - before[k] for k in before}
 
@@ -597,14 +609,7 @@ def test_gguf_runner_frees_everything_after_failures(device, tmp_path, capsys):
 
     run()  # warm: kernels compiled, pools filled
     before = memory(cp)
-    tracemalloc.start()
-    try:
-        run()
-        run()
-        gc.collect()
-        traced = tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
+    traced = traced_bytes(run, 2)
     grown = growth(before, memory(cp))
     report(test="gguf_runner_failures", device=device, runs=2, traced=traced, **grown)
     check_flat(f"infiniop-test {flag} on a failing file", grown, traced)
@@ -639,14 +644,7 @@ def test_cycles_keep_host_and_device_memory_flat(op, device):
     before = memory(xp)
     for _ in range(max(0, cycles - warmup - traced_n)):
         cycle()
-    tracemalloc.start()
-    try:
-        for _ in range(min(traced_n, max(0, cycles - warmup))):
-            cycle()
-        gc.collect()
-        traced = tracemalloc.get_traced_memory()[0]
-    finally:
-        tracemalloc.stop()
+    traced = traced_bytes(cycle, min(traced_n, max(0, cycles - warmup)))
     grown = growth(before, memory(xp))
     seconds = time.perf_counter() - t0
     fam = family(get_spec(op))
@@ -882,6 +880,20 @@ class Scale:
                 bad = xp.argwhere(~ok)[0]
                 raise AssertionError(f"{what}: first wrong element at [{r0 + int(bad[0])}, {int(bad[1])}]")
 
+    def marked(self, R: int, C: int, rows, cols, vals):  # noqa: N803
+        """An (R, C) f16 matrix of zeros but for x[rows[i], cols[i]] = vals[i], built a block of
+        rows at a time."""
+        xp = self.xp
+        x = xp.empty((R, C), xp.float16)
+        step = max(1, self.chunk // C)
+        for r0 in range(0, R, step):
+            r1 = min(R, r0 + step)
+            block = xp.zeros((r1 - r0, C), xp.float16)
+            sel = xp.flatnonzero((rows >= r0) & (rows < r1))
+            block[rows[sel] - r0, cols[sel]] = vals[sel]
+            x[r0:r1] = block
+        return x
+
     def markers(self, rows: int, extent: int):
         """Per row r: a position in [0, extent) and a value 1..61 (exact in f16)."""
         xp = self.xp
@@ -925,14 +937,8 @@ def big_sum_last_dim(s: Scale, R: int, L: int) -> int:  # noqa: N803
     """f16 sum over dim 1: each row is zero but for one marker value, so its sum is that value
     exactly (the last rows start past element 2^31 on the GPU)."""
     xp = s.xp
-    x = xp.empty((R, L), xp.float16)
     pos, val = s.markers(R, L)
-    step = max(1, s.chunk // L)
-    for r0 in range(0, R, step):
-        r1 = min(R, r0 + step)
-        block = xp.zeros((r1 - r0, L), xp.float16)
-        block[xp.arange(r1 - r0), pos[r0:r1]] = val[r0:r1]
-        x[r0:r1] = block
+    x = s.marked(R, L, xp.arange(R, dtype=xp.int64), pos, val)
     y = xp.full(R, xp.nan, xp.float16)
     s.run("sum", [td((R,)), td((R, L))], [y, x], dims=[1])
     s.check_rows("sum over dim 1", y.reshape(-1, 1), lambda r0, r1: val[r0:r1, None])
@@ -943,15 +949,8 @@ def big_max_dim_0(s: Scale, R: int, M: int) -> int:  # noqa: N803
     """f16 reduce_max over dim 0 (a column plan): each column is zero but for one marker value,
     at any row."""
     xp = s.xp
-    x = xp.empty((R, M), xp.float16)
     pos, val = s.markers(M, R)
-    step = max(1, s.chunk // M)
-    for r0 in range(0, R, step):
-        r1 = min(R, r0 + step)
-        block = xp.zeros((r1 - r0, M), xp.float16)
-        cols = xp.flatnonzero((pos >= r0) & (pos < r1))
-        block[pos[cols] - r0, cols] = val[cols]
-        x[r0:r1] = block
+    x = s.marked(R, M, pos, xp.arange(M, dtype=xp.int64), val)
     y = xp.full(M, xp.nan, xp.float16)
     s.run("reduce_max", [td((M,)), td((R, M))], [y, x], dim=0)
     s.check_rows("reduce_max over dim 0", y.reshape(-1, 1), lambda r0, r1: val[r0:r1, None])
