@@ -136,6 +136,15 @@ class Descriptor:
         self._ws_last = None
 
     @property
+    def plan(self) -> str | None:
+        """Name of the plan the backend chose at create, for operators whose backends name
+        their plans (a ``plan_name`` on the NVIDIA kernel or on the CPU function); else None."""
+        kernel = self._kernel
+        if kernel is None:
+            raise error(Status.BAD_PARAM, f"{self.spec.name}: plan query after destroy")
+        return getattr(getattr(kernel, "fn", kernel), "plan_name", None)
+
+    @property
     def workspace_size(self) -> int:
         """Bytes of workspace that calculate needs (BAD_PARAM once destroyed or its handle is)."""
         if self._destroyed:

@@ -192,7 +192,10 @@ def test_planned_kernels_are_compiled(op):
                     name, kernels = mod.planned(d.info)
                     assert set(kernels) <= compiled, (name, set(kernels) - compiled)
                     seen.add(name)
-        assert {"dw2d", "direct", "igemm64x64", "igemm128x64"} <= seen, seen
+        from ops.conv import engine
+
+        dense = {"cudnn"} if engine.cudnn_available() else {"igemm64x64", "igemm128x64"}
+        assert {"dw2d", "direct"} | dense <= seen, seen
     assert len(seen) >= 2, seen
 
 
@@ -211,8 +214,17 @@ def test_cpu_plan_names_and_pinning():
         assert d.info.attrs["plan"] == "cpu-im2col"
     depthwise = conv_descs(x=(2, 4, 7, 8), w=(4, 1, 3, 3), y=(2, 4, 5, 6), b=None)
     with create_descriptor("conv", h, **depthwise, groups=4) as d:
-        assert d._kernel.fn.plan_name == "cpu-depthwise"
+        assert d.plan == "cpu-depthwise"
         assert d.workspace_size == 0
+    with create_descriptor("conv_backward", h, **bw_descs()) as d:
+        assert d.plan == "cpu-im2col-col2im"
+    a = td((3,), None, F32)
+    d = create_descriptor("add", h, a, a, a)
+    assert d.plan is None  # an operator whose backends do not name plans
+    d.destroy()
+    with pytest.raises(InfiniopError) as e:
+        d.plan  # noqa: B018
+    assert e.value.status == Status.BAD_PARAM
 
 
 # -- CPU: no Python loop over elements; workspace 0 ----------------------------------------------
@@ -351,6 +363,10 @@ PINNED = [  # (op, x, w, bias, attrs, plans)
     ("conv_backward", (3, 20, 17, 15), (40, 20, 3, 3), True, {"pads": (1,)},
      ("igemm64x16+wgrad16x64", "igemm64x64+wgrad64x64", "igemm128x64+wgrad128x64", "igemm128x128+wgrad64x64")),
     ("conv_backward", (8, 16, 30, 30), (24, 16, 1, 1), True, {}, ("igemm64x64+wgrad16x64", "igemm64x16+wgrad64x64")),
+    ("conv", (2, 32, 9, 10), (40, 16, 3, 3), True, {"pads": (1,), "groups": 2}, ("cudnn",)),
+    ("conv", (2, 16, 21), (24, 16, 3), True, {"strides": (2,), "dilations": (2,)}, ("cudnn",)),
+    ("conv_transpose", (2, 24, 7, 6), (24, 16, 4, 4), True, {"strides": (2,), "pads": (1,)}, ("cudnn",)),
+    ("conv_backward", (2, 24, 9, 8), (32, 24, 3, 3), True, {"pads": (1,)}, ("cudnn+cudnn", "cudnn+wgrad64x64", "igemm64x64+cudnn")),
 ]  # fmt: skip
 
 
@@ -358,8 +374,10 @@ PINNED = [  # (op, x, w, bias, attrs, plans)
 @pytest.mark.gpu
 @pytest.mark.parametrize("op,x,w,bias,attrs,plans", PINNED, ids=[f"{p[0]}-{i}" for i, p in enumerate(PINNED)])
 def test_pinned_plans_match_reference(op, x, w, bias, attrs, plans):
-    from ops.conv.engine import acc_size
+    from ops.conv.engine import acc_size, cudnn_available
 
+    if any("cudnn" in p for p in plans) and not cudnn_available():
+        pytest.skip("cuDNN is not available")
     for plan in plans:
         for dt in (DType.F16, DType.BF16, F32, DType.F64):
             if "128x128" in plan and acc_size(dt) == 8:
@@ -379,15 +397,40 @@ def test_plan_reported_and_refused():
 
     h = create_handle("nvidia")
     with create_descriptor("conv", h, **conv_descs(), plan="igemm64x64") as d:
-        assert d._kernel.plan_name == "igemm64x64"
+        assert d.plan == "igemm64x64"
     with create_descriptor("conv", h, **conv_descs()) as d:
-        assert d._kernel.plan_name == cuda.planned(d.info)[0]
+        assert d.plan == cuda.planned(d.info)[0]
     with pytest.raises(InfiniopError) as e:
         create_descriptor("conv", h, **conv_descs(), plan="dw2d")
     assert e.value.status == Status.BAD_PARAM and "cannot run" in str(e.value)
     tiny = conv_descs(x=(2, 4, 64, 64), w=(8, 4, 5, 5), y=(2, 8, 64, 64), b=(8,))
     with create_descriptor("conv", h, **tiny, pads=(2,)) as d:
-        assert d._kernel.plan_name == "direct" and d.workspace_size == 0 and len(d._kernel.launches) == 1
+        assert d.plan == "direct" and d.workspace_size == 0 and len(d._kernel.launches) == 1
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("op", OPS)
+def test_measured_plan_runs(op):
+    """plan="measure": every candidate is timed at create; the descriptor reports the winner,
+    one of the candidates, and computes the right result."""
+    case = {
+        "conv": _case("conv", (4, 32, 14, 14), (32, 32, 3, 3), True, {"pads": (1,), "plan": "measure"}, (F32,)),
+        "conv_transpose": _case(
+            "conv_transpose", (4, 32, 7, 7), (32, 16, 4, 4), True, {"strides": (2,), "plan": "measure"}, (F32,)
+        ),
+        "conv_backward": _case("conv_backward", (4, 16, 14, 14), (16, 16, 3, 3), True, {"pads": (1,), "plan": "measure"}, (F32,)),
+    }[op]
+    case = Case(case.tensors, case.dtypes, case.description, attrs=case.attrs, atol=1e-4)
+    assert run_case(op, case, F32, "nvidia").ok
+    spec = get_spec(op)
+    descs = {r.name: None for r in spec.tensors}
+    for name, tc in case.tensors.items():
+        if tc is not None:
+            descs[name] = td(*tc.resolved(F32))
+    with create_descriptor(op, create_handle("nvidia"), **descs, **case.attrs) as d:
+        mod = __import__(f"ops.{op}.cuda", fromlist=["cuda"])
+        assert d.plan in [n for n, _ in mod.candidates(d.info, create_handle("nvidia"))]
 
 
 @requires_gpu

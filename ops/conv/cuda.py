@@ -1,9 +1,10 @@
 """NVIDIA backend of conv: the rule table, the candidate list and the kernel factory.
 
-RULES is read top to bottom; the first condition that holds names the config (engine.py). The
-chosen name is ``desc.plan``. The ``plan`` create attribute pins a config by name (BAD_PARAM
-where it cannot run the problem) or, with ``plan="measure"``, lets a create-time measurement
-(``infiniop_py.cuda.autotune``, where installed) pick among ``candidates(info, handle)``.
+RULES is read top to bottom; the first condition that holds names the config (engine.py), and
+where that config is cuDNN and cuDNN declines the problem, the next matching rule's config is
+built instead. The chosen name is ``desc.plan``. The ``plan`` create attribute pins a config by
+name (BAD_PARAM where it cannot run the problem) or, with ``plan="measure"``, lets a create-time
+measurement (``infiniop_py.cuda.autotune``) pick among ``candidates(info, handle)``.
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ CONFIGS = {
     for c in (
         engine.Depthwise(),
         engine.Direct(),
+        engine.Cudnn(),
         engine.IGemm(64, 16),
         engine.IGemm(64, 64),
         engine.IGemm(128, 64),
         engine.IGemm(128, 128),
     )
 }
+OURS = [name for name in CONFIGS if name != "cudnn"]
 
 
 def _blocks(name: str, c: engine.Conv) -> int:
@@ -45,8 +48,9 @@ def _few_channels(c: engine.Conv) -> bool:
     return c.cg <= 4 and c.cg * c.kvol <= 256 and CONFIGS["direct"].applies(c)
 
 
-# Shared with conv_transpose and conv_backward's grad_input (igemm configs only there).
+# Shared with conv_transpose and conv_backward's grad_input.
 GEMM_RULES = (
+    ("dense-cudnn", _applies("cudnn"), "cudnn"),
     ("narrow", lambda c: c.ng <= 16, "igemm64x16"),
     ("large", lambda c: CONFIGS["igemm128x128"].applies(c) and _blocks("igemm128x128", c) >= WAVE, "igemm128x128"),
     ("medium", lambda c: _blocks("igemm128x64", c) >= WAVE, "igemm128x64"),
@@ -77,11 +81,13 @@ def problem(info: Info) -> engine.Conv:
 def candidates(info: Info, handle) -> list[tuple[str, object]]:
     """Every config that can run this problem, as (name, factory() -> kernel)."""
     c = problem(info)
-    return [(name, engine.factory(cfg, c, handle)) for name, cfg in CONFIGS.items() if cfg.applies(c)]
+    tf32 = bool(info.attrs.get("allow_tf32"))
+    return [(name, engine.factory(cfg, c, handle, tf32)) for name, cfg in CONFIGS.items() if cfg.applies(c)]
 
 
 def planned(info: Info) -> tuple[str, list[str]]:
-    """The rule table's plan for this problem and the kernels it launches (no GPU needed)."""
+    """The rule table's plan for this problem and the kernels it launches (cuDNN counts as
+    available only where it loads; no GPU needed otherwise)."""
     c = problem(info)
     if info["y"].numel == 0:
         return "empty", []
@@ -91,18 +97,27 @@ def planned(info: Info) -> tuple[str, list[str]]:
 
 def create(info: Info, handle):
     c = problem(info)
-    ruled, _ = planned(info)
-    if ruled == "empty":
+    if info["y"].numel == 0:
         return engine.ConvKernel(handle, [], 0, "empty")
+    pinned = info.attrs.get("plan")
     cands = candidates(info, handle)
-    name = engine.select("conv", info.attrs.get("plan"), ruled, cands, engine.key("conv", c))
-    return dict(cands)[name]()
+    if pinned == engine.MEASURE:
+        descs = [info[n] for n in ("y", "x", "w", "b")]
+        kernel = engine.measured_kernel(engine.key("conv", c), cands, descs, handle.device_id)
+        if kernel is not None:
+            return kernel
+    elif pinned is not None:
+        return engine.pinned_kernel("conv", pinned, cands)
+    table = dict(cands)
+    return engine.first_buildable("conv", engine.matching(RULES, c), lambda name: table[name]())[1]
 
 
 def compile_units():
     names = []
     for dt in engine.GPU_DTYPES:
         for cfg in CONFIGS.values():
-            if not isinstance(cfg, engine.IGemm) or cfg.applies_dtype(dt):
+            if isinstance(cfg, engine.IGemm) and not cfg.applies_dtype(dt):
+                continue
+            if not isinstance(cfg, engine.Cudnn):
                 names += cfg.names(dt)
     return [(engine.SOURCE, names)]

@@ -20,7 +20,7 @@ from pathlib import Path
 from infiniop_py.cuda.compiler import Launch, Slot, get_module
 from infiniop_py.cuda.kernel import CudaKernel, ctype
 from infiniop_py.dtypes import DType
-from infiniop_py.status import Status, error
+from infiniop_py.status import InfiniopError, Status, error
 from infiniop_py.tensor import TensorDescriptor
 
 SOURCE = (Path(__file__).parent / "kernel.cu").read_text()
@@ -44,6 +44,10 @@ def pad3(values, fill: int) -> tuple:
 def data_strides(d: TensorDescriptor) -> tuple:
     """(N, C, D, H, W) strides of an (N, C, *S) tensor; missing spatial dims get stride 0."""
     return tuple(d.strides[:2]) + pad3(d.strides[2:], 0)
+
+
+def align(nbytes: int, to: int = 256) -> int:
+    return -(-nbytes // to) * to
 
 
 def value_size(dtype: DType) -> int:
@@ -184,7 +188,7 @@ class IGemm:
             phases = 1
         return max(1, -(-rows // self.bm)), phases, -(-c.ng // self.bn)
 
-    def build(self, c: Conv, device_id: int):
+    def build(self, c: Conv, device_id: int, allow_tf32: bool = False, ws_base: int = 0):
         mtiles, phases, ntiles = self.grid(c)
         nt, kst, gcd, inv = _transposed_geometry(c) if c.transposed else (pad3(c.k, 1), (1,) * 3, (1,) * 3, (0,) * 3)
         wsn, wsc, gwn, gwc = c.weight_strides
@@ -226,7 +230,7 @@ class Direct:
     def applies(self, c: Conv) -> bool:
         return not c.transposed and c.dtype in GPU_DTYPES and self.cob(c) is not None
 
-    def build(self, c: Conv, device_id: int):
+    def build(self, c: Conv, device_id: int, allow_tf32: bool = False, ws_base: int = 0):
         cob = self.cob(c)
         chunks = -(-c.ng // cob)
         positions = c.batch * math.prod(c.O)
@@ -293,7 +297,7 @@ class Depthwise:
         _, _, _, th, tw, _, _, shmem = self.tiles(c)
         return shmem <= SMEM_LIMIT and th * tw <= 65535
 
-    def build(self, c: Conv, device_id: int):
+    def build(self, c: Conv, device_id: int, allow_tf32: bool = False, ws_base: int = 0):
         bx, by, pb, tiles_h, tiles_w, ir, ic, shmem = self.tiles(c)
         xs, ys = data_strides(c.x), data_strides(c.y)
         ws = data_strides(c.w)
@@ -336,77 +340,161 @@ class WGrad:
     def applies(self, p: WeightGrad) -> bool:
         return self.applies_dtype(p.dtype)
 
-    def build(self, p: WeightGrad, device_id: int, sm_count: int):
+    def build(self, p: WeightGrad, device_id: int, sm_count: int, allow_tf32: bool = False, ws_base: int = 0):
         names = self.names(p.dtype)
         mod = _module(names, device_id)
-        acc = acc_size(p.dtype)
         K = p.cg * math.prod(p.k)  # noqa: N806
         cout = p.groups * p.ng
         rows = p.go.shape[0] * math.prod(p.go.shape[2:])
         ntiles, ktiles = -(-p.ng // self.bn), -(-K // self.bk)
         tiles = p.groups * ntiles * ktiles
-        # Split the row sum until the grid fills the GPU about twice (rows per split >= 4 steps).
+        # Split the row sum until the grid fills the GPU about twice (at least 4 steps per split).
         splits = 1
         steps = -(-rows // self.RM)
         if tiles < 2 * sm_count and steps > 8:
-            splits = min(-(-2 * sm_count // tiles), steps // 4, 256)
-            splits = max(1, splits)
+            splits = max(1, min(-(-2 * sm_count // tiles), steps // 4, 256))
         mchunk = -(-steps // splits) * self.RM
         splits = max(1, -(-rows // mchunk)) if rows else 1
-        gw_slot, gb_slot, go_slot, x_slot = p.slots
-        launches = []
-        ws = 0
-        wpart_off = 0
-        if splits > 1:
-            ws = splits * cout * K * acc
+        gw_slot, _, go_slot, x_slot = p.slots
+        ws = splits * cout * K * acc_size(p.dtype) if splits > 1 else 0
         meta = WG_META.pack(
             *data_strides(p.x), *data_strides(p.go), *data_strides(p.gw),
             *pad3(p.x.shape[2:], 1), *pad3(p.go.shape[2:], 1), *pad3(p.s, 1), *pad3(p.p, 0), *pad3(p.d, 1), *pad3(p.k, 1),
             p.go.shape[0], p.cg, p.ng, p.groups, K, ntiles, ktiles, splits, rows, mchunk, int(splits == 1),
         )  # fmt: skip
-        grid = tiles * splits
-        launches.append(
-            Launch(mod.ptr[names[0]], (grid,), (256,), [Slot(gw_slot), Slot("ws", wpart_off), Slot(go_slot), Slot(x_slot), meta])
+        args = [Slot(gw_slot), Slot("ws", ws_base), Slot(go_slot), Slot(x_slot), meta]
+        launches = [Launch(mod.ptr[names[0]], (tiles * splits,), (256,), args)]
+        more, end = bias_launches(p, device_id, sm_count, ws_base + ws, (splits if splits > 1 else 0, ws_base, K))
+        return launches + more, end - ws_base
+
+
+def bias_launches(p: WeightGrad, device_id: int, sm_count: int, ws_offset: int, wsplit=(0, 0, 0)):
+    """grad_bias (when requested) as per-(channel, chunk) partials in the workspace at
+    ``ws_offset``, and the fixed-order reduction of those and of grad_weight's partials
+    (``wsplit`` = (splits, workspace offset, K); splits 0: grad_weight needs none).
+    Returns (launches, the end offset of the workspace used)."""
+    names = [f"conv_bias_grad<{ctype(p.dtype)}>", f"conv_grad_reduce<{ctype(p.dtype)}>"]
+    mod = _module(names, device_id)
+    gw_slot, gb_slot, go_slot, _ = p.slots
+    cout = p.groups * p.ng
+    rows = p.go.shape[0] * math.prod(p.go.shape[2:])
+    launches, ws = [], ws_offset
+    bsplits = 0
+    if p.gb is not None and cout:
+        bsplits = 1
+        if rows > 1 << 14 and cout < 2 * sm_count:
+            bsplits = min(-(-2 * sm_count // cout), -(-rows // 4096), 128)
+        chunk = -(-rows // bsplits) if rows else 0
+        bsplits = max(1, -(-rows // chunk)) if rows else 1
+        meta = BG_META.pack(
+            *data_strides(p.go), *pad3(p.go.shape[2:], 1), cout, bsplits, rows, chunk, p.gb.strides[0], int(bsplits == 1)
         )
-        bsplits = 0
-        bpart_off = ws
-        if p.gb is not None and cout:
-            bsplits = 1
-            if rows > 1 << 14 and cout < 2 * sm_count:
-                bsplits = min(-(-2 * sm_count // cout), -(-rows // 4096), 128)
-            chunk = -(-rows // bsplits)
-            bsplits = max(1, -(-rows // chunk)) if rows else 1
-            bmeta = BG_META.pack(
-                *data_strides(p.go), *pad3(p.go.shape[2:], 1), cout, bsplits, rows, chunk, p.gb.strides[0], int(bsplits == 1)
-            )
-            if bsplits > 1:
-                ws += bsplits * cout * acc
-            launches.append(
-                Launch(mod.ptr[names[1]], (cout * bsplits,), (256,), [Slot(gb_slot), Slot("ws", bpart_off), Slot(go_slot), bmeta])
-            )
-        wsplit = splits if splits > 1 else 0
-        rsplit = bsplits if bsplits > 1 else 0
-        if wsplit or rsplit:
-            total = cout * K if wsplit else 0
-            rmeta = RED_META.pack(
-                *data_strides(p.gw), *pad3(p.k, 1), p.cg, K, wsplit, total, cout, rsplit, p.gb.strides[0] if rsplit else 0
-            )
-            count = total + (cout if rsplit else 0)
-            launches.append(
-                Launch(
-                    mod.ptr[names[2]],
-                    (max(1, -(-count // 256)),),
-                    (256,),
-                    [
-                        Slot(gw_slot),
-                        Slot(gb_slot) if p.gb is not None else NULL,
-                        Slot("ws", wpart_off),
-                        Slot("ws", bpart_off),
-                        rmeta,
-                    ],
-                )
-            )
-        return launches, ws
+        if bsplits > 1:
+            ws += bsplits * cout * acc_size(p.dtype)
+        launches.append(
+            Launch(mod.ptr[names[0]], (cout * bsplits,), (256,), [Slot(gb_slot), Slot("ws", ws_offset), Slot(go_slot), meta])
+        )
+    wsplits, wpart_off, K = wsplit  # noqa: N806
+    rsplit = bsplits if bsplits > 1 else 0
+    if wsplits or rsplit:
+        total = cout * K if wsplits else 0
+        rmeta = RED_META.pack(
+            *data_strides(p.gw), *pad3(p.k, 1), p.cg, max(K, 1), wsplits, total, cout, rsplit, p.gb.strides[0] if rsplit else 0
+        )
+        count = total + (cout if rsplit else 0)
+        args = [Slot(gw_slot), Slot(gb_slot) if p.gb is not None else NULL, Slot("ws", wpart_off), Slot("ws", ws_offset), rmeta]
+        launches.append(Launch(mod.ptr[names[1]], (max(1, -(-count // 256)),), (256,), args))
+    return launches, ws
+
+
+# -- cuDNN (infiniop_py.cuda.cudnn), for dense convolutions -------------------------------------
+def cudnn_available() -> bool:
+    """Whether the cuDNN candidate can be built here (frontend and library load)."""
+    try:
+        from infiniop_py.cuda import cudnn
+    except ImportError:
+        return False
+    try:
+        return bool(cudnn.available())
+    except Exception:  # noqa: BLE001 - availability is a yes/no question
+        return False
+
+
+def dense(cg: int, ng: int, kvol: int) -> bool:
+    """Groups small relative to the channels: enough of a GEMM per group for cuDNN."""
+    return cg >= 8 and ng >= 8 and cg * kvol >= 32
+
+
+class _CudnnLaunch:
+    """A cuDNN call in a plan's launch list: ``(ptrs, ws_ptr, stream)`` like ``Launch``."""
+
+    def __init__(self, conv, x_slot, w_slot, y_slot, b_slot, ws_offset: int = 0):
+        self.conv = conv
+        self.slots = (x_slot, w_slot, y_slot, b_slot)
+        self.ws_offset = ws_offset
+
+    def __call__(self, ptrs, ws_ptr: int, stream: int) -> None:
+        x, w, y, b = self.slots
+        self.conv(ptrs[x], ptrs[w], ptrs[y], ws_ptr + self.ws_offset if ws_ptr else 0, stream, ptrs[b] if b is not None else None)
+
+
+class Cudnn:
+    """cuDNN's forward (conv) or data-gradient (conv_transpose, grad_input) convolution, the
+    plan chosen by cuDNN's heuristics and timing (deterministic plans only; f32 without TF32
+    unless ``allow_tf32``). Building raises NOT_IMPLEMENTED where cuDNN declines."""
+
+    name = "cudnn"
+
+    def applies(self, c: Conv) -> bool:
+        return c.dtype in GPU_DTYPES and c.x.numel > 0 and c.y.numel > 0 and dense(c.cg, c.ng, c.kvol) and cudnn_available()
+
+    def kernel_names(self, c: Conv) -> list[str]:
+        return []
+
+    def build(self, c: Conv, device_id: int, allow_tf32: bool = False, ws_base: int = 0):
+        from infiniop_py.cuda import cudnn
+
+        y_slot, x_slot, w_slot, b_slot = c.slots
+        kw = dict(bias=c.b, allow_tf32=allow_tf32, deterministic=True, device_id=device_id)
+        if c.transposed:  # cuDNN's dgrad: its x is our output, its y our input
+            conv = cudnn.CudnnConv("dgrad", c.y, c.w, c.x, c.p, c.s, c.d, c.groups, **kw)
+            launch = _CudnnLaunch(conv, y_slot, w_slot, x_slot, b_slot if c.b is not None else None, ws_base)
+        else:
+            conv = cudnn.CudnnConv("fprop", c.x, c.w, c.y, c.p, c.s, c.d, c.groups, **kw)
+            launch = _CudnnLaunch(conv, x_slot, w_slot, y_slot, b_slot if c.b is not None else None, ws_base)
+        return [launch], int(conv.workspace_size)
+
+
+class CudnnWGrad:
+    """cuDNN's weight gradient; grad_bias (when requested) by our partial-sum kernels."""
+
+    name = "cudnn"
+
+    def applies(self, p: WeightGrad) -> bool:
+        return (
+            p.dtype in GPU_DTYPES and p.x.numel > 0 and p.go.numel > 0 and dense(p.cg, p.ng, math.prod(p.k)) and cudnn_available()
+        )
+
+    def applies_dtype(self, dtype: DType) -> bool:
+        return dtype in GPU_DTYPES
+
+    def kernel_names(self, p: WeightGrad) -> list[str]:
+        t = ctype(p.dtype)
+        return [f"conv_bias_grad<{t}>", f"conv_grad_reduce<{t}>"] if p.gb is not None else []
+
+    def names(self, dtype: DType) -> list[str]:
+        return []
+
+    def build(self, p: WeightGrad, device_id: int, sm_count: int, allow_tf32: bool = False):
+        from infiniop_py.cuda import cudnn
+
+        gw_slot, _, go_slot, x_slot = p.slots
+        conv = cudnn.CudnnConv(
+            "wgrad", p.x, p.gw, p.go, p.p, p.s, p.d, p.groups, allow_tf32=allow_tf32, deterministic=True, device_id=device_id
+        )
+        ws = -(-int(conv.workspace_size) // 256) * 256
+        more, total = bias_launches(p, device_id, sm_count, ws)
+        return [_CudnnLaunch(conv, x_slot, gw_slot, go_slot, None), *more], total
 
 
 # -- the kernel object ----------------------------------------------------------------------
@@ -447,18 +535,6 @@ def first_match(rules, problem) -> tuple[str, str]:
     raise error(Status.INTERNAL_ERROR, "convolution planner: no rule matched")  # the last rule is unconditional
 
 
-def measured(key, candidates) -> str | None:
-    """The candidate a create-time measurement picks (``infiniop_py.cuda.autotune``), or None
-    where that helper is not installed or there is nothing to choose between."""
-    if len(candidates) < 2:
-        return None
-    try:
-        from infiniop_py.cuda import autotune
-    except ImportError:
-        return None
-    return autotune.choose(key, candidates)
-
-
 def key(op: str, c: Conv) -> tuple:
     """What a measured choice is cached by: everything the kernels' speed depends on."""
     return (
@@ -478,23 +554,82 @@ def key(op: str, c: Conv) -> tuple:
     )
 
 
-def factory(cfg, c: Conv, handle):
+def factory(cfg, c, handle, allow_tf32: bool = False):
     """A zero-argument callable that builds config ``cfg``'s kernel for problem ``c``."""
 
     def make():
-        launches, ws = cfg.build(c, handle.device_id)
+        launches, ws = cfg.build(c, handle.device_id, allow_tf32=allow_tf32)
         return ConvKernel(handle, launches, ws, cfg.name)
 
     return make
 
 
-def select(op: str, pinned: str | None, ruled: str, candidates, key) -> str:
-    """The plan name: a pinned one (it must be a candidate), a measured one, or the rule's."""
-    names = [n for n, _ in candidates]
-    if pinned is None:
-        return ruled
-    if pinned == MEASURE:
-        return measured(key, candidates) or ruled
-    if pinned not in names:
-        raise error(Status.BAD_PARAM, f"{op}: attribute 'plan'={pinned!r} cannot run this problem (candidates: {names})")
-    return pinned
+def matching(rules, problem) -> list[str]:
+    """Config names of every rule whose condition holds, in table order (first = preferred)."""
+    out = []
+    for _, condition, config in rules:
+        if condition(problem) and config not in out:
+            out.append(config)
+    return out
+
+
+def first_buildable(op: str, ordered: list[str], build):
+    """``build(name)`` for the first name that builds; a cuDNN config that declines the problem
+    (NOT_IMPLEMENTED) passes to the next. Our kernels always build (the last rule of a table)."""
+    last = None
+    for name in ordered:
+        try:
+            return name, build(name)
+        except InfiniopError as exc:
+            if exc.status != Status.NOT_IMPLEMENTED:
+                raise
+            last = exc
+    raise error(Status.INTERNAL_ERROR, f"{op}: no plan could be built ({last})")
+
+
+def pinned_kernel(op: str, pinned: str, candidates):
+    """The kernel of a pinned plan name: BAD_PARAM where no candidate of that name can run the
+    problem (or cuDNN declines it)."""
+    table = dict(candidates)
+    if pinned not in table:
+        raise error(Status.BAD_PARAM, f"{op}: attribute 'plan'={pinned!r} cannot run this problem (candidates: {list(table)})")
+    try:
+        return table[pinned]()
+    except InfiniopError as exc:
+        if exc.status != Status.NOT_IMPLEMENTED:
+            raise
+        raise error(Status.BAD_PARAM, f"{op}: attribute 'plan'={pinned!r} cannot run this problem: {exc}") from exc
+
+
+def measured_kernel(key, candidates, descs, device_id: int):
+    """Builds every candidate, times each once on scratch buffers (``autotune.choose``, cached
+    per key and device) and returns the fastest's kernel; None where the autotune helper is
+    not installed. Candidates that fail to build are left out."""
+    try:
+        from infiniop_py.cuda import autotune, runtime
+    except ImportError:
+        return None
+    built = []
+    for name, make in candidates:
+        try:
+            built.append((name, make()))
+        except InfiniopError as exc:
+            if exc.status != Status.NOT_IMPLEMENTED:
+                raise
+    if not built:
+        return None
+    if len(built) == 1:
+        return built[0][1]
+    cp = runtime.cupy()
+    with cp.cuda.Device(device_id):
+        scratch = [None if d is None else cp.full(max(d.span_bytes, 1), 0x3C, dtype=cp.uint8) for d in descs]
+        ptrs = [0 if b is None else int(b.data.ptr) for b in scratch]
+        ws = cp.empty(max(max(k.workspace_size for _, k in built), 1), dtype=cp.uint8)
+        ws_ptr = int(ws.data.ptr)
+
+        def runner(kernel):
+            return lambda stream: kernel.launch(ptrs, ws_ptr, (), stream)
+
+        winner = autotune.choose(key, [(n, runner(k)) for n, k in built], device_id=device_id)
+        cp.cuda.Device(device_id).synchronize()
+    return dict(built)[winner]

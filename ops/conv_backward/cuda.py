@@ -1,11 +1,12 @@
-"""NVIDIA backend of conv_backward: grad_input by the phase-decomposed implicit GEMM (the
-transposed convolution of grad_output with weight), then grad_weight (and grad_bias) by the
-split-row weight-gradient kernels with a fixed-order reduction.
+"""NVIDIA backend of conv_backward: grad_input by cuDNN's data gradient (dense problems, where
+it loads) or our phase-decomposed implicit GEMM (the transposed convolution of grad_output with
+weight); grad_weight by cuDNN's weight gradient or our split-row kernels with a fixed-order
+reduction; grad_bias always by our partial sums and that reduction. Every part is deterministic.
 
 The plan is ``"<grad_input config>+<grad_weight config>"``; each part comes from its own rule
-table (DGRAD_RULES, WGRAD_RULES). ``desc.plan`` reports it and the ``plan`` attribute pins it
-(or ``"measure"``: a create-time measurement over ``candidates(info, handle)`` where
-``infiniop_py.cuda.autotune`` is installed).
+table (DGRAD_RULES, WGRAD_RULES; a cuDNN part that cuDNN declines passes to the next rule).
+``desc.plan`` reports it and the ``plan`` attribute pins it (or ``"measure"``: a create-time
+measurement over ``candidates(info, handle)``).
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from infiniop_py.spec import Info
 from ..conv import engine
 from ..conv.cuda import GEMM_RULES, WAVE
 
-DGRAD = {c.name: c for c in (engine.IGemm(64, 16), engine.IGemm(64, 64), engine.IGemm(128, 64), engine.IGemm(128, 128))}
-WGRAD = {c.name: c for c in (engine.WGrad(16, 64), engine.WGrad(64, 64), engine.WGrad(128, 64))}
+DGRAD = {
+    c.name: c for c in (engine.Cudnn(), engine.IGemm(64, 16), engine.IGemm(64, 64), engine.IGemm(128, 64), engine.IGemm(128, 128))
+}
+WGRAD = {c.name: c for c in (engine.CudnnWGrad(), engine.WGrad(16, 64), engine.WGrad(64, 64), engine.WGrad(128, 64))}
 
 
 def _wgrad_tiles(name: str, p: engine.WeightGrad) -> int:
@@ -30,6 +33,7 @@ def _wgrad_tiles(name: str, p: engine.WeightGrad) -> int:
 
 DGRAD_RULES = GEMM_RULES
 WGRAD_RULES = (
+    ("dense-cudnn", lambda p: WGRAD["cudnn"].applies(p), "cudnn"),
     ("narrow", lambda p: p.ng <= 16, "wgrad16x64"),
     ("large", lambda p: _wgrad_tiles("wgrad128x64", p) >= WAVE, "wgrad128x64"),
     ("default", lambda p: True, "wgrad64x64"),
@@ -37,7 +41,7 @@ WGRAD_RULES = (
 
 
 def names() -> list[str]:
-    return [f"{a}+{b}" for a, b in itertools.product(DGRAD, WGRAD)] + [f"none+{b}" for b in WGRAD] + ["empty", engine.MEASURE]
+    return [f"{a}+{b}" for a, b in itertools.product(["none", *DGRAD], WGRAD)] + ["empty", engine.MEASURE]
 
 
 def problems(info: Info) -> tuple[engine.Conv, engine.WeightGrad]:
@@ -65,27 +69,43 @@ def problems(info: Info) -> tuple[engine.Conv, engine.WeightGrad]:
     return dgrad, wgrad
 
 
-def _kernel(handle, dgrad_cfg, dgrad, wgrad_cfg, wgrad, name):
-    def make():
-        launches, ws = [], 0
-        if dgrad_cfg is not None:
-            launches, ws = dgrad_cfg.build(dgrad, handle.device_id)
-        more, ws2 = [], 0
-        if wgrad.gw.numel:
-            more, ws2 = wgrad_cfg.build(wgrad, handle.device_id, runtime.properties(handle.device_id)["sm_count"])
-        return engine.ConvKernel(handle, [*launches, *more], ws + ws2, name)
+def _parts(dgrad: engine.Conv, wgrad: engine.WeightGrad):
+    """(grad_input configs, grad_weight configs) that can run this problem, preferred first."""
+    ds = [n for n, c in DGRAD.items() if c.applies(dgrad)] if dgrad.y.numel else ["none"]
+    ws = [n for n, c in WGRAD.items() if c.applies(wgrad)]
+    return ds, ws
 
-    return make
+
+def _builder(handle, dgrad, wgrad, tf32: bool):
+    """build(d_name, w_name) -> ConvKernel: grad_input's launches first (workspace from 0), then
+    grad_weight's and grad_bias's (workspace after, 256-byte aligned)."""
+    sm = runtime.properties(handle.device_id)["sm_count"]
+
+    def build_d(d_name):
+        if d_name == "none":
+            return [], 0
+        return DGRAD[d_name].build(dgrad, handle.device_id, allow_tf32=tf32)
+
+    def build_w(w_name, base):
+        if not wgrad.gw.numel:
+            return [], 0
+        return WGRAD[w_name].build(wgrad, handle.device_id, sm, allow_tf32=tf32, ws_base=base)
+
+    def build(d_name, w_name, d_part=None):
+        launches, ws = d_part if d_part is not None else build_d(d_name)
+        base = engine.align(ws)
+        more, ws2 = build_w(w_name, base)
+        return engine.ConvKernel(handle, [*launches, *more], base + ws2 if ws2 else ws, f"{d_name}+{w_name}")
+
+    return build, build_d
 
 
 def candidates(info: Info, handle) -> list[tuple[str, object]]:
     """Every (grad_input config, grad_weight config) pair that can run this problem."""
     dgrad, wgrad = problems(info)
-    ds = [(n, c) for n, c in DGRAD.items() if c.applies(dgrad)] if dgrad.y.numel else [("none", None)]
-    out = []
-    for (dn, dc), (wn, wc) in itertools.product(ds, [(n, c) for n, c in WGRAD.items() if c.applies(wgrad)]):
-        out.append((f"{dn}+{wn}", _kernel(handle, dc, dgrad, wc, wgrad, f"{dn}+{wn}")))
-    return out
+    build, _ = _builder(handle, dgrad, wgrad, bool(info.attrs.get("allow_tf32")))
+    ds, ws = _parts(dgrad, wgrad)
+    return [(f"{d}+{w}", (lambda d=d, w=w: build(d, w))) for d, w in itertools.product(ds, ws)]
 
 
 def planned(info: Info) -> tuple[str, list[str]]:
@@ -105,19 +125,28 @@ def planned(info: Info) -> tuple[str, list[str]]:
 
 
 def create(info: Info, handle):
-    dgrad, _ = problems(info)
-    ruled, _ = planned(info)
-    if ruled == "empty":
+    dgrad, wgrad = problems(info)
+    if wgrad.gw.numel == 0 and dgrad.y.numel == 0:
         return engine.ConvKernel(handle, [], 0, "empty")
-    cands = candidates(info, handle)
-    name = engine.select("conv_backward", info.attrs.get("plan"), ruled, cands, engine.key("conv_backward", dgrad))
-    return dict(cands)[name]()
+    pinned = info.attrs.get("plan")
+    if pinned == engine.MEASURE:
+        descs = [info[n] for n in ("grad_input", "grad_weight", "grad_bias", "grad_output", "input", "weight")]
+        kernel = engine.measured_kernel(engine.key("conv_backward", dgrad), candidates(info, handle), descs, handle.device_id)
+        if kernel is not None:
+            return kernel
+    elif pinned is not None:
+        return engine.pinned_kernel("conv_backward", pinned, candidates(info, handle))
+    build, build_d = _builder(handle, dgrad, wgrad, bool(info.attrs.get("allow_tf32")))
+    d_order = engine.matching(DGRAD_RULES, dgrad) if dgrad.y.numel else ["none"]
+    d_name, d_part = engine.first_buildable("conv_backward", d_order, build_d)
+    w_order = engine.matching(WGRAD_RULES, wgrad)
+    return engine.first_buildable("conv_backward", w_order, lambda w_name: build(d_name, w_name, d_part))[1]
 
 
 def compile_units():
     names = []
     for dt in engine.GPU_DTYPES:
         for cfg in (*DGRAD.values(), *WGRAD.values()):
-            if cfg.applies_dtype(dt):
+            if isinstance(cfg, (engine.IGemm, engine.WGrad)) and cfg.applies_dtype(dt):
                 names += [n for n in cfg.names(dt) if n not in names]
     return [(engine.SOURCE, names)]
