@@ -319,6 +319,10 @@ def test_check64_accepts_what_torch_itself_misses_by_half():
     nan = torch.full((8,), 3e-4)
     nan[0] = float("nan")
     assert not core.check64(CpuEnv(), work, nan, ref, torch.full((8,), 2e-4))[0]
+    # a reference of another shape but the same elements is compared; one that does not fit is no verdict
+    assert core.check64(CpuEnv(), work, torch.zeros(2, 4), ref)[0] is True
+    ok, detail = core.check64(CpuEnv(), work, torch.zeros(4), ref)
+    assert ok is None and "not checked against float64" in detail
 
 
 def test_quick_keeps_one_dtype_per_operator():

@@ -304,9 +304,9 @@ def _measure(args, env, suites, names, paths, selected, everything, device) -> i
         if jax is None:
             run_notes["jax"] = why
     if selected:
-        offered = set(peer_mod.GENERIC) | {"im2col", "causal_conv1d"}
+        offered = set(peer_mod.GENERIC).union(*(getattr(suites[n], "PEERS", ()) for n in names))
         for p in sorted(selected - offered):
-            print(f"note: peer '{p}' is not one the harness builds; only a suite that offers it runs it")
+            print(f"note: no selected family declares peer '{p}' (PEERS); it runs only where a case offers it")
     copy_bw = env.copy_bandwidth()
     matrix = env.matrix_rate()
     opts.matrix_tflops = {k: v for k, v in matrix.items() if isinstance(v, float)}

@@ -2,7 +2,8 @@
 
 A suite module defines ``NAME`` (what ``--family`` selects) and
 ``cases(env, quick: bool) -> list[BenchCase]``; see ``elementwise.py`` for the pattern and
-``conv_grid.py`` for a suite with peers of its own. A new family adds one file here.
+``conv_grid.py`` for a suite with peers of its own (``Workload.peers``, named in the module's
+``PEERS``; ``Workload.jax_fn`` for the JAX peer). A new family adds one file here.
 
 A module that fails to import, or whose ``cases`` raises, does not stop a run: it becomes one
 error row (:class:`Broken`), and the other suites run.
