@@ -23,8 +23,8 @@ from ..layout import fast_div_params
 from ..status import Status, error
 
 SOURCE = (Path(__file__).parent / "pool.cu").read_text()
-BLOCK = 256  # POOL_BLOCK
-VB = 4  # POOL_VB: grad_input elements per work item of the backward kernels
+MAX_BLOCK = 512  # POOL_MAX_BLOCK (__launch_bounds__)
+VB = 4  # POOL_VB: elements per work item
 LANES = 32  # lanes per tile when N or C is the written tensor's innermost dim
 MAX_TILE = 8192  # elements per tile at most
 MIN_ROW = 32  # positions per tile row along S2 at least (coalescing) when a tile has one lane
@@ -90,20 +90,31 @@ class Plan:
     T: list
     H: list
     V: int
+    block: int
 
 
-def _iterations(n: int) -> int:
-    return -(-n // BLOCK)
+BLOCKS = tuple(range(128, MAX_BLOCK + 1, 32))  # block sizes a plan may pick
+
+
+def block_for(items: int, halo: int = 0, window: float = 0.0) -> tuple[int, float]:
+    """(block size, thread slots per tile): the block size in BLOCKS wasting the fewest thread
+    slots over a tile's items (plus ``window`` x its halo items); ties go to the larger block."""
+    best = None
+    for b in BLOCKS:
+        slots = -(-items // b) * b + window * (-(-halo // b) * b)
+        if best is None or (slots, -b) < (best[1], -best[0]):
+            best = (b, slots)
+    return best
 
 
 def choose_tile(ext, lanes: int, tiles_outside: int, per_item: int, g3: dict | None = None, smem_limit: int = 0):
-    """Tile extents for iteration extents ``ext`` (three spatial dims), or None when no tile's halo
-    fits ``smem_limit`` (tiled max backward, ``g3`` given).
+    """(tile extents, block size) for iteration extents ``ext`` (three spatial dims), or None when
+    no tile's halo fits ``smem_limit`` (tiled max backward, ``g3`` given).
 
-    Model of the time: every tile costs ceil(items / BLOCK) block iterations (items = lanes x
-    ceil(T2 / per_item) x T1 x T0), plus, with a halo, ceil(halo / BLOCK) iterations at the cost of one
-    window scan each (prod(k) loads against per_item elements per item); the GPU runs THREADS threads at
-    once, and no schedule beats the longest tile. Ties go to fewer, then wider, tiles."""
+    Model of the time: a tile costs its thread slots (``block_for``: items = lanes x
+    ceil(T2 / per_item) x T1 x T0, plus, with a halo, its halo items at the cost of one window scan
+    each, prod(k) loads against per_item elements per item); the GPU runs THREADS threads at once,
+    and no schedule beats the longest tile. Ties go to fewer, then wider, tiles."""
     best = None
     window = math.prod(g3["k"]) / per_item if g3 is not None else 0.0
     for t0, t1, t2 in itertools.product(*(_extent_choices(e) for e in ext)):
@@ -112,18 +123,18 @@ def choose_tile(ext, lanes: int, tiles_outside: int, per_item: int, g3: dict | N
             continue
         if lanes == 1 and t2 < min(ext[2], MIN_ROW):
             continue
-        per_tile = _iterations(lanes * -(-t2 // per_item) * t1 * t0)
+        halo = 0
         if g3 is not None:
             halo = lanes * math.prod(halo_extents(g3, T))
             if 4 * halo > smem_limit:
                 continue
-            per_tile += window * _iterations(halo)
+        block, slots = block_for(lanes * -(-t2 // per_item) * t1 * t0, halo, window)
         ntiles = tiles_outside * math.prod(-(-e // t) for e, t in zip(ext, T))
-        cost = max(ntiles * per_tile * BLOCK / THREADS, per_tile)
+        cost = max(ntiles * slots / THREADS, slots / block)
         key = (cost, ntiles, -t2, -t1)
         if best is None or key < best[0]:
-            best = (key, T)
-    return None if best is None else best[1]
+            best = (key, T, block)
+    return None if best is None else (best[1], best[2])
 
 
 def plan(geom, written, reads, mode: int, smem_limit: int | None = None) -> Plan:
@@ -158,19 +169,18 @@ def plan(geom, written, reads, mode: int, smem_limit: int | None = None) -> Plan
     TL = min(lanes, LANES) if inner < 2 else 1
     nl = -(-lanes // TL)
     backward = mode >= AVG_BWD
-    V = VB if backward else 1
+    V = VB
     ext = g3["L"] if backward else g3["O"]
     outside = written.shape[other] * nl
-    T = H = None
+    choice = None
     if mode == MAX_BWD_TILED:
-        T = choose_tile(ext, TL, outside, V, g3, smem_limit)
-        if T is None:
+        choice = choose_tile(ext, TL, outside, V, g3, smem_limit)
+        if choice is None:
             mode = MAX_BWD_GATHER
-        else:
-            H = halo_extents(g3, T)
-    if T is None:
-        T = choose_tile(ext, TL, outside, V)
-        H = [1, 1, 1]
+    if choice is None:
+        choice = choose_tile(ext, TL, outside, V)
+    T, block = choice
+    H = halo_extents(g3, T) if mode == MAX_BWD_TILED else [1, 1, 1]
     G = -(-T[2] // V)
     ntl = [-(-e // t) for e, t in zip(ext, T)]
     ntiles = outside * math.prod(ntl)
@@ -194,7 +204,7 @@ def plan(geom, written, reads, mode: int, smem_limit: int | None = None) -> Plan
     for d in range(3):
         m.ds[d] = _fd(g3["s"][d])
     smem = 4 * m.halo_items
-    return Plan(mode, bytes(m), ntiles, smem, TL, T, H, V)
+    return Plan(mode, bytes(m), ntiles, smem, TL, T, H, V, block)
 
 
 def kernel_name(mode: int, dtype) -> str:
@@ -216,11 +226,11 @@ class PoolKernel(CudaKernel):
         mod = get_module(SOURCE, [name], handle.device_id)
         from ..cuda.runtime import properties
 
-        grid = max(1, min(p.ntiles, int(properties(handle.device_id)["sm_count"]) * 16))
+        grid = max(1, min(p.ntiles, int(properties(handle.device_id)["sm_count"]) * (2048 // p.block) * 2))
         args = [Slot(0), Slot(1), Slot(2) if len(reads) > 1 else ctypes.c_uint64(0), p.meta]
         if p.mode == MAX_BWD_TILED:
             args = [Slot(0), Slot(1), Slot(2), p.meta]
-        self.launch_ = Launch(mod.ptr[name], (grid,), (BLOCK,), args, p.smem)
+        self.launch_ = Launch(mod.ptr[name], (grid,), (p.block,), args, p.smem)
 
     def launch(self, ptrs, ws_ptr, rt, stream):
         if self.launch_ is not None:

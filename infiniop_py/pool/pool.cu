@@ -11,11 +11,11 @@
 // coalesced (NCHW: W; channels-last: C), and the work that depends only on (t0, t1) is shared by
 // V elements. Tile and item indices stay below 2^31 (32-bit FastDiv); memory offsets are 64-bit.
 //
-// MODE 0 max forward, 1 avg forward (V = 1): one output per item, its window scanned in
-//   row-major order (max: a larger value or a NaN replaces the best so far, so the first maximum
-//   and the last NaN win).
-// MODE 2 avg backward (V = POOL_VB): each grad_input element gathers grad_output[o] / divisor(o)
-//   over the windows o covering it, in ascending window order.
+// Every item holds V = POOL_VB elements.
+// MODE 0 max forward, 1 avg forward: each output scans its window in row-major order (max: a
+//   larger value or a NaN replaces the best so far, so a NaN in the window gives NaN).
+// MODE 2 avg backward: each grad_input element gathers grad_output[o] / divisor(o) over the
+//   windows o covering it, in ascending window order.
 // MODE 3 max backward, tiled: step 1 computes, for every window that can cover the tile (the
 //   "halo" box of H0 x H1 x H2 windows x TL lanes), the row-major offset of its argmax into
 //   shared memory; step 2 lets each grad_input element gather grad_output[o] over the covering
@@ -45,8 +45,9 @@ static_assert(__builtin_offsetof(PoolMeta, TL) == 216, "PoolMeta.TL");
 static_assert(__builtin_offsetof(PoolMeta, dTL) == 248, "PoolMeta.dTL");
 static_assert(__builtin_offsetof(PoolMeta, ds) == 368, "PoolMeta.ds");
 
-#define POOL_BLOCK 256
-#define POOL_VB 4  // grad_input elements per item of the backward kernels
+#define POOL_MAX_BLOCK 512  // block sizes are chosen by the host, multiples of 32 up to this;
+                            // with two such blocks per SM: at most 64 registers, >= 50% occupancy
+#define POOL_VB 4  // elements per work item (strided by G along S2)
 
 template <class A> __device__ __forceinline__ A pool_neg_inf();
 template <> __device__ __forceinline__ float pool_neg_inf<float>() { return __int_as_float((int)0xff800000u); }
@@ -120,12 +121,11 @@ __device__ __forceinline__ int pool_span(const PoolMeta& m, int d, int o) {
   return end - st;
 }
 
-// Window (o0, o1, o2) of tensor slot X at base offset xb: its maximum (best, when asked) and the
-// row-major offset of that maximum within the window (the first in-bounds element when all are
-// -inf).
+// Window (o0, o1, o2) of tensor slot X at base offset xb: the row-major offset of its maximum
+// within the window: the first maximum, the last NaN when there is one, the first in-bounds
+// element when all are -inf.
 template <class T, int X>
-__device__ __forceinline__ int pool_argmax(const PoolMeta& m, const T* __restrict__ x, long long xb, int o0, int o1, int o2,
-                                           typename Compute<T>::type* best_out) {
+__device__ __forceinline__ int pool_argmax(const PoolMeta& m, const T* __restrict__ x, long long xb, int o0, int o1, int o2) {
   typedef typename Compute<T>::type A;
   const int o[3] = {o0, o1, o2};
   int st[3], b[3], e[3];
@@ -151,40 +151,45 @@ __device__ __forceinline__ int pool_argmax(const PoolMeta& m, const T* __restric
       }
     }
   }
-  if (best_out) *best_out = best;
   return arg;
 }
 
-// MODE 0/1: output (o0, o1, o2) of lane l.
+// MODE 0/1: the POOL_VB outputs of one item (lane l, positions o0, o1 and the item's S2 offsets),
+// sharing the S0/S1 window bounds; each window is scanned in row-major order.
 template <class T, int MODE>
-__device__ __forceinline__ void pool_forward_elem(const PoolMeta& m, T* __restrict__ y, const T* __restrict__ x,
-                                                  const PoolTile& t, int l, int o0, int o1, int o2) {
+__device__ __forceinline__ void pool_forward_item(const PoolMeta& m, T* __restrict__ y, const T* __restrict__ x,
+                                                  const PoolTile& t, int l, int o0, int o1, int g) {
   typedef typename Compute<T>::type A;
-  const long long xb = t.base[1] + (long long)l * m.str[1][0];
-  A r;
-  if (MODE == 0) {
-    pool_argmax<T, 1>(m, x, xb, o0, o1, o2, &r);
-  } else {
-    const int o[3] = {o0, o1, o2};
-    int b[3], e[3];
+  const int st0 = o0 * m.s[0] - m.p[0], st1 = o1 * m.s[1] - m.p[1];
+  const int b0 = st0 < 0 ? 0 : st0, e0 = st0 + m.k[0] < m.L[0] ? st0 + m.k[0] : m.L[0];
+  const int b1 = st1 < 0 ? 0 : st1, e1 = st1 + m.k[1] < m.L[1] ? st1 + m.k[1] : m.L[1];
+  const A f01 = (A)(pool_span(m, 0, o0) * pool_span(m, 1, o1));
+  const long long xs2 = m.str[1][4];
+  const T* xrow = x + t.base[1] + (long long)l * m.str[1][0];
+  const long long yb = t.base[0] + (long long)l * m.str[0][0] + (long long)o0 * m.str[0][2] + (long long)o1 * m.str[0][3];
 #pragma unroll
-    for (int d = 0; d < 3; ++d) {
-      const int st = o[d] * m.s[d] - m.p[d];
-      b[d] = st < 0 ? 0 : st;
-      e[d] = st + m.k[d] < m.L[d] ? st + m.k[d] : m.L[d];
-    }
-    A sum = A(0);
-    const long long s2 = m.str[1][4];
-    for (int i0 = b[0]; i0 < e[0]; ++i0) {
-      for (int i1 = b[1]; i1 < e[1]; ++i1) {
-        const T* q = x + xb + (long long)i0 * m.str[1][2] + (long long)i1 * m.str[1][3] + (long long)b[2] * s2;
-        for (int i2 = b[2]; i2 < e[2]; ++i2, q += s2) sum += iop_load(*q);
+  for (int v = 0; v < POOL_VB; ++v) {
+    const int o2 = pool_p2(m, t, g, v);
+    if (o2 < 0) continue;
+    const int st2 = o2 * m.s[2] - m.p[2];
+    const int b2 = st2 < 0 ? 0 : st2, e2 = st2 + m.k[2] < m.L[2] ? st2 + m.k[2] : m.L[2];
+    A r = MODE == 0 ? pool_neg_inf<A>() : A(0);
+    for (int i0 = b0; i0 < e0; ++i0) {
+      for (int i1 = b1; i1 < e1; ++i1) {
+        const T* q = xrow + (long long)i0 * m.str[1][2] + (long long)i1 * m.str[1][3] + (long long)b2 * xs2;
+        for (int i2 = b2; i2 < e2; ++i2, q += xs2) {
+          const A val = iop_load(*q);
+          if (MODE == 0) {
+            if (val > r || val != val) r = val;  // NaN wins and stays
+          } else {
+            r += val;
+          }
+        }
       }
     }
-    r = sum / (A)((long long)pool_span(m, 0, o0) * pool_span(m, 1, o1) * pool_span(m, 2, o2));
+    if (MODE == 1) r = r / (f01 * (A)pool_span(m, 2, o2));
+    y[yb + (long long)o2 * m.str[0][4]] = Conv<T>::from(r);
   }
-  y[t.base[0] + (long long)l * m.str[0][0] + (long long)o0 * m.str[0][2] + (long long)o1 * m.str[0][3] +
-    (long long)o2 * m.str[0][4]] = Conv<T>::from(r);
 }
 
 // MODE 2/3/4: the POOL_VB grad_input elements of one item, each gathering over its covering
@@ -195,14 +200,6 @@ __device__ __forceinline__ void pool_backward_item(const PoolMeta& m, T* __restr
                                                    const T* __restrict__ x, const PoolTile& t, int l, int i0, int i1, int g,
                                                    const int* __restrict__ arg, const int LO[3]) {
   typedef typename Compute<T>::type A;
-  int i2[POOL_VB], lo2[POOL_VB], hi2[POOL_VB];
-#pragma unroll
-  for (int v = 0; v < POOL_VB; ++v) {
-    i2[v] = pool_p2(m, t, g, v);
-    lo2[v] = 1;
-    hi2[v] = 0;
-    if (i2[v] >= 0) pool_cover(m, 2, i2[v], lo2[v], hi2[v]);
-  }
   int lo0, hi0, lo1, hi1;
   pool_cover(m, 0, i0, lo0, hi0);
   pool_cover(m, 1, i1, lo1, hi1);
@@ -222,15 +219,19 @@ __device__ __forceinline__ void pool_backward_item(const PoolMeta& m, T* __restr
       const int h01 = MODE == 3 ? ((o0 - LO[0]) * m.H[1] + (o1 - LO[1])) * m.H[2] - LO[2] : 0;
 #pragma unroll
       for (int v = 0; v < POOL_VB; ++v) {
-        const T* q = g01 + (long long)lo2[v] * gs2;
-        int st2 = lo2[v] * m.s[2] - m.p[2];
-        for (int o2 = lo2[v]; o2 <= hi2[v]; ++o2, q += gs2, st2 += m.s[2]) {
+        const int i2 = pool_p2(m, t, g, v);
+        if (i2 < 0) continue;
+        int lo2, hi2;
+        pool_cover(m, 2, i2, lo2, hi2);  // recomputed per (o0, o1): fewer live registers
+        const T* q = g01 + (long long)lo2 * gs2;
+        int st2 = lo2 * m.s[2] - m.p[2];
+        for (int o2 = lo2; o2 <= hi2; ++o2, q += gs2, st2 += m.s[2]) {
           if (MODE == 2) {
             const int end2 = st2 + m.k[2] < m.L[2] + m.p[2] ? st2 + m.k[2] : m.L[2] + m.p[2];
             acc[v] += pool_div(iop_load(*q), f01 * (A)(end2 - st2));
           } else {
-            const int rel = r01 + i2[v] - st2;
-            const int am = MODE == 3 ? arg[(h01 + o2) * m.TL + l] : pool_argmax<T, 2>(m, x, xb, o0, o1, o2, (A*)0);
+            const int rel = r01 + i2 - st2;
+            const int am = MODE == 3 ? arg[(h01 + o2) * m.TL + l] : pool_argmax<T, 2>(m, x, xb, o0, o1, o2);
             if (am == rel) acc[v] += iop_load(*q);
           }
         }
@@ -240,23 +241,23 @@ __device__ __forceinline__ void pool_backward_item(const PoolMeta& m, T* __restr
   const long long wb = t.base[0] + (long long)l * m.str[0][0] + (long long)i0 * m.str[0][2] + (long long)i1 * m.str[0][3];
 #pragma unroll
   for (int v = 0; v < POOL_VB; ++v) {
-    if (i2[v] >= 0) gi[wb + (long long)i2[v] * m.str[0][4]] = Conv<T>::from(acc[v]);
+    const int i2 = pool_p2(m, t, g, v);
+    if (i2 >= 0) gi[wb + (long long)i2 * m.str[0][4]] = Conv<T>::from(acc[v]);
   }
 }
 
 // MODE 0, 1, 2, 4. Pointers: out = the written tensor (output / grad_input), a = tensor 1
 // (input / grad_output), b = tensor 2 (the input of the backward passes; unused otherwise).
 template <class T, int MODE>
-__global__ void __launch_bounds__(POOL_BLOCK) pool_kernel(T* __restrict__ out, const T* __restrict__ a,
+__global__ void __launch_bounds__(POOL_MAX_BLOCK, 2) pool_kernel(T* __restrict__ out, const T* __restrict__ a,
                                                           const T* __restrict__ b, PoolMeta m) {
   for (unsigned tile = blockIdx.x; tile < (unsigned)m.ntiles; tile += gridDim.x) {
     const PoolTile t = pool_tile(m, tile);
-    for (unsigned e = threadIdx.x; e < (unsigned)m.items; e += POOL_BLOCK) {
+    for (unsigned e = threadIdx.x; e < (unsigned)m.items; e += blockDim.x) {
       int l, p0, p1, g;
       if (!pool_item(m, t, e, l, p0, p1, g)) continue;
       if (MODE <= 1) {
-        const int p2 = pool_p2(m, t, g, 0);
-        if (p2 >= 0) pool_forward_elem<T, MODE>(m, out, a, t, l, p0, p1, p2);
+        pool_forward_item<T, MODE>(m, out, a, t, l, p0, p1, g);
       } else {
         pool_backward_item<T, MODE>(m, out, a, b, t, l, p0, p1, g, (const int*)0, (const int*)0);
       }
@@ -267,7 +268,7 @@ __global__ void __launch_bounds__(POOL_BLOCK) pool_kernel(T* __restrict__ out, c
 // MODE 3: tiled max backward; the halo box's argmax offsets live in dynamic shared memory
 // (halo_items ints, index ((h0 * H1 + h1) * H2 + h2) * TL + lane).
 template <class T>
-__global__ void __launch_bounds__(POOL_BLOCK) pool_max_backward_tiled(T* __restrict__ gi, const T* __restrict__ go,
+__global__ void __launch_bounds__(POOL_MAX_BLOCK, 2) pool_max_backward_tiled(T* __restrict__ gi, const T* __restrict__ go,
                                                                       const T* __restrict__ x, PoolMeta m) {
   extern __shared__ int pool_arg[];
   for (unsigned tile = blockIdx.x; tile < (unsigned)m.ntiles; tile += gridDim.x) {
@@ -283,18 +284,17 @@ __global__ void __launch_bounds__(POOL_BLOCK) pool_max_backward_tiled(T* __restr
       HI[d] = hi;
     }
     __syncthreads();  // the previous tile's step 2 is done with pool_arg
-    for (unsigned h = threadIdx.x; h < (unsigned)m.halo_items; h += POOL_BLOCK) {
+    for (unsigned h = threadIdx.x; h < (unsigned)m.halo_items; h += blockDim.x) {
       int l, h0, h1, h2;
       unsigned r = pool_divmod(m.dHL, h, l);
       r = pool_divmod(m.dH2, r, h2);
       h0 = (int)pool_divmod(m.dH1, r, h1);
       const int o0 = LO[0] + h0, o1 = LO[1] + h1, o2 = LO[2] + h2;
       if (t.lane0 + l >= m.lanes || o0 > HI[0] || o1 > HI[1] || o2 > HI[2]) continue;
-      pool_arg[h] = pool_argmax<T, 2>(m, x, t.base[2] + (long long)l * m.str[2][0], o0, o1, o2,
-                                      (typename Compute<T>::type*)0);
+      pool_arg[h] = pool_argmax<T, 2>(m, x, t.base[2] + (long long)l * m.str[2][0], o0, o1, o2);
     }
     __syncthreads();
-    for (unsigned e = threadIdx.x; e < (unsigned)m.items; e += POOL_BLOCK) {
+    for (unsigned e = threadIdx.x; e < (unsigned)m.items; e += blockDim.x) {
       int l, p0, p1, g;
       if (!pool_item(m, t, e, l, p0, p1, g)) continue;
       pool_backward_item<T, 3>(m, gi, go, x, t, l, p0, p1, g, pool_arg, LO);
