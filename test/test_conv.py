@@ -379,6 +379,7 @@ def test_pinned_plans_match_reference(op, x, w, bias, attrs, plans):
     if any("cudnn" in p for p in plans) and not cudnn_available():
         pytest.skip("cuDNN is not available")
     for plan in plans:
+        ran = 0
         for dt in (DType.F16, DType.BF16, F32, DType.F64):
             if "128x128" in plan and acc_size(dt) == 8:
                 continue
@@ -386,8 +387,14 @@ def test_pinned_plans_match_reference(op, x, w, bias, attrs, plans):
             k = np.prod(w[1:]) * (w[1] if op == "conv_transpose" else 1)
             if dt is F32:
                 case = Case(case.tensors, case.dtypes, case.description, attrs=case.attrs, atol=max(1e-5, 1e-6 * float(k) ** 0.5))
-            r = run_case(op, case, dt, "nvidia")
+            try:
+                r = run_case(op, case, dt, "nvidia")
+            except InfiniopError as exc:  # cuDNN may decline a dtype (f64 engines are few)
+                assert "cudnn" in plan and exc.status == Status.BAD_PARAM and "cannot run" in str(exc), (plan, dt.name, str(exc))
+                continue
             assert r.ok, (plan, dt.name, r.messages)
+            ran += 1
+        assert ran >= (1 if "cudnn" in plan else 2), plan
 
 
 @requires_gpu

@@ -50,7 +50,7 @@ def _few_channels(c: engine.Conv) -> bool:
 
 # Shared with conv_transpose and conv_backward's grad_input.
 GEMM_RULES = (
-    ("dense-cudnn", _applies("cudnn"), "cudnn"),
+    ("dense-cudnn", lambda c: engine.cudnn_preferred(c.dtype, c.tf32) and CONFIGS["cudnn"].applies(c), "cudnn"),
     ("narrow", lambda c: c.ng <= 16, "igemm64x16"),
     ("large", lambda c: CONFIGS["igemm128x128"].applies(c) and _blocks("igemm128x128", c) >= WAVE, "igemm128x128"),
     ("medium", lambda c: _blocks("igemm128x64", c) >= WAVE, "igemm128x64"),
@@ -74,15 +74,29 @@ def problem(info: Info) -> engine.Conv:
     g = info.geo
     x = info["x"]
     return engine.Conv(
-        x.dtype, g.nd, x, info["w"], info["y"], info["b"], g.groups, g.cin_g, g.cout_g, g.k, g.s, g.p, g.d, False, (0, 1, 2, 3)
+        x.dtype,
+        g.nd,
+        x,
+        info["w"],
+        info["y"],
+        info["b"],
+        g.groups,
+        g.cin_g,
+        g.cout_g,
+        g.k,
+        g.s,
+        g.p,
+        g.d,
+        False,
+        (0, 1, 2, 3),
+        bool(info.attrs.get("allow_tf32")),
     )
 
 
 def candidates(info: Info, handle) -> list[tuple[str, object]]:
     """Every config that can run this problem, as (name, factory() -> kernel)."""
     c = problem(info)
-    tf32 = bool(info.attrs.get("allow_tf32"))
-    return [(name, engine.factory(cfg, c, handle, tf32)) for name, cfg in CONFIGS.items() if cfg.applies(c)]
+    return [(name, engine.factory(cfg, c, handle)) for name, cfg in CONFIGS.items() if cfg.applies(c)]
 
 
 def planned(info: Info) -> tuple[str, list[str]]:

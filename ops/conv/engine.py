@@ -85,6 +85,7 @@ class Conv:
     d: tuple
     transposed: bool
     slots: tuple  # Slot indices of (y, x, w, b); b None when absent
+    tf32: bool = False  # the allow_tf32 attribute (cuDNN plans only)
 
     @property
     def batch(self) -> int:
@@ -134,6 +135,7 @@ class WeightGrad:
     p: tuple
     d: tuple
     slots: tuple  # Slot indices of (gw, gb, go, x)
+    tf32: bool = False  # the allow_tf32 attribute (cuDNN plans only)
 
 
 # -- launch builders ------------------------------------------------------------------------
@@ -188,7 +190,7 @@ class IGemm:
             phases = 1
         return max(1, -(-rows // self.bm)), phases, -(-c.ng // self.bn)
 
-    def build(self, c: Conv, device_id: int, allow_tf32: bool = False, ws_base: int = 0):
+    def build(self, c: Conv, device_id: int, ws_base: int = 0):
         mtiles, phases, ntiles = self.grid(c)
         nt, kst, gcd, inv = _transposed_geometry(c) if c.transposed else (pad3(c.k, 1), (1,) * 3, (1,) * 3, (0,) * 3)
         wsn, wsc, gwn, gwc = c.weight_strides
@@ -208,29 +210,39 @@ class IGemm:
 
 
 class Direct:
-    """conv_direct<T, COB>: one output position x COB channels per thread (forward only)."""
+    """conv_direct<T, COB, K>: one output position x COB channels per thread (forward only);
+    K = 3, 5, 7 for a 2-d K x K kernel known at compile time, else 0 (any kernel and rank)."""
 
     kernel = "conv_direct"
     name = "direct"
     COBS = (1, 2, 4, 8)
+    KS = (0, 3, 5, 7)
+    THREADS_WANTED = 1 << 15  # enough threads to hide load latency; fewer channels per thread below it
 
     def cob(self, c: Conv) -> int | None:
         want = min(8, 1 << max(0, (c.ng - 1).bit_length()))
-        for cob in (v for v in reversed(self.COBS) if v <= want):
-            if c.cg * c.kvol * cob * value_size(c.dtype) <= SMEM_LIMIT:
-                return cob
-        return None
+        positions = c.batch * math.prod(c.O)
+        fits = [v for v in reversed(self.COBS) if v <= want and c.cg * c.kvol * v * value_size(c.dtype) <= SMEM_LIMIT]
+        if not fits:
+            return None
+        for v in fits:  # the widest that still gives enough threads
+            if positions * -(-c.ng // v) >= self.THREADS_WANTED:
+                return v
+        return fits[-1]
+
+    def k(self, c: Conv) -> int:
+        return c.k[0] if c.nd == 2 and c.k[0] == c.k[1] and c.k[0] in self.KS else 0
 
     def names(self, dtype: DType) -> list[str]:
-        return [f"conv_direct<{ctype(dtype)}, {cob}>" for cob in self.COBS]
+        return [f"conv_direct<{ctype(dtype)}, {cob}, {k}>" for cob in self.COBS for k in self.KS]
 
     def kernel_names(self, c: Conv) -> list[str]:
-        return [f"conv_direct<{ctype(c.dtype)}, {self.cob(c)}>"]
+        return [f"conv_direct<{ctype(c.dtype)}, {self.cob(c)}, {self.k(c)}>"]
 
     def applies(self, c: Conv) -> bool:
         return not c.transposed and c.dtype in GPU_DTYPES and self.cob(c) is not None
 
-    def build(self, c: Conv, device_id: int, allow_tf32: bool = False, ws_base: int = 0):
+    def build(self, c: Conv, device_id: int, ws_base: int = 0):
         cob = self.cob(c)
         chunks = -(-c.ng // cob)
         positions = c.batch * math.prod(c.O)
@@ -297,7 +309,7 @@ class Depthwise:
         _, _, _, th, tw, _, _, shmem = self.tiles(c)
         return shmem <= SMEM_LIMIT and th * tw <= 65535
 
-    def build(self, c: Conv, device_id: int, allow_tf32: bool = False, ws_base: int = 0):
+    def build(self, c: Conv, device_id: int, ws_base: int = 0):
         bx, by, pb, tiles_h, tiles_w, ir, ic, shmem = self.tiles(c)
         xs, ys = data_strides(c.x), data_strides(c.y)
         ws = data_strides(c.w)
@@ -340,7 +352,7 @@ class WGrad:
     def applies(self, p: WeightGrad) -> bool:
         return self.applies_dtype(p.dtype)
 
-    def build(self, p: WeightGrad, device_id: int, sm_count: int, allow_tf32: bool = False, ws_base: int = 0):
+    def build(self, p: WeightGrad, device_id: int, sm_count: int, ws_base: int = 0):
         names = self.names(p.dtype)
         mod = _module(names, device_id)
         K = p.cg * math.prod(p.k)  # noqa: N806
@@ -425,6 +437,14 @@ def dense(cg: int, ng: int, kvol: int) -> bool:
     return cg >= 8 and ng >= 8 and cg * kvol >= 32
 
 
+def cudnn_preferred(dtype: DType, tf32: bool) -> bool:
+    """Whether the rule tables put cuDNN first: for half types and f64, whose accumulation
+    matches ours (f32, f64); for f32 only with allow_tf32. cuDNN's f32 accumulates in f32
+    (1.1e-6 norm-relative error on the seed case against our f64-accumulated 2.5e-8), so
+    f32 stays on our kernels unless pinned (``plan="cudnn"``) or measured."""
+    return dtype is not DType.F32 or tf32
+
+
 class _CudnnLaunch:
     """A cuDNN call in a plan's launch list: ``(ptrs, ws_ptr, stream)`` like ``Launch``."""
 
@@ -451,11 +471,11 @@ class Cudnn:
     def kernel_names(self, c: Conv) -> list[str]:
         return []
 
-    def build(self, c: Conv, device_id: int, allow_tf32: bool = False, ws_base: int = 0):
+    def build(self, c: Conv, device_id: int, ws_base: int = 0):
         from infiniop_py.cuda import cudnn
 
         y_slot, x_slot, w_slot, b_slot = c.slots
-        kw = dict(bias=c.b, allow_tf32=allow_tf32, deterministic=True, device_id=device_id)
+        kw = dict(bias=c.b, allow_tf32=c.tf32, deterministic=True, device_id=device_id)
         if c.transposed:  # cuDNN's dgrad: its x is our output, its y our input
             conv = cudnn.CudnnConv("dgrad", c.y, c.w, c.x, c.p, c.s, c.d, c.groups, **kw)
             launch = _CudnnLaunch(conv, y_slot, w_slot, x_slot, b_slot if c.b is not None else None, ws_base)
@@ -490,7 +510,7 @@ class CudnnWGrad:
 
         gw_slot, _, go_slot, x_slot = p.slots
         conv = cudnn.CudnnConv(
-            "wgrad", p.x, p.gw, p.go, p.p, p.s, p.d, p.groups, allow_tf32=allow_tf32, deterministic=True, device_id=device_id
+            "wgrad", p.x, p.gw, p.go, p.p, p.s, p.d, p.groups, allow_tf32=p.tf32, deterministic=True, device_id=device_id
         )
         ws = -(-int(conv.workspace_size) // 256) * 256
         more, total = bias_launches(p, device_id, sm_count, ws)
@@ -554,11 +574,11 @@ def key(op: str, c: Conv) -> tuple:
     )
 
 
-def factory(cfg, c, handle, allow_tf32: bool = False):
+def factory(cfg, c, handle):
     """A zero-argument callable that builds config ``cfg``'s kernel for problem ``c``."""
 
     def make():
-        launches, ws = cfg.build(c, handle.device_id, allow_tf32=allow_tf32)
+        launches, ws = cfg.build(c, handle.device_id)
         return ConvKernel(handle, launches, ws, cfg.name)
 
     return make

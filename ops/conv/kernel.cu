@@ -236,7 +236,9 @@ struct DirMeta {
 
 #define DIR_THREADS 128
 
-template <class T, int COB>
+// K > 0: a 2-d K x K kernel known at compile time (the tap loops unroll, so a thread has all
+// of a channel's K*K loads in flight); K == 0: any kernel, any rank.
+template <class T, int COB, int K>
 __global__ void __launch_bounds__(DIR_THREADS) conv_direct(T* __restrict__ y, const T* __restrict__ x,
                                                              const T* __restrict__ w, const T* __restrict__ b, DirMeta m) {
   typedef typename Compute<T>::type V;
@@ -273,22 +275,44 @@ __global__ void __launch_bounds__(DIR_THREADS) conv_direct(T* __restrict__ y, co
   A acc[COB];
 #pragma unroll
   for (int c = 0; c < COB; ++c) acc[c] = A(0);
-  for (int ci = 0; ci < m.cg; ++ci) {
-    const T* xc = xb + ci * m.xs[1];
-    for (int kz = 0; kz < m.ks[0]; ++kz) {
-      const int i0 = b0 + kz * m.dl[0];
-      if ((unsigned)i0 >= (unsigned)m.L[0]) continue;
-      for (int ky = 0; ky < m.ks[1]; ++ky) {
-        const int i1 = b1 + ky * m.dl[1];
-        if ((unsigned)i1 >= (unsigned)m.L[1]) continue;
-        const T* xr = xc + (long long)i0 * m.xs[2] + (long long)i1 * m.xs[3];
-        const V* wr = Ws + ((ci * m.ks[0] + kz) * m.ks[1] + ky) * m.ks[2] * COB;
-        for (int kx = 0; kx < m.ks[2]; ++kx) {
-          const int i2 = b2 + kx * m.dl[2];
-          if ((unsigned)i2 >= (unsigned)m.L[2]) continue;
-          const A v = A(iop_load(xr[(long long)i2 * m.xs[4]]));
+  if (K > 0) {
+    constexpr int KK = K > 0 ? K : 1;
+    const T* xr0 = xb + (long long)b1 * m.xs[3] + (long long)b2 * m.xs[4];
+    for (int ci = 0; ci < m.cg; ++ci) {
+      const T* xc = xr0 + ci * m.xs[1];
+      const V* wr = Ws + ci * KK * KK * COB;
 #pragma unroll
-          for (int c = 0; c < COB; ++c) acc[c] += v * A(wr[kx * COB + c]);
+      for (int ky = 0; ky < KK; ++ky) {
+        const int i1 = b1 + ky * m.dl[1];
+        const bool ok1 = (unsigned)i1 < (unsigned)m.L[1];
+#pragma unroll
+        for (int kx = 0; kx < KK; ++kx) {
+          const int i2 = b2 + kx * m.dl[2];
+          const bool ok = ok1 && (unsigned)i2 < (unsigned)m.L[2];
+          const A v = ok ? A(iop_load(xc[(long long)ky * m.dl[1] * m.xs[3] + (long long)kx * m.dl[2] * m.xs[4]])) : A(0);
+#pragma unroll
+          for (int c = 0; c < COB; ++c) acc[c] += v * A(wr[(ky * KK + kx) * COB + c]);
+        }
+      }
+    }
+  } else {
+    for (int ci = 0; ci < m.cg; ++ci) {
+      const T* xc = xb + ci * m.xs[1];
+      for (int kz = 0; kz < m.ks[0]; ++kz) {
+        const int i0 = b0 + kz * m.dl[0];
+        if ((unsigned)i0 >= (unsigned)m.L[0]) continue;
+        for (int ky = 0; ky < m.ks[1]; ++ky) {
+          const int i1 = b1 + ky * m.dl[1];
+          if ((unsigned)i1 >= (unsigned)m.L[1]) continue;
+          const T* xr = xc + (long long)i0 * m.xs[2] + (long long)i1 * m.xs[3];
+          const V* wr = Ws + ((ci * m.ks[0] + kz) * m.ks[1] + ky) * m.ks[2] * COB;
+          for (int kx = 0; kx < m.ks[2]; ++kx) {
+            const int i2 = b2 + kx * m.dl[2];
+            if ((unsigned)i2 >= (unsigned)m.L[2]) continue;
+            const A v = A(iop_load(xr[(long long)i2 * m.xs[4]]));
+  #pragma unroll
+            for (int c = 0; c < COB; ++c) acc[c] += v * A(wr[kx * COB + c]);
+          }
         }
       }
     }
@@ -349,13 +373,26 @@ __global__ void __launch_bounds__(256) conv_dw2d(T* __restrict__ y, const T* __r
   } else {
     for (int e = ty * BX + tx; e < KH * KW; e += BX * BY) Wsm[e] = live ? iop_load(wp[(e / KW) * m.wsh + (e % KW) * m.wsw]) : V(0);
   }
-  for (int r = ty; r < m.IR; r += BY) {
-    const int ir = ir0 + r;
-    const bool rok = live && (unsigned)ir < (unsigned)m.H;
-    const T* xr = xp + (long long)ir * m.xs[2];
-    for (int c = tx; c < m.IC; c += BX) {
-      const int ic = ic0 + c;
-      S[r * m.IC + c] = (rok && (unsigned)ic < (unsigned)m.W) ? iop_load(xr[(long long)ic * m.xs[3]]) : V(0);
+  // Stage the tile: each thread issues NL loads before storing any (enough bytes in flight to
+  // keep HBM busy; a load-store-load chain per thread leaves it mostly idle).
+  {
+    constexpr int NL = sizeof(T) >= 4 ? 8 : 16;
+    const int nth = BX * BY, tid = ty * BX + tx;
+    for (int e0 = tid; e0 < tile; e0 += nth * NL) {
+      V v[NL];
+#pragma unroll
+      for (int i = 0; i < NL; ++i) {
+        const int e = e0 + i * nth;
+        const int r = e / m.IC, c = e - r * m.IC;
+        const int ir = ir0 + r, ic = ic0 + c;
+        const bool ok = live && e < tile && (unsigned)ir < (unsigned)m.H && (unsigned)ic < (unsigned)m.W;
+        v[i] = ok ? iop_load(xp[(long long)ir * m.xs[2] + (long long)ic * m.xs[3]]) : V(0);
+      }
+#pragma unroll
+      for (int i = 0; i < NL; ++i) {
+        const int e = e0 + i * nth;
+        if (e < tile) S[e] = v[i];
+      }
     }
   }
   __syncthreads();

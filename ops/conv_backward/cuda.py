@@ -33,7 +33,7 @@ def _wgrad_tiles(name: str, p: engine.WeightGrad) -> int:
 
 DGRAD_RULES = GEMM_RULES
 WGRAD_RULES = (
-    ("dense-cudnn", lambda p: WGRAD["cudnn"].applies(p), "cudnn"),
+    ("dense-cudnn", lambda p: engine.cudnn_preferred(p.dtype, p.tf32) and WGRAD["cudnn"].applies(p), "cudnn"),
     ("narrow", lambda p: p.ng <= 16, "wgrad16x64"),
     ("large", lambda p: _wgrad_tiles("wgrad128x64", p) >= WAVE, "wgrad128x64"),
     ("default", lambda p: True, "wgrad64x64"),
@@ -76,7 +76,7 @@ def _parts(dgrad: engine.Conv, wgrad: engine.WeightGrad):
     return ds, ws
 
 
-def _builder(handle, dgrad, wgrad, tf32: bool):
+def _builder(handle, dgrad, wgrad):
     """build(d_name, w_name) -> ConvKernel: grad_input's launches first (workspace from 0), then
     grad_weight's and grad_bias's (workspace after, 256-byte aligned)."""
     sm = runtime.properties(handle.device_id)["sm_count"]
@@ -84,12 +84,12 @@ def _builder(handle, dgrad, wgrad, tf32: bool):
     def build_d(d_name):
         if d_name == "none":
             return [], 0
-        return DGRAD[d_name].build(dgrad, handle.device_id, allow_tf32=tf32)
+        return DGRAD[d_name].build(dgrad, handle.device_id)
 
     def build_w(w_name, base):
         if not wgrad.gw.numel:
             return [], 0
-        return WGRAD[w_name].build(wgrad, handle.device_id, sm, allow_tf32=tf32, ws_base=base)
+        return WGRAD[w_name].build(wgrad, handle.device_id, sm, ws_base=base)
 
     def build(d_name, w_name, d_part=None):
         launches, ws = d_part if d_part is not None else build_d(d_name)
@@ -103,7 +103,7 @@ def _builder(handle, dgrad, wgrad, tf32: bool):
 def candidates(info: Info, handle) -> list[tuple[str, object]]:
     """Every (grad_input config, grad_weight config) pair that can run this problem."""
     dgrad, wgrad = problems(info)
-    build, _ = _builder(handle, dgrad, wgrad, bool(info.attrs.get("allow_tf32")))
+    build, _ = _builder(handle, dgrad, wgrad)
     ds, ws = _parts(dgrad, wgrad)
     return [(f"{d}+{w}", (lambda d=d, w=w: build(d, w))) for d, w in itertools.product(ds, ws)]
 
@@ -136,7 +136,7 @@ def create(info: Info, handle):
             return kernel
     elif pinned is not None:
         return engine.pinned_kernel("conv_backward", pinned, candidates(info, handle))
-    build, build_d = _builder(handle, dgrad, wgrad, bool(info.attrs.get("allow_tf32")))
+    build, build_d = _builder(handle, dgrad, wgrad)
     d_order = engine.matching(DGRAD_RULES, dgrad) if dgrad.y.numel else ["none"]
     d_name, d_part = engine.first_buildable("conv_backward", d_order, build_d)
     w_order = engine.matching(WGRAD_RULES, wgrad)

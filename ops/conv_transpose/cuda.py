@@ -26,15 +26,29 @@ def problem(info: Info) -> engine.Conv:
     g = info.geo
     x = info["x"]
     return engine.Conv(
-        x.dtype, g.nd, x, info["w"], info["y"], info["b"], g.groups, g.cin_g, g.cout_g, g.k, g.s, g.p, g.d, True, (0, 1, 2, 3)
+        x.dtype,
+        g.nd,
+        x,
+        info["w"],
+        info["y"],
+        info["b"],
+        g.groups,
+        g.cin_g,
+        g.cout_g,
+        g.k,
+        g.s,
+        g.p,
+        g.d,
+        True,
+        (0, 1, 2, 3),
+        bool(info.attrs.get("allow_tf32")),
     )
 
 
 def candidates(info: Info, handle) -> list[tuple[str, object]]:
     """Every config that can run this problem, as (name, factory() -> kernel)."""
     c = problem(info)
-    tf32 = bool(info.attrs.get("allow_tf32"))
-    return [(name, engine.factory(cfg, c, handle, tf32)) for name, cfg in CONFIGS.items() if cfg.applies(c)]
+    return [(name, engine.factory(cfg, c, handle)) for name, cfg in CONFIGS.items() if cfg.applies(c)]
 
 
 def planned(info: Info) -> tuple[str, list[str]]:
