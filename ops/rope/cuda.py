@@ -30,8 +30,6 @@ SHAPES = ("rows", "flat", "pers", "pers2")
 # g shape 0.3-1 us slower); f64 was not measured (pers2). SHAPE_BY_DTYPE overrides per dtype.
 SHAPE_BY = {(0, 2): "g2", (0, 4): "g4", (1, 2): "ex2", (1, 4): "g2b"}
 SHAPE_BY_DTYPE = {(0, DType.BF16): "g4"}
-# the round-3 defaults, for the A/B of previous vs merged (tools/bench/ab_pointwise.py)
-PREVIOUS_BY = {(0, 2): "ex1", (0, 4): "ex1", (1, 2): "ex2", (1, 4): "pers2"}
 EXACT = {"ex1": (1, 0), "ex2": (2, 0), "ex4": (4, 0), "ex2cs": (2, 1), "ex1w": (1, 0), "ex2w": (2, 0)}  # (U, CS)
 EXACT_THREADS = 128
 # Round 4 (rope_grid: rope_heads with 32-bit offsets, grid (head chunks, rows) so the chunks of a
