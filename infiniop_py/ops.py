@@ -68,6 +68,15 @@ def _alloc(dev: str, desc: TensorDescriptor):
     return cp.empty(desc.shape, dtype=npd)
 
 
+def _frozen(value):
+    """A list-valued attribute (kernel_size=[3, 3]) as a tuple, so that it can be part of a cache key."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    if isinstance(value, np.ndarray):
+        return tuple(value.tolist())
+    return value
+
+
 def call(name: str, *inputs, out=None, **attrs):
     spec = get_spec(name)
     in_roles = [r.name for r in spec.inputs]
@@ -93,17 +102,25 @@ def call(name: str, *inputs, out=None, **attrs):
         dev,
         tuple(sorted(in_descs.items(), key=lambda kv: kv[0])),
         tuple(sorted(out_descs.items())),
-        tuple(sorted(attrs.items())),
+        tuple(sorted((k, _frozen(v)) for k, v in attrs.items())),
     )
-    desc = _cache.get(key)
+    try:
+        desc = _cache.get(key)
+    except TypeError:  # an attribute value that cannot be a cache key: create, use, destroy
+        key, desc = None, None
     if desc is None or desc._destroyed:
         desc = create_descriptor(spec.name, _handle(dev), **out_descs, **in_descs, **attrs)
-        _cache.put(key, desc)
+        if key is not None:
+            _cache.put(key, desc)
     ws = None
     if desc.workspace_size:
         ws = _alloc(dev, TensorDescriptor((desc.workspace_size,), (1,), parse_dtype("u8")))
     bufs = {**outs, **dict(zip(in_roles, inputs, strict=False))}
-    desc.calculate(ws, *(bufs.get(r.name) for r in spec.tensors))
+    try:
+        desc.calculate(ws, *(bufs.get(r.name) for r in spec.tensors))
+    finally:
+        if key is None:
+            desc.destroy()
     values = [outs[r.name] for r in spec.outputs if r.name in outs]
     return values[0] if len(values) == 1 else tuple(values)
 

@@ -88,6 +88,17 @@ def test_ops_cache_recreates_a_descriptor_destroyed_behind_its_back():
     np.testing.assert_array_equal(iop.ops.add(a, a), 2 * a)
 
 
+def test_ops_list_attributes_are_cached_like_tuples():
+    """kernel_size=[2] used to raise TypeError (unhashable list) from the cache key."""
+    sugar._cache.clear()
+    x = np.random.default_rng(0).standard_normal((1, 2, 6), dtype=np.float32)
+    want = x.reshape(1, 2, 3, 2).max(-1)
+    out = np.full((1, 2, 3), np.nan, np.float32)
+    np.testing.assert_array_equal(iop.ops.max_pool(x, out=out, kernel_size=[2]), want)
+    np.testing.assert_array_equal(iop.ops.max_pool(x, out=out, kernel_size=(2,)), want)
+    assert len(sugar._cache.values()) == 1
+
+
 # -- buffer references -----------------------------------------------------------------------
 
 
