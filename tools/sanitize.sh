@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # compute-sanitizer over every kernel family: one small case per operator (f32 where it has it),
-# run by pytest under memcheck, then under racecheck.
+# run by pytest under memcheck and under racecheck.
 #
 #   bash tools/sanitize.sh OUTDIR [extra pytest args, e.g. -k softmax]
 #
 # Runs `pytest -m sanitize test/test_gpu_hardening.py` with IOP_SANITIZE=1 (which also gives every
-# CuPy buffer its own cudaMalloc, so memcheck sees each tensor's bounds) under each tool. Writes
+# CuPy buffer its own cudaMalloc, so memcheck sees each tensor's bounds) under each tool, the two
+# tools at the same time (two processes; the cases are small). Writes
 # OUTDIR/sanitize_<tool>.log (the full output) and OUTDIR/sanitize_summary.txt (one line per tool:
 # the sanitizer's error count, pytest's result, seconds). CUDA API errors are not counted (CuPy
 # and torch probe the driver); a failing call fails its test. COMPUTE_SANITIZER names the binary
@@ -37,14 +38,27 @@ fi
 
 summary="$out/sanitize_summary.txt"
 : > "$summary"
-rc=0
-for tool in memcheck racecheck; do
-  log="$out/sanitize_$tool.log"
+
+run_tool() {  # tool -> OUTDIR/sanitize_<tool>.log, and its exit status and seconds in .rc
+  local tool=$1 start
   start=$(date +%s)
   "$san" --tool "$tool" --report-api-errors no \
-    python3 -m pytest -q -p no:cacheprovider -m sanitize test/test_gpu_hardening.py "$@" > "$log" 2>&1
-  prc=$?
-  secs=$(( $(date +%s) - start ))
+    python3 -m pytest -q -p no:cacheprovider -m sanitize test/test_gpu_hardening.py ${pytest_args[@]+"${pytest_args[@]}"} \
+    > "$out/sanitize_$tool.log" 2>&1
+  echo "$? $(( $(date +%s) - start ))" > "$out/sanitize_$tool.rc"
+}
+
+pytest_args=("$@")
+tools=(memcheck racecheck)
+for tool in "${tools[@]}"; do  # both at once: each is one process and one small case at a time
+  run_tool "$tool" &
+done
+wait
+
+rc=0
+for tool in "${tools[@]}"; do
+  log="$out/sanitize_$tool.log"
+  read -r prc secs < "$out/sanitize_$tool.rc"
   errors=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$log" | tail -n 1 | grep -Eo '[0-9]+$')
   if [ -z "$errors" ]; then  # racecheck may only print its own summary
     errors=$(grep -Eo 'RACECHECK SUMMARY: .*\(([0-9]+) errors' "$log" | tail -n 1 | grep -Eo '\(([0-9]+) errors' | grep -Eo '[0-9]+')
