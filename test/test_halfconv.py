@@ -1,11 +1,24 @@
-"""infiniop_py.halfconv: bit-identical to NumPy's casts (f32 -> f16 on every non-NaN float32)."""
+"""infiniop_py.halfconv: bit-identical to NumPy's casts (f32 -> f16 on every non-NaN float32),
+on both paths (compiled kernels where numba is installed, and pure NumPy)."""
 
 import numpy as np
 import pytest
 
+from infiniop_py.cpu import jit
 from infiniop_py.halfconv import copy_into, to_f32
 
 U16 = np.uint16
+
+
+@pytest.fixture(autouse=True, params=["compiled", "pure"])
+def path(request):
+    if request.param == "pure":
+        with jit.pure_numpy():
+            yield request.param
+    else:
+        if jit.kernels() is None:
+            pytest.skip("compiled kernels unavailable (numba not installed or INFINIOP_CPU_PURE)")
+        yield request.param
 
 
 def _reference(x: np.ndarray) -> np.ndarray:
@@ -116,3 +129,23 @@ def test_to_f32_every_half(n):
 def test_to_f32_strided_input():
     x = np.random.default_rng(4).standard_normal((40, 30)).astype(np.float16)[::3, 1::2]
     assert np.array_equal(to_f32(x), x.astype(np.float32))
+
+
+def test_bfloat16_both_directions():
+    import ml_dtypes
+
+    bf = np.dtype(ml_dtypes.bfloat16)
+    every = np.arange(65536, dtype=np.uint32).astype(U16).view(bf)
+    got = to_f32(every[::-1].reshape(256, 256)[:, ::2])  # strided
+    want = every[::-1].reshape(256, 256)[:, ::2].astype(np.float32)
+    nan = np.isnan(want)
+    assert np.array_equal(np.isnan(got), nan)
+    assert np.array_equal(got.view(np.uint32)[~nan], want.view(np.uint32)[~nan])
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.integers(0, 2**32, size=70001, dtype=np.uint64).astype(np.uint32).view(np.float32), BOUNDARIES])
+    out = np.empty(x.size, bf)
+    copy_into(out, x)
+    ref = x.astype(bf)
+    nan = np.isnan(ref.astype(np.float32))
+    assert np.array_equal(np.isnan(out.astype(np.float32)), nan)
+    assert np.array_equal(out.view(U16)[~nan], ref.view(U16)[~nan])

@@ -11,11 +11,11 @@ computed in f32 and rounded once; the output may alias an input with the same la
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
 import numpy as np
 
+from ..cpu import jit, pool
 from ..dtypes import DType, H
 from ..halfconv import copy_into, to_f32
 from ..spec import Attr, Checker, Info, OpSpec, inp, out
@@ -92,12 +92,43 @@ def select_into(out: np.ndarray, mask: np.ndarray, a, b) -> None:
     np.bitwise_xor(o, b.view(u), out=o)
 
 
-def make_cpu(numpy_fn, attr_names, compute_dtype=None):
+# Binary ufuncs with a compiled kernel for dense half-precision operands (cpu/kernels.py: binary)
+_BINARY = {np.add: 0, np.subtract: 1, np.multiply: 2, np.true_divide: 3}
+_BITS = {DType.F16: np.uint16, DType.BF16: np.int16, DType.F32: None}  # how cpu/kernels.py reads a dtype
+
+
+def _fused(numpy_fn, cpu_kernel, info: Info, attrs):
+    """``f(kernels, out_flat, *in_flat)`` running a compiled kernel (cpu/kernels.py) on dense
+    operands, or None where the op has none for these dtypes: ``cpu_kernel`` names one taking
+    (*inputs, out) for f32/f16/bf16 operands of one dtype; the binary arithmetic ufuncs have
+    one for f16/bf16 (in f32 NumPy's own loop already runs at memory speed)."""
+    dts = {info.tensors[n].dtype for n in (info.out_name, *info.reads)}
+    if len(dts) != 1 or attrs:
+        return None
+    dt = dts.pop()
+    if dt not in _BITS:
+        return None
+    if cpu_kernel is not None:
+        return lambda k, out, *ins: getattr(k, cpu_kernel)(*ins, out)
+    code = _BINARY.get(numpy_fn) if isinstance(numpy_fn, np.ufunc) and dt in H else None
+    if code is None:
+        return None
+    return lambda k, out, a, b: k.binary(code, a, b, out)
+
+
+def _flat_bits(a: np.ndarray) -> np.ndarray:
+    bits = _BITS[DType.F16] if a.dtype == np.float16 else _BITS[DType.BF16] if a.dtype.itemsize == 2 else None
+    return (a.view(bits) if bits is not None else a).reshape(-1)
+
+
+def make_cpu(numpy_fn, attr_names, compute_dtype=None, cpu_kernel=None):
     """NumPy implementation: half inputs go through f32; the result is rounded once into ``out``.
 
-    Large tensors are processed in chunks on a small thread pool (NumPy releases the GIL in
-    ufuncs and casts), which keeps f32 temporaries of half-precision inputs in cache. A function
-    marked by :func:`writes_into` computes into the output (or one temporary) in place.
+    Large tensors are processed in cache-sized blocks on the CPU thread pool (NumPy releases
+    the GIL in ufuncs and casts); half-precision blocks are converted to f32 scratch buffers
+    once. A function marked by :func:`writes_into` computes into the output (or one temporary)
+    in place. Dense operands of one dtype take a compiled kernel where there is one
+    (:func:`_fused`; numba, optional).
     """
 
     def factory(info: Info):
@@ -113,16 +144,20 @@ def make_cpu(numpy_fn, attr_names, compute_dtype=None):
         cdt = compute_dtype(info) if compute_dtype is not None else None
         into = getattr(numpy_fn, "writes_into", False)
         bitwise = getattr(numpy_fn, "bitwise", False)
+        fused = _fused(numpy_fn, cpu_kernel, info, attrs) if cdt is None else None
 
         work_dt = F32 if out_dt in H and not bitwise else None  # None: the output's own dtype
+        # a ufunc of f32 operands rounded into a half output: its f32 result goes to a scratch block
+        ufunc_f32 = isinstance(numpy_fn, np.ufunc) and out_dt in H and not attrs and cdt is None and numpy_fn.nout == 1
+        ufunc_f32 = ufunc_f32 and all(info.tensors[r].dtype in H | {DType.F32} for r in reads)
 
         def compute_into(dst, *args):
             if not bitwise:
-                args = [_upcast(a) for a in args]
+                args = [_upcast(a, i) for i, a in enumerate(args)]
             if work_dt is None and not any(np.may_share_memory(dst, a) for a in args):
                 numpy_fn(dst, *args, *attrs)
                 return
-            tmp = np.empty(dst.shape, work_dt or dst.dtype)
+            tmp = pool.scratch("ew.out", dst.shape, work_dt or dst.dtype)
             numpy_fn(tmp, *args, *attrs)
             copy_into(dst, tmp)
 
@@ -134,67 +169,77 @@ def make_cpu(numpy_fn, attr_names, compute_dtype=None):
                 if direct:
                     numpy_fn(*args, out=dst)
                     return
-                args = [_upcast(a) for a in args]
+                args = [_upcast(a, i) for i, a in enumerate(args)]
+                if ufunc_f32:
+                    copy_into(dst, numpy_fn(*args, out=pool.scratch("ew.out", dst.shape, F32)))
+                    return
                 if cdt is not None:
                     args = [a.astype(cdt) for a in args]
                 copy_into(dst, numpy_fn(*args, *attrs))
 
         def run(views, ws, rt):
             dst = views[out_name]
-            if dst.size:
-                parallel_chunks(compute, dst, [views[r] for r in reads])
+            if not dst.size:
+                return
+            args = [views[r] for r in reads]
+            if fused is not None and dst.flags.c_contiguous and all(a.flags.c_contiguous for a in args):
+                k = jit.kernels()
+                if k is not None:
+                    pool.run_flat(lambda o, *i: fused(k, o, *i), [_flat_bits(a) for a in (dst, *args)])
+                    return
+            # no temporaries on the direct path: one part per thread, not cache-sized blocks
+            parallel_chunks(compute, dst, args, block=-(-dst.size // pool.THREADS) if direct else CHUNK)
 
         return run
 
     return factory
 
 
-def _upcast(a: np.ndarray) -> np.ndarray:
-    """f16/bf16 -> f32 (other dtypes unchanged), converting a broadcast (zero-stride) operand
-    once, not once per use."""
+def _upcast(a: np.ndarray, slot: int = 0) -> np.ndarray:
+    """f16/bf16 -> f32 (other dtypes unchanged) into the calling thread's scratch block ``slot``,
+    converting a broadcast (zero-stride) operand once, not once per use."""
     if a.dtype.itemsize != 2 or a.dtype.kind in "iub":
         return a
     if a.size > 1 and 0 in a.strides:
         idx = tuple(slice(0, 1) if st == 0 and d > 1 else slice(None) for d, st in zip(a.shape, a.strides, strict=True))
         return np.broadcast_to(to_f32(a[idx]), a.shape)
-    return to_f32(a)
+    return to_f32(a, pool.scratch(("ew.in", slot), a.shape, F32))
 
 
-CHUNK = 1 << 17  # elements per task on the CPU thread pool
-_pool = None
+CHUNK = 1 << 16  # elements per block: f32 temporaries of a block stay in the L2 cache
 
 
 def _executor():
-    global _pool
-    if _pool is None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        _pool = ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1), thread_name_prefix="infiniop-cpu")
-    return _pool
+    """The CPU thread pool (:mod:`infiniop_py.cpu.pool`)."""
+    return pool.executor()
 
 
-def parallel_chunks(fn, dst: np.ndarray, args, keep_axis: int | None = None) -> None:
-    """``fn(dst_part, *arg_parts)`` over slices of the longest axis (all operands share the shape).
+def parallel_chunks(fn, dst: np.ndarray, args, keep_axis: int | None = None, block: int = CHUNK) -> None:
+    """``fn(dst_part, *arg_parts)`` over blocks of about ``block`` elements (at least
+    :data:`CHUNK`), slices of the longest axis (all operands share the shape); the blocks are
+    shared out in contiguous runs over the CPU thread pool. The slicing depends only on the
+    shape, not on the threads.
 
     ``keep_axis``: an axis that must stay whole in every part (e.g. the one a row-wise op reduces)."""
     n = dst.size
+    block = max(block, CHUNK)
     shape = list(dst.shape)
     if keep_axis is not None and dst.ndim:
         shape[keep_axis % dst.ndim] = 0
-    if n < 2 * CHUNK or dst.ndim == 0 or (os.cpu_count() or 1) == 1 or max(shape, default=0) < 2:
+    if n < 2 * CHUNK or dst.ndim == 0 or max(shape, default=0) < 2:
         fn(dst, *args)
         return
     axis = int(np.argmax(shape))
-    length = dst.shape[axis]
-    pieces = max(1, min(n // CHUNK, length))
-    bounds = [length * k // pieces for k in range(pieces + 1)]
     head = (slice(None),) * axis
-    futures = []
-    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
-        idx = (*head, slice(lo, hi))
-        futures.append(_executor().submit(fn, dst[idx], *(a[idx] for a in args)))
-    for f in futures:
-        f.result()
+    blocks = pool.bounds(dst.shape[axis], -(-n // block))
+
+    def run(first, last):
+        for lo, hi in blocks[first:last]:
+            idx = (*head, slice(lo, hi))
+            fn(dst[idx], *(a[idx] for a in args))
+
+    workers = pool.THREADS if pool.parallel() else 1
+    pool.run_all(run, pool.bounds(len(blocks), workers))
 
 
 def elementwise_op(
@@ -218,6 +263,7 @@ def elementwise_op(
     type_combos: Callable | None = None,
     kernel_types: Callable | None = None,
     cuda_variant: Callable | None = None,
+    cpu_kernel: str | None = None,
     **extra,
 ) -> OpSpec:
     """Build the OpSpec of an elementwise operator.
@@ -241,6 +287,10 @@ def elementwise_op(
             ``str`` attribute with ``choices`` to its value. Each distinct expression is its own
             functor, so an attribute-selected form is fixed at create (no run-time branch, no
             registers for the unused form) and half outputs may use cheaper f32 formulations.
+        cpu_kernel: name of a compiled kernel in ``infiniop_py/cpu/kernels.py`` taking
+            ``(*read_inputs, out)``, run instead of ``numpy`` when numba is available, every
+            operand is C-contiguous and all share one dtype among f32/f16/bf16; its results must
+            stay within the dtype's tolerance of ``numpy``'s.
 
     A ``str`` attribute with ``choices`` reaches the C++ expression as the index of its value
     in ``choices`` (e.g. gelu's ``approximate``: "none" -> 0, "tanh" -> 1); NumPy gets the string.
@@ -264,7 +314,7 @@ def elementwise_op(
         attrs=attrs,
         dtypes=frozenset(dtypes),
         validate=elementwise_validate(out_name, tuple(ins), reads, rule),
-        cpu=make_cpu(numpy, attr_names),
+        cpu=make_cpu(numpy, attr_names, cpu_kernel=cpu_kernel),
         nvidia=_nvidia_adapter(
             variant_nvidia(name, cuda_variant, reads, attrs, combos)
             if cuda_variant is not None

@@ -1,0 +1,108 @@
+"""The CPU backend's thread pool.
+
+NumPy ufuncs, casts and BLAS calls, and the compiled kernels of :mod:`.jit`, release the GIL,
+so a few threads working on parts of one tensor run in parallel. Work is always split the
+same way for a given shape (never by the number of threads or by timing), so results are
+bitwise the same from run to run. A part that itself asks for parallel work (a kernel calling
+a helper that splits again) runs that work inline: the pool never waits on itself.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+THREADS = max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)))
+
+_pool = None
+_lock = threading.Lock()
+_local = threading.local()
+
+
+def executor():
+    """The process-wide pool (created on first use)."""
+    global _pool
+    if _pool is None:
+        with _lock:
+            if _pool is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                _pool = ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="infiniop-cpu", initializer=_mark_worker)
+    return _pool
+
+
+def _mark_worker() -> None:
+    _local.worker = True
+
+
+def parallel() -> bool:
+    """Whether work may be spread over the pool here: more than one thread, and not already
+    inside a pool task."""
+    return THREADS > 1 and not getattr(_local, "worker", False)
+
+
+def run_all(fn: Callable, parts: Sequence[tuple]) -> None:
+    """``fn(*part)`` for every part: on the pool when :func:`parallel` and there are several
+    parts, else in order on the calling thread. Exceptions propagate (the first one raised)."""
+    if len(parts) < 2 or not parallel():
+        for p in parts:
+            fn(*p)
+        return
+    pool = executor()
+    futures = [pool.submit(fn, *p) for p in parts[1:]]
+    _local.worker = True  # the caller works too, and like a worker does not split again
+    try:
+        fn(*parts[0])
+    finally:
+        _local.worker = False
+        for f in futures:
+            f.result()
+
+
+def bounds(length: int, pieces: int) -> list[tuple[int, int]]:
+    """``pieces`` contiguous ``(lo, hi)`` ranges covering ``range(length)``, sizes differing by
+    at most one."""
+    pieces = max(1, min(pieces, length))
+    cuts = [length * k // pieces for k in range(pieces + 1)]
+    return list(zip(cuts[:-1], cuts[1:]))
+
+
+SCRATCH_MAX = 8 << 20  # bytes: larger temporaries are allocated (and freed) per call
+
+
+def scratch(key, shape, dtype) -> np.ndarray:
+    """A temporary array of ``shape`` and ``dtype`` from a buffer the calling thread keeps under
+    ``key`` and reuses from call to call (its contents are garbage). Blocked loops allocate their
+    cache-sized temporaries here: glibc returns freed blocks of a few hundred KiB to the system
+    and faults them back in on the next allocation, which cost more than the arithmetic. A
+    caller owns ``key`` until it returns: nested code uses its own keys."""
+    dtype = np.dtype(dtype)
+    n = 1
+    for d in shape if isinstance(shape, tuple) else (shape,):
+        n *= d
+    nbytes = n * dtype.itemsize
+    if nbytes > SCRATCH_MAX:
+        return np.empty(shape, dtype)
+    bufs = getattr(_local, "scratch", None)
+    if bufs is None:
+        bufs = _local.scratch = {}
+    buf = bufs.get(key)
+    if buf is None or buf.size < nbytes:
+        buf = bufs[key] = np.empty(max(nbytes, 1 << 16), np.uint8)
+    return buf[:nbytes].view(dtype).reshape(shape)
+
+
+def run_flat(fn: Callable, arrays: Sequence, min_part: int = 1 << 16) -> None:
+    """``fn(*parts)`` where the parts are equal contiguous slices of the 1-D arrays ``arrays``
+    (all of one length): one slice per thread when the length is at least twice ``min_part``
+    and the pool may be used, else the whole arrays at once. For elementwise work, whose result
+    does not depend on the split."""
+    n = len(arrays[0])
+    pieces = min(THREADS, n // min_part) if parallel() else 1
+    if pieces < 2:
+        fn(*arrays)
+        return
+    run_all(fn, [tuple(a[lo:hi] for a in arrays) for lo, hi in bounds(n, pieces)])

@@ -1,0 +1,124 @@
+"""The CPU backend's two paths: compiled kernels (numba, the ``cpu-fast`` extra) and pure NumPy.
+
+test_ops.py runs every case on whichever path this environment has (the compiled one where
+numba is installed, as in CI); here the pure-NumPy path is forced for the first cases of every
+operator, the compiled kernels are checked directly (exact where the NumPy path is exact, within
+a few ulp for exp), and threaded CPU work is checked to be bitwise repeatable.
+"""
+
+import contextlib
+
+import numpy as np
+import pytest
+
+import infiniop_py as iop
+from infiniop_py.cpu import jit, pool
+from infiniop_py.dtypes import DType
+from infiniop_py.registry import get_cases
+
+FLOATS = (DType.F32, DType.F16, DType.BF16)
+
+
+def _pure_instances():
+    for op in iop.list_ops():
+        for index, case in enumerate(get_cases(op)[:2]):
+            if "quick" not in case.suites:
+                continue
+            for dt in case.dtypes:
+                if dt in FLOATS:
+                    yield pytest.param(op, index, dt, id=f"{op}-{index}-{dt.name}")
+
+
+@pytest.mark.parametrize("op,index,dtype", list(_pure_instances()))
+def test_pure_numpy_path(op, index, dtype):
+    from infiniop_py.testing.run import run_case
+
+    case = get_cases(op)[index]
+    with jit.pure_numpy():
+        assert jit.kernels() is None
+        result = run_case(op, case, dtype, "cpu")
+    assert result.ok, f"{op} [{case.description}] {dtype.name} (pure NumPy): " + "; ".join(result.messages)
+
+
+def _kernels():
+    pytest.importorskip("numba")
+    k = jit.kernels()
+    if k is None:
+        pytest.skip("compiled kernels disabled (INFINIOP_CPU_PURE) or unavailable")
+    return k
+
+
+def test_kernels_load_when_numba_is_installed():
+    _kernels()
+
+
+def _bits(a):
+    return a.view(np.uint16) if a.dtype == np.float16 else a.view(np.int16) if a.dtype.itemsize == 2 else a
+
+
+SPECIAL = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 65504.0, 7e4, 1e-8, -3e-39, 3.4e38]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("op", [np.add, np.subtract, np.multiply, np.true_divide])
+def test_binary_kernel_matches_numpy_f32_rounded_once(op, dtype):
+    k = _kernels()
+    dt = np.dtype(dtype) if dtype != "bfloat16" else np.dtype(__import__("ml_dtypes").bfloat16)
+    rng = np.random.default_rng(0)
+    a = np.concatenate([rng.standard_normal(1000) * 100, SPECIAL, SPECIAL]).astype(np.float32).astype(dt)
+    b = np.concatenate([rng.standard_normal(1000), SPECIAL, SPECIAL[::-1]]).astype(np.float32).astype(dt)
+    out = np.empty_like(a)
+    k.binary({np.add: 0, np.subtract: 1, np.multiply: 2, np.true_divide: 3}[op], _bits(a), _bits(b), _bits(out))
+    with np.errstate(all="ignore"):
+        want = op(a.astype(np.float32), b.astype(np.float32)).astype(dt)
+    nan = np.isnan(want.astype(np.float32))
+    assert np.array_equal(np.isnan(out.astype(np.float32)), nan)
+    assert np.array_equal(_bits(out)[~nan], _bits(want)[~nan])
+
+
+def test_exp32_accuracy_and_special_values():
+    """exp32 through the sigmoid kernel's building block: relative error <= 4 ulp over the
+    whole float32 range, overflow -> inf, underflow -> 0, NaN stays NaN."""
+    k = _kernels()
+    x = np.concatenate([np.linspace(-103, 88.7, 200001), [np.nan, np.inf, -np.inf, 89.0, 1e30, -200.0]]).astype(np.float32)
+    got = np.empty_like(x)
+    k.exp(x, got)
+    want = np.exp(x.astype(np.float64))
+    normal = (want > 1.2e-38) & (want < 3.4e38)
+    rel = np.abs(got[normal] - want[normal]) / want[normal]
+    assert rel.max() <= 4 * 2.0**-24
+    sub = want <= 1.2e-38
+    assert np.all(np.abs(got[sub] - want[sub]) <= 2 * 2.0**-149)  # subnormal results: 2 ulp of 2^-149
+    assert np.isnan(got[-6]) and got[-5] == np.inf and got[-4] == 0 and got[-3] == np.inf and got[-2] == np.inf and got[-1] == 0
+
+
+@pytest.mark.parametrize("path", ["compiled", "pure"])
+def test_threaded_results_repeat_bitwise(path):
+    """Large enough to be split over the pool: every run gives the same bits, and the same as
+    one thread (the split depends on the shape only)."""
+    if path == "compiled":
+        _kernels()
+    rng = np.random.default_rng(3)
+    h = iop.create_handle("cpu")
+    shape = (768, 1024)
+    x = rng.standard_normal(shape).astype(np.float16)
+    y = rng.standard_normal(shape).astype(np.float16)
+    td = iop.create_tensor_descriptor(shape, None, DType.F16)
+
+    def run():
+        out = np.empty(shape, np.float16)
+        with iop.create_descriptor("mul", h, td, td, td) as d:
+            d.calculate(None, out, x, y)
+        return out
+
+    ctx = jit.pure_numpy() if path == "pure" else contextlib.nullcontext()
+    with ctx:
+        first = run()
+        assert all(np.array_equal(first.view(np.uint16), run().view(np.uint16)) for _ in range(3))
+        threads = pool.THREADS
+        try:
+            pool.THREADS = 1
+            single = run()
+        finally:
+            pool.THREADS = threads
+    assert np.array_equal(first.view(np.uint16), single.view(np.uint16))
