@@ -19,6 +19,7 @@ TINY_MACS = 1 << 26  # below this a single direct launch beats tiling (launch ov
 CONFIGS = {
     c.name: c
     for c in (
+        engine.DwReg(),
         engine.Depthwise(),
         engine.Direct(),
         engine.Cudnn(),
@@ -58,6 +59,7 @@ GEMM_RULES = (
 )
 
 RULES = (
+    ("depthwise-unit", _applies("dwreg"), "dwreg"),
     ("depthwise", _applies("dw2d"), "dw2d"),
     ("tiny", _tiny, "direct"),
     ("few-channels", _few_channels, "direct"),

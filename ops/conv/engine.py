@@ -50,11 +50,6 @@ def align(nbytes: int, to: int = 256) -> int:
     return -(-nbytes // to) * to
 
 
-def value_size(dtype: DType) -> int:
-    """Bytes of a loaded value in shared memory (Compute<T>: f32 for half types and f32)."""
-    return 8 if dtype is DType.F64 else 4
-
-
 def acc_size(dtype: DType) -> int:
     """Bytes of an accumulator / partial sum (ConvAcc<T>: f32 for half types, f64 for f32 and f64)."""
     return 4 if dtype in (DType.F16, DType.BF16) else 8
@@ -217,12 +212,12 @@ class Direct:
     name = "direct"
     COBS = (1, 2, 4, 8)
     KS = (0, 3, 5, 7)
-    THREADS_WANTED = 1 << 15  # enough threads to hide load latency; fewer channels per thread below it
+    THREADS_WANTED = 1 << 18  # enough threads to hide load latency; fewer channels per thread below it
 
     def cob(self, c: Conv) -> int | None:
         want = min(8, 1 << max(0, (c.ng - 1).bit_length()))
         positions = c.batch * math.prod(c.O)
-        fits = [v for v in reversed(self.COBS) if v <= want and c.cg * c.kvol * v * value_size(c.dtype) <= SMEM_LIMIT]
+        fits = [v for v in reversed(self.COBS) if v <= want and c.cg * c.kvol * v * acc_size(c.dtype) <= SMEM_LIMIT]
         if not fits:
             return None
         for v in fits:  # the widest that still gives enough threads
@@ -256,7 +251,7 @@ class Direct:
             raise error(Status.BAD_TENSOR_SHAPE, f"convolution too large for the direct kernel: grid {grid}")
         name = self.kernel_names(c)[0]
         fn = _module([name], device_id).ptr[name]
-        shmem = c.cg * c.kvol * cob * value_size(c.dtype)
+        shmem = c.cg * c.kvol * cob * acc_size(c.dtype)
         return [Launch(fn, grid, (128,), [*_args(c.slots, c.b is not None), meta], shmem)], 0
 
 
@@ -299,9 +294,9 @@ class Depthwise:
         ic = (bx - 1) * sw + (kw - 1) * dw + 1
         k, _ = self.variant(c)
         per_plane = ir * ic + (0 if k else kh * kw)
-        while pb > 1 and pb * per_plane * value_size(c.dtype) > SMEM_LIMIT:
+        while pb > 1 and pb * per_plane * acc_size(c.dtype) > SMEM_LIMIT:
             pb //= 2
-        return bx, by, pb, tiles_h, -(-ow // bx), ir, ic, per_plane * pb * value_size(c.dtype)
+        return bx, by, pb, tiles_h, -(-ow // bx), ir, ic, per_plane * pb * acc_size(c.dtype)
 
     def applies(self, c: Conv) -> bool:
         if c.transposed or c.dtype not in GPU_DTYPES or c.nd > 2 or c.cg != 1:
@@ -328,6 +323,53 @@ class Depthwise:
         fn = _module([name], device_id).ptr[name]
         grid = (-(-planes // pb), tiles_h * tiles_w)
         return [Launch(fn, grid, (bx, by, pb), [*_args(c.slots, c.b is not None), meta], shmem)], 0
+
+
+class DwReg:
+    """conv_dwreg<T, K, RY>: depthwise with stride 1, dilation 1 and a K x K kernel (K = 3, 5,
+    7), 1 input channel per group; RY outputs per thread down a column, no shared memory."""
+
+    kernel = "conv_dwreg"
+    name = "dwreg"
+    RY = {3: 8, 5: 4, 7: 4}
+
+    def names(self, dtype: DType) -> list[str]:
+        return [f"conv_dwreg<{ctype(dtype)}, {k}, {ry}>" for k, ry in self.RY.items()]
+
+    def kernel_names(self, c: Conv) -> list[str]:
+        k = c.k[-1]
+        return [f"conv_dwreg<{ctype(c.dtype)}, {k}, {self.RY[k]}>"]
+
+    def applies(self, c: Conv) -> bool:
+        return (
+            not c.transposed
+            and c.dtype in GPU_DTYPES
+            and c.nd == 2
+            and c.cg == 1
+            and c.k[0] == c.k[1]
+            and c.k[0] in self.RY
+            and tuple(c.s) == (1, 1)
+            and tuple(c.d) == (1, 1)
+            and c.batch * c.groups * c.ng * c.O[1] * -(-c.O[0] // self.RY[c.k[0]]) < 1 << 38  # blocks < 2^30
+        )
+
+    def build(self, c: Conv, device_id: int, ws_base: int = 0):
+        k = c.k[0]
+        ry = self.RY[k]
+        xs, ys, ws = data_strides(c.x), data_strides(c.y), data_strides(c.w)
+        (h, w_), (oh, ow) = c.L, c.O
+        cout = c.groups * c.ng
+        planes = c.batch * cout
+        strips = -(-oh // ry)
+        meta = DW_META.pack(
+            xs[0], xs[1], xs[3], xs[4], ys[0], ys[1], ys[3], ys[4], ws[0], ws[3], ws[4],
+            c.b.strides[0] if c.b is not None else 0,
+            h, w_, oh, ow, 1, 1, c.p[0], c.p[1], 1, 1, k, k, cout, c.ng, strips, 0, 0, planes, int(c.b is not None),
+        )  # fmt: skip
+        name = self.kernel_names(c)[0]
+        fn = _module([name], device_id).ptr[name]
+        threads = planes * ow * strips
+        return [Launch(fn, (max(1, -(-threads // 256)),), (256,), [*_args(c.slots, c.b is not None), meta])], 0
 
 
 class WGrad:
@@ -505,16 +547,16 @@ class CudnnWGrad:
     def names(self, dtype: DType) -> list[str]:
         return []
 
-    def build(self, p: WeightGrad, device_id: int, sm_count: int, allow_tf32: bool = False):
+    def build(self, p: WeightGrad, device_id: int, sm_count: int, ws_base: int = 0):
         from infiniop_py.cuda import cudnn
 
         gw_slot, _, go_slot, x_slot = p.slots
         conv = cudnn.CudnnConv(
             "wgrad", p.x, p.gw, p.go, p.p, p.s, p.d, p.groups, allow_tf32=p.tf32, deterministic=True, device_id=device_id
         )
-        ws = -(-int(conv.workspace_size) // 256) * 256
-        more, total = bias_launches(p, device_id, sm_count, ws)
-        return [_CudnnLaunch(conv, x_slot, gw_slot, go_slot, None), *more], total
+        ws = align(int(conv.workspace_size))
+        more, end = bias_launches(p, device_id, sm_count, ws_base + ws)
+        return [_CudnnLaunch(conv, x_slot, gw_slot, go_slot, None, ws_base), *more], end - ws_base
 
 
 # -- the kernel object ----------------------------------------------------------------------

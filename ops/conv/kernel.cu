@@ -23,7 +23,9 @@
 //               input channels per group.
 // conv_dw2d     depthwise (one input channel per group) 1-d/2-d: a block stages an input tile
 //               plus halo of one plane in shared memory; each thread computes RY outputs down
-//               a column.
+//               a column (any stride, dilation and kernel).
+// conv_dwreg    depthwise, stride 1 and dilation 1, K = 3/5/7: each thread slides RY outputs
+//               down a column straight from global memory (no shared memory, no barrier).
 // conv_wgrad    grad_weight = sum over (n, o) of grad_output x input windows: a GEMM whose
 //               reduction runs over output positions, split into chunks; each chunk's f32
 //               partial goes to the workspace (or straight to grad_weight with one chunk).
@@ -61,8 +63,8 @@ __global__ void __launch_bounds__(IG_THREADS) conv_igemm(T* __restrict__ y, cons
   typedef typename Compute<T>::type V;
   typedef typename ConvAcc<T>::type A;
   constexpr int TM = BM / 16, TN = BN / 16;
-  __shared__ alignas(16) V As[IG_BK][BM];
-  __shared__ alignas(16) V Bs[IG_BK][BN];
+  __shared__ alignas(16) A As[IG_BK][BM];  // staged as accumulator values: converted once
+  __shared__ alignas(16) A Bs[IG_BK][BN];
   __shared__ long long mx[BM], my[BM];
   __shared__ int mc[3][BM];
   __shared__ long long kx[IG_BK], kw[IG_BK];
@@ -180,7 +182,7 @@ __global__ void __launch_bounds__(IG_THREADS) conv_igemm(T* __restrict__ y, cons
       V v = V(0);
       if ((unsigned)i0 < (unsigned)m.L[0] && (unsigned)i1 < (unsigned)m.L[1] && (unsigned)i2 < (unsigned)m.L[2])
         v = iop_load(x[mx[mm] + kx[kk]]);
-      As[kk][mm] = v;
+      As[kk][mm] = A(v);
     }
 #pragma unroll
     for (int e0 = 0; e0 < IG_BK * BN; e0 += IG_THREADS) {
@@ -189,7 +191,7 @@ __global__ void __launch_bounds__(IG_THREADS) conv_igemm(T* __restrict__ y, cons
       const int n = n0 + nn;
       V v = V(0);
       if (n < m.ng && kok[kk]) v = iop_load(w[wcol + (long long)n * m.wsn + kw[kk]]);
-      Bs[kk][nn] = v;
+      Bs[kk][nn] = A(v);
     }
     __syncthreads();
     const int tx = t % 16, ty = t / 16;
@@ -244,7 +246,7 @@ __global__ void __launch_bounds__(DIR_THREADS) conv_direct(T* __restrict__ y, co
   typedef typename Compute<T>::type V;
   typedef typename ConvAcc<T>::type A;
   extern __shared__ unsigned char dir_smem[];
-  V* Ws = reinterpret_cast<V*>(dir_smem);  // [cg * kvol][COB]
+  A* Ws = reinterpret_cast<A*>(dir_smem);  // [cg * kvol][COB], staged as accumulator values
   const int g = blockIdx.y / m.cchunks, chunk = blockIdx.y % m.cchunks;
   const int c0 = chunk * COB;  // first output channel of the block within the group
   const int nw = m.cg * m.kvol * COB;
@@ -255,10 +257,10 @@ __global__ void __launch_bounds__(DIR_THREADS) conv_direct(T* __restrict__ y, co
     const int ky = r % m.ks[1]; r /= m.ks[1];
     const int kz = r % m.ks[0]; r /= m.ks[0];
     const int ci = r;
-    V v = V(0);
+    A v = A(0);
     if (c0 + c < m.ng) {
       const long long co = (long long)g * m.ng + c0 + c;
-      v = iop_load(w[co * m.ws[0] + ci * m.ws[1] + kz * m.ws[2] + ky * m.ws[3] + kx * m.ws[4]]);
+      v = A(iop_load(w[co * m.ws[0] + ci * m.ws[1] + kz * m.ws[2] + ky * m.ws[3] + kx * m.ws[4]]));
     }
     Ws[e] = v;
   }
@@ -280,7 +282,7 @@ __global__ void __launch_bounds__(DIR_THREADS) conv_direct(T* __restrict__ y, co
     const T* xr0 = xb + (long long)b1 * m.xs[3] + (long long)b2 * m.xs[4];
     for (int ci = 0; ci < m.cg; ++ci) {
       const T* xc = xr0 + ci * m.xs[1];
-      const V* wr = Ws + ci * KK * KK * COB;
+      const A* wr = Ws + ci * KK * KK * COB;
 #pragma unroll
       for (int ky = 0; ky < KK; ++ky) {
         const int i1 = b1 + ky * m.dl[1];
@@ -291,7 +293,7 @@ __global__ void __launch_bounds__(DIR_THREADS) conv_direct(T* __restrict__ y, co
           const bool ok = ok1 && (unsigned)i2 < (unsigned)m.L[2];
           const A v = ok ? A(iop_load(xc[(long long)ky * m.dl[1] * m.xs[3] + (long long)kx * m.dl[2] * m.xs[4]])) : A(0);
 #pragma unroll
-          for (int c = 0; c < COB; ++c) acc[c] += v * A(wr[(ky * KK + kx) * COB + c]);
+          for (int c = 0; c < COB; ++c) acc[c] += v * wr[(ky * KK + kx) * COB + c];
         }
       }
     }
@@ -305,13 +307,13 @@ __global__ void __launch_bounds__(DIR_THREADS) conv_direct(T* __restrict__ y, co
           const int i1 = b1 + ky * m.dl[1];
           if ((unsigned)i1 >= (unsigned)m.L[1]) continue;
           const T* xr = xc + (long long)i0 * m.xs[2] + (long long)i1 * m.xs[3];
-          const V* wr = Ws + ((ci * m.ks[0] + kz) * m.ks[1] + ky) * m.ks[2] * COB;
+          const A* wr = Ws + ((ci * m.ks[0] + kz) * m.ks[1] + ky) * m.ks[2] * COB;
           for (int kx = 0; kx < m.ks[2]; ++kx) {
             const int i2 = b2 + kx * m.dl[2];
             if ((unsigned)i2 >= (unsigned)m.L[2]) continue;
             const A v = A(iop_load(xr[(long long)i2 * m.xs[4]]));
   #pragma unroll
-            for (int c = 0; c < COB; ++c) acc[c] += v * A(wr[kx * COB + c]);
+            for (int c = 0; c < COB; ++c) acc[c] += v * wr[kx * COB + c];
           }
         }
       }
@@ -352,8 +354,8 @@ __global__ void __launch_bounds__(256) conv_dw2d(T* __restrict__ y, const T* __r
   const int KH = K > 0 ? K : m.kh, KW = K > 0 ? K : m.kw;
   const int SH = UNIT ? 1 : m.sh, SW = UNIT ? 1 : m.sw, DH = UNIT ? 1 : m.dh, DW = UNIT ? 1 : m.dw;
   const int tile = m.IR * m.IC;
-  V* S = reinterpret_cast<V*>(dw_smem) + tz * (tile + (K > 0 ? 0 : KH * KW));
-  V* Wsm = S + tile;  // K == 0 only
+  A* S = reinterpret_cast<A*>(dw_smem) + tz * (tile + (K > 0 ? 0 : KH * KW));  // accumulator values
+  A* Wsm = S + tile;  // K == 0 only
   const long long plane = (long long)blockIdx.x * blockDim.z + tz;
   const bool live = plane < m.planes;
   const long long n = live ? plane / m.C : 0;
@@ -371,7 +373,7 @@ __global__ void __launch_bounds__(256) conv_dw2d(T* __restrict__ y, const T* __r
 #pragma unroll
       for (int c = 0; c < (K > 0 ? K : 1); ++c) wr[a * (K > 0 ? K : 1) + c] = live ? A(iop_load(wp[a * m.wsh + c * m.wsw])) : A(0);
   } else {
-    for (int e = ty * BX + tx; e < KH * KW; e += BX * BY) Wsm[e] = live ? iop_load(wp[(e / KW) * m.wsh + (e % KW) * m.wsw]) : V(0);
+    for (int e = ty * BX + tx; e < KH * KW; e += BX * BY) Wsm[e] = live ? A(iop_load(wp[(e / KW) * m.wsh + (e % KW) * m.wsw])) : A(0);
   }
   // Stage the tile: each thread issues NL loads before storing any (enough bytes in flight to
   // keep HBM busy; a load-store-load chain per thread leaves it mostly idle).
@@ -391,7 +393,7 @@ __global__ void __launch_bounds__(256) conv_dw2d(T* __restrict__ y, const T* __r
 #pragma unroll
       for (int i = 0; i < NL; ++i) {
         const int e = e0 + i * nth;
-        if (e < tile) S[e] = v[i];
+        if (e < tile) S[e] = A(v[i]);
       }
     }
   }
@@ -406,17 +408,74 @@ __global__ void __launch_bounds__(256) conv_dw2d(T* __restrict__ y, const T* __r
     const int orow = or0 + ty * RY + j;
     if (orow >= m.OH) break;
     A acc = A(0);
-    const V* s0 = S + ((ty * RY + j) * SH) * m.IC + tx * SW;
+    const A* s0 = S + ((ty * RY + j) * SH) * m.IC + tx * SW;
     if (K > 0) {
 #pragma unroll
       for (int a = 0; a < (K > 0 ? K : 1); ++a)
 #pragma unroll
-        for (int c = 0; c < (K > 0 ? K : 1); ++c) acc += A(s0[a * DH * m.IC + c * DW]) * wr[a * (K > 0 ? K : 1) + c];
+        for (int c = 0; c < (K > 0 ? K : 1); ++c) acc += s0[a * DH * m.IC + c * DW] * wr[a * (K > 0 ? K : 1) + c];
     } else {
       for (int a = 0; a < KH; ++a)
-        for (int c = 0; c < KW; ++c) acc += A(s0[a * DH * m.IC + c * DW]) * A(Wsm[a * KW + c]);
+        for (int c = 0; c < KW; ++c) acc += s0[a * DH * m.IC + c * DW] * Wsm[a * KW + c];
     }
     y[yb + (long long)orow * m.ys[2]] = Conv<T>::from(acc + bias);
+  }
+}
+
+// Depthwise, stride 1 and dilation 1, K x K known at compile time: no shared memory. A thread
+// computes RY outputs down one column, reading each of the RY + K - 1 input rows it needs once
+// (K values each, straight from global memory: neighbouring threads' reads coalesce and
+// overlap in L1) and sliding them over the RY accumulators; all its loads are independent, so
+// they are in flight together. DwMeta.tilesW holds the number of RY-row strips per plane.
+template <class T, int K, int RY>
+__global__ void __launch_bounds__(256) conv_dwreg(T* __restrict__ y, const T* __restrict__ x,
+                                                    const T* __restrict__ w, const T* __restrict__ b, DwMeta m) {
+  typedef typename ConvAcc<T>::type A;
+  const long long t = (long long)blockIdx.x * 256 + threadIdx.x;
+  const long long per_plane = (long long)m.OW * m.tilesW;
+  if (t >= m.planes * per_plane) return;
+  const long long plane = t / per_plane;
+  const int rem = (int)(t - plane * per_plane);
+  const int strip = rem / m.OW, col = rem - strip * m.OW;
+  const long long n = plane / m.C;
+  const int co = (int)(plane - n * m.C);
+  const int ci = co / m.mult;
+  const T* xp = x + n * m.xs[0] + (long long)ci * m.xs[1];
+  const T* wp = w + (long long)co * m.ws0;
+  A wr[K * K];
+#pragma unroll
+  for (int a = 0; a < K; ++a)
+#pragma unroll
+    for (int c = 0; c < K; ++c) wr[a * K + c] = A(iop_load(wp[a * m.wsh + c * m.wsw]));
+  A acc[RY];
+#pragma unroll
+  for (int j = 0; j < RY; ++j) acc[j] = A(0);
+  const int r0 = strip * RY - m.ph, c0 = col - m.pw;
+#pragma unroll
+  for (int r = 0; r < RY + K - 1; ++r) {
+    const int ir = r0 + r;
+    const bool rok = (unsigned)ir < (unsigned)m.H;
+    A v[K];
+#pragma unroll
+    for (int c = 0; c < K; ++c) {
+      const int ic = c0 + c;
+      v[c] = rok && (unsigned)ic < (unsigned)m.W ? A(iop_load(xp[(long long)ir * m.xs[2] + (long long)ic * m.xs[3]])) : A(0);
+    }
+#pragma unroll
+    for (int a = 0; a < K; ++a) {
+      const int j = r - a;
+      if (j >= 0 && j < RY) {
+#pragma unroll
+        for (int c = 0; c < K; ++c) acc[j] += v[c] * wr[a * K + c];
+      }
+    }
+  }
+  const A bias = m.has_bias ? A(iop_load(b[(long long)co * m.bs])) : A(0);
+  const long long yb = n * m.ys[0] + (long long)co * m.ys[1] + (long long)col * m.ys[3];
+#pragma unroll
+  for (int j = 0; j < RY; ++j) {
+    const int orow = strip * RY + j;
+    if (orow < m.OH) y[yb + (long long)orow * m.ys[2]] = Conv<T>::from(acc[j] + bias);
   }
 }
 
@@ -438,8 +497,8 @@ __global__ void __launch_bounds__(256) conv_wgrad(T* __restrict__ gw, typename C
   typedef typename Compute<T>::type V;
   typedef typename ConvAcc<T>::type A;
   constexpr int TN = BN / 16, TK = BK / 16;
-  __shared__ alignas(16) V Gs[WG_RM][BN];
-  __shared__ alignas(16) V Xs[WG_RM][BK];
+  __shared__ alignas(16) A Gs[WG_RM][BN];  // staged as accumulator values: converted once
+  __shared__ alignas(16) A Xs[WG_RM][BK];
   __shared__ long long kx[BK], kwo[BK];
   __shared__ int kc[3][BK];
   __shared__ long long rx[WG_RM], rg[WG_RM];
@@ -517,7 +576,7 @@ __global__ void __launch_bounds__(256) conv_wgrad(T* __restrict__ gw, typename C
       const int n = n0 + nn;
       V v = V(0);
       if (n < m.ng && rg[r] >= 0) v = iop_load(go[rg[r] + ((long long)g * m.ng + n) * m.gs[1]]);
-      Gs[r][nn] = v;
+      Gs[r][nn] = A(v);
     }
 #pragma unroll
     for (int e0 = 0; e0 < WG_RM * BK; e0 += 256) {
@@ -527,7 +586,7 @@ __global__ void __launch_bounds__(256) conv_wgrad(T* __restrict__ gw, typename C
       V v = V(0);
       if ((unsigned)i0 < (unsigned)m.L[0] && (unsigned)i1 < (unsigned)m.L[1] && (unsigned)i2 < (unsigned)m.L[2])
         v = iop_load(x[rx[r] + kx[kk]]);
-      Xs[r][kk] = v;
+      Xs[r][kk] = A(v);
     }
     __syncthreads();
 #pragma unroll
