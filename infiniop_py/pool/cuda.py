@@ -44,7 +44,7 @@ def _fd(d: int) -> FastDivC:
 
 
 class PoolMetaC(ctypes.Structure):
-    """Mirror of ``struct PoolMeta`` in pool.cu (static_asserts there pin the same layout)."""
+    """Mirror of ``struct PoolMeta`` in pool.cu (a static_assert there pins its size)."""
 
     _fields_ = [
         ("str", (ctypes.c_longlong * 5) * 3),

@@ -40,10 +40,6 @@ struct PoolMeta {
   FastDiv ds[3];                    // division by the window strides
 };
 static_assert(sizeof(PoolMeta) == 408, "PoolMeta layout (infiniop_py/pool/cuda.py)");
-static_assert(__builtin_offsetof(PoolMeta, L) == 120, "PoolMeta.L");
-static_assert(__builtin_offsetof(PoolMeta, TL) == 216, "PoolMeta.TL");
-static_assert(__builtin_offsetof(PoolMeta, dTL) == 248, "PoolMeta.dTL");
-static_assert(__builtin_offsetof(PoolMeta, ds) == 368, "PoolMeta.ds");
 
 #define POOL_MAX_BLOCK 512  // block sizes are chosen by the host, multiples of 32 up to this;
                             // with two such blocks per SM: at most 64 registers, >= 50% occupancy
