@@ -212,7 +212,7 @@ class Direct:
     name = "direct"
     COBS = (1, 2, 4, 8)
     KS = (0, 3, 5, 7)
-    THREADS_WANTED = 1 << 18  # enough threads to hide load latency; fewer channels per thread below it
+    THREADS_WANTED = 1 << 15  # enough threads to hide load latency; fewer channels per thread below it
 
     def cob(self, c: Conv) -> int | None:
         want = min(8, 1 << max(0, (c.ng - 1).bit_length()))
@@ -350,7 +350,8 @@ class DwReg:
             and c.k[0] in self.RY
             and tuple(c.s) == (1, 1)
             and tuple(c.d) == (1, 1)
-            and c.batch * c.groups * c.ng * c.O[1] * -(-c.O[0] // self.RY[c.k[0]]) < 1 << 38  # blocks < 2^30
+            and c.batch * c.groups * c.ng * c.O[1] * -(-c.O[0] // self.RY[c.k[0]]) < 1 << 31  # 32-bit thread index
+            and all(max(t.shape[2] - 1, 0) * t.strides[2] + max(t.shape[3] - 1, 0) * t.strides[3] < 1 << 31 for t in (c.x, c.y))
         )
 
     def build(self, c: Conv, device_id: int, ws_base: int = 0):

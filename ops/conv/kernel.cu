@@ -431,17 +431,19 @@ template <class T, int K, int RY>
 __global__ void __launch_bounds__(256) conv_dwreg(T* __restrict__ y, const T* __restrict__ x,
                                                     const T* __restrict__ w, const T* __restrict__ b, DwMeta m) {
   typedef typename ConvAcc<T>::type A;
-  const long long t = (long long)blockIdx.x * 256 + threadIdx.x;
-  const long long per_plane = (long long)m.OW * m.tilesW;
-  if (t >= m.planes * per_plane) return;
-  const long long plane = t / per_plane;
-  const int rem = (int)(t - plane * per_plane);
-  const int strip = rem / m.OW, col = rem - strip * m.OW;
-  const long long n = plane / m.C;
-  const int co = (int)(plane - n * m.C);
+  // 32-bit index math: the host guarantees threads < 2^31 and a plane's span < 2^31 elements.
+  const unsigned t = blockIdx.x * 256u + threadIdx.x;
+  const unsigned per_plane = (unsigned)m.OW * (unsigned)m.tilesW;
+  if (t >= (unsigned)m.planes * per_plane) return;
+  const unsigned plane = t / per_plane;
+  const unsigned rem = t - plane * per_plane;
+  const int strip = (int)(rem / (unsigned)m.OW), col = (int)(rem - strip * (unsigned)m.OW);
+  const unsigned n = plane / (unsigned)m.C;
+  const int co = (int)(plane - n * (unsigned)m.C);
   const int ci = co / m.mult;
-  const T* xp = x + n * m.xs[0] + (long long)ci * m.xs[1];
+  const T* xp = x + (long long)n * m.xs[0] + (long long)ci * m.xs[1];
   const T* wp = w + (long long)co * m.ws0;
+  const int sh = (int)m.xs[2], sw = (int)m.xs[3];
   A wr[K * K];
 #pragma unroll
   for (int a = 0; a < K; ++a)
@@ -459,7 +461,7 @@ __global__ void __launch_bounds__(256) conv_dwreg(T* __restrict__ y, const T* __
 #pragma unroll
     for (int c = 0; c < K; ++c) {
       const int ic = c0 + c;
-      v[c] = rok && (unsigned)ic < (unsigned)m.W ? A(iop_load(xp[(long long)ir * m.xs[2] + (long long)ic * m.xs[3]])) : A(0);
+      v[c] = rok && (unsigned)ic < (unsigned)m.W ? A(iop_load(xp[ir * sh + ic * sw])) : A(0);
     }
 #pragma unroll
     for (int a = 0; a < K; ++a) {
@@ -471,11 +473,12 @@ __global__ void __launch_bounds__(256) conv_dwreg(T* __restrict__ y, const T* __
     }
   }
   const A bias = m.has_bias ? A(iop_load(b[(long long)co * m.bs])) : A(0);
-  const long long yb = n * m.ys[0] + (long long)co * m.ys[1] + (long long)col * m.ys[3];
+  T* yp = y + (long long)n * m.ys[0] + (long long)co * m.ys[1];
+  const int yh = (int)m.ys[2], yw = (int)m.ys[3];
 #pragma unroll
   for (int j = 0; j < RY; ++j) {
     const int orow = strip * RY + j;
-    if (orow < m.OH) y[yb + (long long)orow * m.ys[2]] = Conv<T>::from(acc[j] + bias);
+    if (orow < m.OH) yp[orow * yh + col * yw] = Conv<T>::from(acc[j] + bias);
   }
 }
 
