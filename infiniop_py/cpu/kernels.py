@@ -224,3 +224,203 @@ def exp(x, out):
     """``out = exp(x)`` through :func:`exp32`."""
     for i in range(out.size):
         st(out, i, exp32(ld(x[i])))
+
+
+# --- rows ------------------------------------------------------------------------------------
+# Row kernels take 2-D C-contiguous (rows, D) arrays and a row range [r0, r1): the thread pool
+# gives each thread fixed ranges. Sums accumulate in float64 (the products of two float32 are
+# exact there); ``reassoc`` lets LLVM vectorise those sums (the order is fixed by the compiled
+# code, so results repeat bitwise). Weight gradients (column sums over rows) go to one float64
+# partial row per row range, added up afterwards in range order.
+_rows = numba.njit(nogil=True, cache=True, error_model="numpy", boundscheck=False, fastmath={"reassoc", "contract"})
+
+
+@_rows
+def layer_norm(x, w, b, eps, y, xh, sd, r0, r1):
+    """Per row: mean, sd = sqrt(var + eps) (biased), xh = (x - mean) / sd, y = xh * w + b."""
+    d = x.shape[1]
+    for i in range(r0, r1):
+        s = 0.0
+        for j in range(d):
+            s += ld(x[i, j])
+        mean = s / d
+        v = 0.0
+        for j in range(d):
+            t = ld(x[i, j]) - mean
+            v += t * t
+        sdev = np.sqrt(v / d + eps)
+        st(sd, i, F(sdev))
+        inv = F(1.0 / sdev)
+        m = F(mean)
+        for j in range(d):
+            h = (ld(x[i, j]) - m) * inv
+            st(xh, (i, j), h)
+            st(y, (i, j), h * w[j] + b[j])
+
+
+@_rows
+def layer_norm_backward(dy, w, xh, sd, gx, gw, gb, r0, r1):
+    """gx = (g - mean(g) - xh mean(g xh)) / sd with g = dy w; gw += dy xh, gb += dy (float64 rows)."""
+    d = dy.shape[1]
+    for i in range(r0, r1):
+        sg = 0.0
+        sgh = 0.0
+        for j in range(d):
+            g = ld(dy[i, j]) * w[j]
+            h = ld(xh[i, j])
+            sg += g
+            sgh += g * h
+            gw[j] += ld(dy[i, j]) * h
+            gb[j] += ld(dy[i, j])
+        mg = F(sg / d)
+        mgh = F(sgh / d)
+        inv = F(1.0) / ld(sd[i])
+        for j in range(d):
+            st(gx, (i, j), (ld(dy[i, j]) * w[j] - mg - ld(xh[i, j]) * mgh) * inv)
+
+
+@_rows
+def rms_norm(x, w, eps, y, r0, r1):
+    """y = x w / sqrt(mean(x^2) + eps) per row."""
+    d = x.shape[1]
+    for i in range(r0, r1):
+        s = 0.0
+        for j in range(d):
+            t = ld(x[i, j])
+            s += t * t
+        rinv = F(1.0 / np.sqrt(s / d + eps))
+        for j in range(d):
+            st(y, (i, j), ld(x[i, j]) * rinv * w[j])
+
+
+@_rows
+def rms_norm_backward(x, dy, w, eps, gx, gw, r0, r1):
+    """xh = x rinv; gx = (w dy - xh mean(w dy xh)) rinv; gw += dy xh (float64 row)."""
+    d = x.shape[1]
+    for i in range(r0, r1):
+        s = 0.0
+        for j in range(d):
+            t = ld(x[i, j])
+            s += t * t
+        rinv = F(1.0 / np.sqrt(s / d + eps))
+        c = 0.0
+        for j in range(d):
+            xh = ld(x[i, j]) * rinv
+            c += w[j] * ld(dy[i, j]) * xh
+            gw[j] += ld(dy[i, j]) * xh
+        cm = F(c / d)
+        for j in range(d):
+            st(gx, (i, j), (w[j] * ld(dy[i, j]) - ld(x[i, j]) * rinv * cm) * rinv)
+
+
+@numba.njit(inline="always", error_model="numpy")
+def _order(v):
+    """int32 key of float32 ``v`` that orders like the floats (NaN of either sign sorts apart):
+    an integer max reduction vectorises without fast-math flags."""
+    u = _as_int(v)
+    return u ^ ((u >> 31) & types.int32(0x7FFFFFFF))
+
+
+@numba.njit(inline="always", error_model="numpy")
+def _unorder(k):
+    return _as_float(k ^ ((k >> 31) & types.int32(0x7FFFFFFF)))
+
+
+@_rows
+def softmax(x, y, log, tmp, r0, r1):
+    """Max-subtracted softmax (``log``: log-softmax) along each row; ``tmp``: a float32 row of
+    scratch. A NaN in a row makes the row's sum, and so the whole row, NaN."""
+    d = x.shape[1]
+    for i in range(r0, r1):
+        k = _order(ld(x[i, 0]))
+        for j in range(1, d):
+            k = max(k, _order(ld(x[i, j])))
+        m = _unorder(k)
+        s = 0.0
+        if log:
+            for j in range(d):
+                s += exp32(ld(x[i, j]) - m)
+            ls = F(np.log(s))
+            for j in range(d):
+                st(y, (i, j), (ld(x[i, j]) - m) - ls)
+        else:
+            for j in range(d):
+                e = exp32(ld(x[i, j]) - m)
+                tmp[j] = e
+                s += e
+            inv = F(1.0 / s)
+            for j in range(d):
+                st(y, (i, j), tmp[j] * inv)
+
+
+@_rows
+def row_sums(x, out, r0, r1):
+    """out[i] = sum of row i (float64 accumulation, stored by out's dtype)."""
+    d = x.shape[1]
+    for i in range(r0, r1):
+        s = 0.0
+        for j in range(d):
+            s += ld(x[i, j])
+        st(out, i, F(s))
+
+
+# --- channels (batch norm on (B, C, L)) -------------------------------------------------------
+@_rows
+def batch_norm(x, w, b, eps, y, mean, var, c0, c1):
+    """Per channel c in [c0, c1): float64 mean and biased var over (B, L), y = (x - mean) w rstd + b."""
+    nb, _, nl = x.shape
+    n = nb * nl
+    for c in range(c0, c1):
+        s = 0.0
+        for i in range(nb):
+            for j in range(nl):
+                s += ld(x[i, c, j])
+        mu = s / n
+        v = 0.0
+        for i in range(nb):
+            for j in range(nl):
+                t = ld(x[i, c, j]) - mu
+                v += t * t
+        v /= n
+        mean[c] = mu
+        var[c] = v
+        a = F(w[c] / np.sqrt(v + eps))
+        m = F(mu)
+        for i in range(nb):
+            for j in range(nl):
+                st(y, (i, c, j), (ld(x[i, c, j]) - m) * a + b[c])
+
+
+@_rows
+def batch_norm_backward(x, dy, w, eps, gx, gw, gb, c0, c1):
+    """Per channel: statistics and sums in float64; gx = a dy - a sum(dy)/n - k (x - mean)."""
+    nb, _, nl = x.shape
+    n = nb * nl
+    for c in range(c0, c1):
+        s = 0.0
+        for i in range(nb):
+            for j in range(nl):
+                s += ld(x[i, c, j])
+        mu = s / n
+        v = 0.0
+        sdy = 0.0
+        pdx = 0.0
+        for i in range(nb):
+            for j in range(nl):
+                t = ld(x[i, c, j]) - mu
+                g = ld(dy[i, c, j])
+                v += t * t
+                sdy += g
+                pdx += g * t
+        rstd = 1.0 / np.sqrt(v / n + eps)
+        a = w[c] * rstd
+        k = a * rstd * rstd * pdx / n
+        gb[c] = sdy
+        gw[c] = rstd * pdx
+        a32 = F(a)
+        off = F(a * sdy / n)
+        k32 = F(k)
+        m32 = F(mu)
+        for i in range(nb):
+            for j in range(nl):
+                st(gx, (i, c, j), a32 * ld(dy[i, c, j]) - off - k32 * (ld(x[i, c, j]) - m32))

@@ -10,6 +10,8 @@ import math
 
 import numpy as np
 
+from infiniop_py.cpu import jit
+from infiniop_py.cpu.rows import bits, f32vec, parts, run_rows
 from infiniop_py.dtypes import DType, F
 from infiniop_py.norm import acc_numpy, check_positive, check_shape
 from infiniop_py.norm.gguf import BatchNormFiles
@@ -64,17 +66,35 @@ def cpu(info: Info):
     eps = info.attrs["eps"]
     mom = info.attrs["momentum"]
 
+    def compiled(k, views):
+        """The compiled kernel on C-contiguous input/output: (mean, var) in float64, or None."""
+        x3, y3 = as3(views["input"]), as3(views["output"])
+        xb, yb = bits(x3), bits(y3)
+        if xb is None or yb is None or not (x3.flags.c_contiguous and y3.flags.c_contiguous):
+            return None
+        c = x3.shape[1]
+        mean, var = np.empty(c, np.float64), np.empty(c, np.float64)
+        w, b = f32vec(views["weight"], c), f32vec(views["bias"], c)
+        run_rows(lambda _, c0, c1: k.batch_norm(xb, w, b, float(eps), yb, mean, var, c0, c1), parts(c, x3.size // c))
+        return mean, var
+
     def run(views, ws, rt):
-        x = as3(views["input"]).astype(acc)
+        x = as3(views["input"])
         if x.shape[1] == 0:
             return
         n = x.shape[0] * x.shape[2]
-        mean = np.mean(x, axis=(0, 2), dtype=np.float64)
-        var = np.mean((x - mean[None, :, None].astype(acc)) ** 2, axis=(0, 2), dtype=np.float64)
-        rstd = 1.0 / np.sqrt(var + eps)
-        a = (views["weight"].astype(np.float64) * rstd).astype(acc)
-        y = (x - mean[None, :, None].astype(acc)) * a[None, :, None] + views["bias"].astype(acc)[None, :, None]
-        as3(views["output"])[...] = y.astype(views["output"].dtype)
+        k = jit.kernels()
+        stats = compiled(k, views) if k is not None else None
+        if stats is not None:
+            mean, var = stats
+        else:
+            x = x.astype(acc)
+            mean = np.mean(x, axis=(0, 2), dtype=np.float64)
+            var = np.mean((x - mean[None, :, None].astype(acc)) ** 2, axis=(0, 2), dtype=np.float64)
+            rstd = 1.0 / np.sqrt(var + eps)
+            a = (views["weight"].astype(np.float64) * rstd).astype(acc)
+            y = (x - mean[None, :, None].astype(acc)) * a[None, :, None] + views["bias"].astype(acc)[None, :, None]
+            as3(views["output"])[...] = y.astype(views["output"].dtype)
         rm, rv = views["running_mean"], views["running_var"]
         rm[...] = ((1 - mom) * rm.astype(np.float64) + mom * mean).astype(rm.dtype)
         rv[...] = ((1 - mom) * rv.astype(np.float64) + mom * var * n / (n - 1)).astype(rv.dtype)

@@ -5,6 +5,8 @@ input.shape[:-1] or input.shape[:-1] + (1,).
 
 import numpy as np
 
+from infiniop_py.cpu import jit
+from infiniop_py.cpu.rows import bits, f32vec, flat, missing, parts, rows2d, run_rows
 from infiniop_py.dtypes import F
 from infiniop_py.norm import acc_numpy, check_positive, check_rows, check_shape, check_std_shape
 from infiniop_py.norm.gguf import LayerNormFiles
@@ -30,10 +32,8 @@ def cpu(info: Info):
     acc = acc_numpy(info.tensors["input"].dtype)
     eps = acc(info.attrs["eps"])
 
-    def run(views, ws, rt):
+    def numpy_run(views):
         x = views["input"].astype(acc)
-        if x.size == 0:
-            return
         mean = np.mean(x, axis=-1, keepdims=True)
         d = x - mean
         sd = np.sqrt(np.mean(d * d, axis=-1, keepdims=True) + eps)
@@ -45,6 +45,21 @@ def cpu(info: Info):
         std[...] = sd.reshape(std.shape).astype(std.dtype)
         views["input_standardization"][...] = xh.astype(views["input_standardization"].dtype)
         views["output"][...] = o.astype(views["output"].dtype)
+
+    def run(views, ws, rt):
+        x = views["input"]
+        if x.size == 0:
+            return
+        k = jit.kernels()
+        x2, y2, h2 = rows2d(x), rows2d(views["output"]), rows2d(views["input_standardization"])
+        sd = flat(views["input_std_deviation"])
+        if k is None or missing(x2, y2, h2, sd):
+            numpy_run(views)
+            return
+        d = x2.shape[1]
+        w, b = f32vec(views["weight"], d), f32vec(views["bias"], d)
+        xb, yb, hb, sb = bits(x2), bits(y2), bits(h2), bits(sd)
+        run_rows(lambda _, r0, r1: k.layer_norm(xb, w, b, float(eps), yb, hb, sb, r0, r1), parts(*x2.shape))
 
     return run
 

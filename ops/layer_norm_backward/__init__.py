@@ -7,6 +7,8 @@ workspace, then a fixed-order column sum): bitwise identical run to run.
 
 import numpy as np
 
+from infiniop_py.cpu import jit
+from infiniop_py.cpu.rows import bits, f32vec, flat, missing, parts, rows2d, run_rows
 from infiniop_py.dtypes import F
 from infiniop_py.norm import acc_numpy, check_rows, check_shape, check_std_shape
 from infiniop_py.norm.gguf import LayerNormBackwardFiles
@@ -31,18 +33,31 @@ def cpu(info: Info):
     acc = acc_numpy(info.tensors["grad_output"].dtype)
 
     def run(views, ws, rt):
+        D = views["grad_output"].shape[-1]
+        k = jit.kernels()
+        dy2, h2, gx2 = rows2d(views["grad_output"]), rows2d(views["input_standardization"]), rows2d(views["grad_input"])
+        sd = flat(views["input_std_deviation"])
+        gw, gb = views["grad_weight"], views["grad_bias"]
+        if k is not None and views["grad_output"].size and not missing(dy2, h2, gx2, sd):
+            ranges = parts(*dy2.shape)
+            pw = np.zeros((len(ranges), D), np.float64)  # one partial row per range: fixed order
+            pb = np.zeros((len(ranges), D), np.float64)
+            dyb, hb, gxb, sb, wf = bits(dy2), bits(h2), bits(gx2), bits(sd), f32vec(views["weight"], D)
+            run_rows(lambda i, r0, r1: k.layer_norm_backward(dyb, wf, hb, sb, gxb, pw[i], pb[i], r0, r1), ranges)
+            gw[...] = pw.sum(axis=0).astype(gw.dtype)
+            if gb is not None:
+                gb[...] = pb.sum(axis=0).astype(gb.dtype)
+            return
         dy = views["grad_output"].astype(acc)
         h = views["input_standardization"].astype(acc)
-        D = dy.shape[-1]
         sd = views["input_std_deviation"].astype(acc).reshape(dy.shape[:-1] + (1,))
         g = dy * views["weight"].astype(acc)
         gi = (g - np.mean(g, axis=-1, keepdims=True) - h * np.mean(g * h, axis=-1, keepdims=True)) / sd
         if gi.size:
             views["grad_input"][...] = gi.astype(views["grad_input"].dtype)
-        gw = views["grad_weight"]
         gw[...] = np.sum((dy * h).reshape(-1, D), axis=0, dtype=np.float64).astype(gw.dtype)
-        if views["grad_bias"] is not None:
-            views["grad_bias"][...] = np.sum(dy.reshape(-1, D), axis=0, dtype=np.float64).astype(gw.dtype)
+        if gb is not None:
+            gb[...] = np.sum(dy.reshape(-1, D), axis=0, dtype=np.float64).astype(gw.dtype)
 
     return run
 
