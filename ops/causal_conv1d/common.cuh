@@ -1,0 +1,254 @@
+// causal_conv1d family: helpers shared by the forward, backward and update kernels.
+// Notation: x (B, D, L), weight (D, W), H = W - 1; x̃ = [initial_states | x] along time.
+// pre[t] = bias + sum_k w[k]·x̃[t + k] (f32, taps in order k = 0 .. W-1); with seq_idx the tap
+// k of t counts only if t' = t - H + k >= 0 and seq[t'] == seq[t]; seq[t] < 0 gives 0.
+
+#define CC_FULL 0xffffffffu
+
+// Flags of CcArgs::flags.
+#define CC_BIAS 1
+#define CC_INIT 2
+#define CC_FINAL 4  // forward: final_states; backward: dinitial_states
+#define CC_SEQ 8
+#define CC_SEQ64 16
+#define CC_SILU 32
+#define CC_VEC 64  // the vector accesses of this launch are aligned
+
+// Layout and options of one launch, passed by value (mirrors plan.CcArgs).
+struct CcArgs {
+  long long B, D, L;
+  long long x[3];   // x strides (b, d, t)
+  long long o[3];   // out / dx strides
+  long long g[3];   // dout strides (backward)
+  long long is[3];  // initial_states strides
+  long long fs[3];  // final_states / dinitial_states strides
+  long long sq[2];  // seq_idx strides (b, t)
+  long long w[2];   // weight strides (d, k)
+  long long bs;     // bias stride
+  long long dw[2];  // dweight strides (backward)
+  long long dbs;    // dbias stride (backward)
+  long long nseg;   // channel-first: segments per row; channel-last: time tiles per row
+  long long ntask;  // channel-first: warp tasks; channel-last: (batch, tile) items
+  long long nparts; // backward: partial rows in the workspace
+  int W;            // the width (generic kernels)
+  int flags;
+  int wcode;        // weight / bias dtype: 0 f32, 1 f16, 2 bf16
+  int rseg;         // channel-first: segments per warp task; channel-last: steps per tile / 8
+};
+
+__device__ __forceinline__ float cc_ld(const void* p, long long i, int code) {
+  if (code == 0) return static_cast<const float*>(p)[i];
+  if (code == 1) return iop_h2f(static_cast<const iop_half*>(p)[i]);
+  return iop_b2f(static_cast<const iop_bf16*>(p)[i]);
+}
+
+__device__ __forceinline__ void cc_st(void* p, long long i, int code, float v) {
+  if (code == 0) static_cast<float*>(p)[i] = v;
+  else if (code == 1) static_cast<iop_half*>(p)[i] = iop_f2h(v);
+  else static_cast<iop_bf16*>(p)[i] = iop_f2b(v);
+}
+
+__device__ __forceinline__ long long cc_seq(const void* p, long long i, int flags) {
+  return (flags & CC_SEQ64) ? static_cast<const long long*>(p)[i] : (long long)static_cast<const int*>(p)[i];
+}
+
+__device__ __forceinline__ float cc_silu(float v) { return v / (1.f + expf(-v)); }
+
+// d silu / d pre = s·(1 + pre·(1 - s)), s = sigmoid(pre).
+__device__ __forceinline__ float cc_dsilu(float v) {
+  const float s = 1.f / (1.f + expf(-v));
+  return s * (1.f + v * (1.f - s));
+}
+
+template <class T>
+__device__ __forceinline__ float cc_f(T v) { return (float)iop_load(v); }
+
+// The width's weights of channel d (and its bias) as f32.
+template <int W>
+__device__ __forceinline__ void cc_weights(const void* wt, const void* bias, long long d, const CcArgs& a, float (&w)[W], float& bv) {
+#pragma unroll
+  for (int k = 0; k < W; ++k) w[k] = cc_ld(wt, d * a.w[0] + k * a.w[1], a.wcode);
+  bv = (a.flags & CC_BIAS) ? cc_ld(bias, d * a.bs, a.wcode) : 0.f;
+}
+
+// x̃ at time q of the row (b, d) whose x elements are xr[q * xst]: q < 0 reads initial_states
+// (or 0), q >= L gives 0.
+template <class T>
+__device__ __forceinline__ float cc_xt(const T* xr, long long xst, const T* ir, long long ist, long long q, const CcArgs& a) {
+  if (q >= a.L) return 0.f;
+  if (q >= 0) return cc_f(xr[q * xst]);
+  if (a.flags & CC_INIT) return cc_f(ir[(q + a.W - 1) * ist]);
+  return 0.f;
+}
+
+// g at time q of one row, from global memory (used where a tile's neighbours are not at hand):
+// dout[q]·silu'(pre[q]) (or dout[q]), 0 at padding tokens and for q >= L.
+template <class T, int W>
+__device__ float cc_g_at(long long q, const T* xr, long long xst, const T* dr, long long dst, const T* ir, long long ist,
+                         const void* seq, long long sb, const float (&w)[W], float bv, const CcArgs& a) {
+  if (q < 0 || q >= a.L) return 0.f;
+  const float dv = cc_f(dr[q * dst]);
+  long long s = 0;
+  const bool has_seq = (a.flags & CC_SEQ) != 0;
+  if (has_seq) {
+    s = cc_seq(seq, sb + q * a.sq[1], a.flags);
+    if (s < 0) return 0.f;
+  }
+  if (!(a.flags & CC_SILU)) return dv;
+  float acc = bv;
+#pragma unroll
+  for (int k = 0; k < W; ++k) {
+    const long long p = q - (W - 1) + k;
+    bool keep = true;
+    if (has_seq) keep = p >= 0 && cc_seq(seq, sb + p * a.sq[1], a.flags) == s;
+    if (keep) acc = fmaf(w[k], cc_xt(xr, xst, ir, ist, p, a), acc);
+  }
+  return dv * cc_dsilu(acc);
+}
+
+// Loads E consecutive elements p0 .. p0+E-1 of a row (stride 1) as f32, 0 beyond L: one
+// 16-byte access when allowed and the whole pack is inside the row.
+template <class T, int E>
+__device__ __forceinline__ void cc_load_run(const T* r, long long p0, long long L, bool vec, float (&v)[E]) {
+  if (vec && p0 + E <= L) {
+    const Pack<T, E> pk = *reinterpret_cast<const Pack<T, E>*>(r + p0);
+#pragma unroll
+    for (int i = 0; i < E; ++i) v[i] = cc_f(pk.v[i]);
+  } else {
+#pragma unroll
+    for (int i = 0; i < E; ++i) v[i] = p0 + i < L ? cc_f(r[p0 + i]) : 0.f;
+  }
+}
+
+template <class T, int E>
+__device__ __forceinline__ void cc_store_run(T* r, long long p0, long long L, bool vec, const float (&v)[E]) {
+  if (vec && p0 + E <= L) {
+    Pack<T, E> pk;
+#pragma unroll
+    for (int i = 0; i < E; ++i) pk.v[i] = Conv<T>::from(v[i]);
+    *reinterpret_cast<Pack<T, E>*>(r + p0) = pk;
+  } else {
+#pragma unroll
+    for (int i = 0; i < E; ++i)
+      if (p0 + i < L) r[p0 + i] = Conv<T>::from(v[i]);
+  }
+}
+
+// Warp halos of per-lane runs of E elements (lane l holds positions l·E .. l·E+E-1 of the
+// warp's segment). back: h[j] = value at l·E - (H - j), from the lane ceil((H-j)/E) below
+// (lanes below that must fetch it themselves). fwd: h[j] = value at l·E + E + j, from the lane
+// (E + j)/E above (lanes whose source is past lane 31 must fetch it themselves).
+template <int E, int H, class V>
+__device__ __forceinline__ void cc_halo_back(const V (&v)[E], V (&h)[H]) {
+#pragma unroll
+  for (int j = 0; j < H; ++j) {
+    const int dist = H - j;
+    const int back = (dist + E - 1) / E;
+    h[j] = __shfl_up_sync(CC_FULL, v[back * E - dist], back);
+  }
+}
+
+template <int E, int H, class V>
+__device__ __forceinline__ void cc_halo_fwd(const V (&v)[E], V (&h)[H]) {
+#pragma unroll
+  for (int j = 0; j < H; ++j) {
+    const int fwd = (E + j) / E;
+    h[j] = __shfl_down_sync(CC_FULL, v[E + j - fwd * E], fwd);
+  }
+}
+
+// Sum of v over the warp, the same value in every lane (fixed butterfly order).
+__device__ __forceinline__ float cc_warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(CC_FULL, v, o);
+  return v;
+}
+
+// Channel-last tiles: E consecutive channels d0 .. d0+E-1 (ne of them inside D) at time q of
+// the tensor whose (b, d0) element is r (channel stride sd, time stride st), as f32; 0 for
+// q >= qend. vec: one aligned pack (sd = 1, ne = E).
+template <class T, int E>
+__device__ __forceinline__ void cc_load_pack(const T* r, long long sd, long long st, long long q, long long qend, int ne,
+                                             bool vec, float (&v)[E]) {
+  if (q >= qend) {
+#pragma unroll
+    for (int e = 0; e < E; ++e) v[e] = 0.f;
+  } else if (vec) {
+    const Pack<T, E> pk = *reinterpret_cast<const Pack<T, E>*>(r + q * st);
+#pragma unroll
+    for (int e = 0; e < E; ++e) v[e] = cc_f(pk.v[e]);
+  } else {
+#pragma unroll
+    for (int e = 0; e < E; ++e) v[e] = e < ne ? cc_f(r[e * sd + q * st]) : 0.f;
+  }
+}
+
+template <class T, int E>
+__device__ __forceinline__ void cc_store_pack(T* r, long long sd, long long st, long long q, int ne, bool vec, const float (&v)[E]) {
+  if (vec) {
+    Pack<T, E> pk;
+#pragma unroll
+    for (int e = 0; e < E; ++e) pk.v[e] = Conv<T>::from(v[e]);
+    *reinterpret_cast<Pack<T, E>*>(r + q * st) = pk;
+  } else {
+#pragma unroll
+    for (int e = 0; e < E; ++e)
+      if (e < ne) r[e * sd + q * st] = Conv<T>::from(v[e]);
+  }
+}
+
+// Channel-last kernels: E channels per thread, tiles of rseg·CC_CH time steps.
+#define CC_E 4
+#define CC_CH 8
+
+// seq_idx ids of E consecutive steps p0 .. p0+E-1 of row sb (time stride st); -1 beyond L.
+template <int E>
+__device__ __forceinline__ void cc_seq_run(const void* seq, long long sb, long long st, long long p0, const CcArgs& a,
+                                           long long (&v)[E]) {
+#pragma unroll
+  for (int i = 0; i < E; ++i) v[i] = p0 + i < a.L ? cc_seq(seq, sb + (p0 + i) * st, a.flags) : -1;
+}
+
+// pre at the position whose taps are comb[i .. i+W-1] (x̃ as f32); with SEQ, scomb holds their
+// ids and the position's own id is scomb[i + W - 1].
+template <int W, bool SEQ, int N>
+__device__ __forceinline__ float cc_pre(const float (&comb)[N], const long long (&scomb)[SEQ ? N : 1], int i, float bv,
+                                        const float (&w)[W]) {
+  float acc = bv;
+#pragma unroll
+  for (int k = 0; k < W; ++k) {
+    if constexpr (SEQ) {
+      if (scomb[i + k] == scomb[i + W - 1]) acc = fmaf(w[k], comb[i + k], acc);
+    } else {
+      acc = fmaf(w[k], comb[i + k], acc);
+    }
+  }
+  return acc;
+}
+
+// act(pre) there, 0 at a padding token.
+template <int W, bool SEQ, int N>
+__device__ __forceinline__ float cc_out(const float (&comb)[N], const long long (&scomb)[SEQ ? N : 1], int i, float bv,
+                                        const float (&w)[W], bool silu) {
+  const float acc = cc_pre<W, SEQ, N>(comb, scomb, i, bv, w);
+  float y = silu ? cc_silu(acc) : acc;
+  if constexpr (SEQ) {
+    if (scomb[i + W - 1] < 0) y = 0.f;
+  }
+  return y;
+}
+
+// (b, d, t) of flat index i over (B, D, L): rseg = 1 puts channels fastest, else time.
+__device__ __forceinline__ void cc_split(long long i, const CcArgs& a, long long& b, long long& d, long long& t) {
+  if (a.rseg == 1) {
+    d = i % a.D;
+    const long long r = i / a.D;
+    t = r % a.L;
+    b = r / a.L;
+  } else {
+    t = i % a.L;
+    const long long r = i / a.L;
+    d = r % a.D;
+    b = r / a.D;
+  }
+}

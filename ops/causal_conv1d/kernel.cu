@@ -1,0 +1,204 @@
+// causal_conv1d forward. Tensor slots: 0 out, 1 final_states, 2 x, 3 weight, 4 bias,
+// 5 initial_states, 6 seq_idx. common.cuh precedes this file.
+
+// Channel-first (x and out have time stride 1). A warp walks rseg consecutive runs of 32·E time
+// steps of one (b, d) row; lane l holds E = 16 bytes of T of each run (one vector access when
+// CC_VEC and the pack lies inside the row), and the next run is loaded before the current one
+// is computed. The W-1 steps before a lane's elements come by shuffles from the lanes below, or
+// from the previous run's top lanes; at the task's first run, the lowest lanes read them
+// (bounds-checked: initial_states or 0 before t = 0). The warp that ends a row also writes its
+// final states. SEQ: with seq_idx (ids held as 64-bit values).
+template <class T, int W, bool SEQ>
+__global__ void __launch_bounds__(128, SEQ ? 1 : 8)
+ccf_cf(T* out, T* fin, const T* x, const void* wt, const void* bias, const T* init, const void* seq, const CcArgs a) {
+  constexpr int E = 16 / sizeof(T);
+  constexpr int H = W - 1;
+  constexpr int N = H + E;
+  constexpr int ES = SEQ ? E : 1;
+  const int lane = threadIdx.x & 31;
+  const long long tpr = (a.nseg + a.rseg - 1) / a.rseg;
+  const bool vec = (a.flags & CC_VEC) != 0, silu = (a.flags & CC_SILU) != 0;
+  const long long wpb = blockDim.x >> 5;
+#pragma unroll 1
+  for (long long task = (long long)blockIdx.x * wpb + (threadIdx.x >> 5); task < a.ntask; task += (long long)gridDim.x * wpb) {
+    const long long row = task / tpr;
+    const long long s0 = (task - row * tpr) * a.rseg;
+    const long long s1 = min(s0 + (long long)a.rseg, a.nseg);
+    const long long b = row / a.D, d = row - b * a.D;
+    float w[W], bv;
+    cc_weights<W>(wt, bias, d, a, w, bv);
+    const T* xr = x + b * a.x[0] + d * a.x[1];
+    T* orow = out + b * a.o[0] + d * a.o[1];
+    const T* ir = init + b * a.is[0] + d * a.is[1];  // read only with CC_INIT
+    const long long sb = b * a.sq[0];
+    float cur[E], prv[E];
+    long long scur[ES], sprv[ES];
+    cc_load_run<T, E>(xr, s0 * 32 * E + lane * E, a.L, vec, cur);
+    if constexpr (SEQ) cc_seq_run<E>(seq, sb, a.sq[1], s0 * 32 * E + lane * E, a, scur);
+#pragma unroll 1
+    for (long long s = s0; s < s1; ++s) {
+      const long long p0 = s * (32 * E) + lane * E;
+      float nxt[E];
+      long long snxt[ES];
+      if (s + 1 < s1) {
+        cc_load_run<T, E>(xr, p0 + 32 * E, a.L, vec, nxt);
+        if constexpr (SEQ) cc_seq_run<E>(seq, sb, a.sq[1], p0 + 32 * E, a, snxt);
+      }
+      float comb[N];
+      long long scomb[SEQ ? N : 1];
+#pragma unroll
+      for (int j = 0; j < H; ++j) {
+        const int dist = H - j, back = (dist + E - 1) / E, idx = back * E - dist;
+        float h = __shfl_up_sync(CC_FULL, cur[idx], back);
+        const float hp = __shfl_sync(CC_FULL, prv[idx], (lane - back) & 31);
+        if (lane < back) h = s > s0 ? hp : cc_xt(xr, 1, ir, a.is[2], p0 - dist, a);
+        comb[j] = h;
+        if constexpr (SEQ) {
+          long long hs = __shfl_up_sync(CC_FULL, scur[idx], back);
+          const long long hsp = __shfl_sync(CC_FULL, sprv[idx], (lane - back) & 31);
+          if (lane < back) hs = s > s0 ? hsp : (p0 - dist >= 0 ? cc_seq(seq, sb + (p0 - dist) * a.sq[1], a.flags) : -1);
+          scomb[j] = hs;
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < E; ++i) {
+        comb[H + i] = cur[i];
+        if constexpr (SEQ) scomb[H + i] = scur[i];
+      }
+      float y[E];
+#pragma unroll
+      for (int i = 0; i < E; ++i) y[i] = cc_out<W, SEQ, N>(comb, scomb, i, bv, w, silu);
+      cc_store_run<T, E>(orow, p0, a.L, vec, y);
+#pragma unroll
+      for (int i = 0; i < E; ++i) {
+        prv[i] = cur[i];
+        cur[i] = nxt[i];
+        if constexpr (SEQ) {
+          sprv[i] = scur[i];
+          scur[i] = snxt[i];
+        }
+      }
+    }
+    if ((a.flags & CC_FINAL) && s1 == a.nseg && lane < H)
+      fin[b * a.fs[0] + d * a.fs[1] + lane * a.fs[2]] = Conv<T>::from(cc_xt(xr, 1, ir, a.is[2], a.L - H + lane, a));
+  }
+}
+
+// Channel-last (x and out have channel stride 1). Threads (x: 32 packs of CC_E channels, y:
+// time groups; a warp shares its item) walk (batch, tile) items of rseg·CC_CH steps, loading
+// CC_CH steps at a time and sliding a window of the last W-1 steps in registers; the W-1 steps
+// before a tile are read bounds-checked.
+template <class T, int W, bool SEQ>
+__global__ void __launch_bounds__(256, SEQ ? 1 : 2)
+ccf_cl(T* out, T* fin, const T* x, const void* wt, const void* bias, const T* init, const void* seq, const CcArgs a) {
+  constexpr int E = CC_E, CH = CC_CH, H = W - 1;
+  const long long d0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * E;
+  if (d0 >= a.D) return;
+  const int ne = (int)min((long long)E, a.D - d0);
+  const bool vec = (a.flags & CC_VEC) != 0 && ne == E, silu = (a.flags & CC_SILU) != 0;
+  float w[E][W], bv[E];
+#pragma unroll
+  for (int e = 0; e < E; ++e) cc_weights<W>(wt, bias, e < ne ? d0 + e : d0, a, w[e], bv[e]);
+  const long long tl = (long long)a.rseg * CH;
+#pragma unroll 1
+  for (long long item = (long long)blockIdx.y * blockDim.y + threadIdx.y; item < a.ntask; item += (long long)gridDim.y * blockDim.y) {
+    const long long b = item / a.nseg, t0 = (item - b * a.nseg) * tl;
+    const long long t1 = min(t0 + tl, a.L);
+    const T* xb = x + b * a.x[0] + d0 * a.x[1];
+    T* ob = out + b * a.o[0] + d0 * a.o[1];
+    const T* ib = init + b * a.is[0] + d0 * a.is[1];
+    const long long sb = b * a.sq[0];
+    float xw[H][E];
+    long long sw[SEQ ? H : 1];
+#pragma unroll
+    for (int j = 0; j < H; ++j) {
+      const long long q = t0 - H + j;
+#pragma unroll
+      for (int e = 0; e < E; ++e) xw[j][e] = e < ne ? cc_xt(xb + e * a.x[1], a.x[2], ib + e * a.is[1], a.is[2], q, a) : 0.f;
+      if constexpr (SEQ) sw[j] = q >= 0 ? cc_seq(seq, sb + q * a.sq[1], a.flags) : -1;
+    }
+#pragma unroll 1
+    for (long long t = t0; t < t1; t += CH) {
+      float xc[CH][E];
+      long long sc[SEQ ? CH : 1];
+#pragma unroll
+      for (int c = 0; c < CH; ++c) {
+        cc_load_pack<T, E>(xb, a.x[1], a.x[2], t + c, t1, ne, vec, xc[c]);
+        if constexpr (SEQ) sc[c] = t + c < t1 ? cc_seq(seq, sb + (t + c) * a.sq[1], a.flags) : -1;
+      }
+#pragma unroll
+      for (int c = 0; c < CH; ++c) {
+        if (t + c < t1) {
+          float y[E];
+#pragma unroll
+          for (int e = 0; e < E; ++e) {
+            float acc = bv[e];
+#pragma unroll
+            for (int k = 0; k < H; ++k)
+              if (!SEQ || sw[SEQ ? k : 0] == sc[SEQ ? c : 0]) acc = fmaf(w[e][k], xw[k][e], acc);
+            acc = fmaf(w[e][H], xc[c][e], acc);
+            y[e] = silu ? cc_silu(acc) : acc;
+            if (SEQ && sc[SEQ ? c : 0] < 0) y[e] = 0.f;
+          }
+          cc_store_pack<T, E>(ob, a.o[1], a.o[2], t + c, ne, vec, y);
+        }
+#pragma unroll
+        for (int j = 0; j < H; ++j) {
+#pragma unroll
+          for (int e = 0; e < E; ++e) xw[j][e] = j + 1 < H ? xw[j + 1][e] : xc[c][e];
+          if constexpr (SEQ) sw[j] = j + 1 < H ? sw[j + 1] : sc[c];
+        }
+      }
+    }
+    if ((a.flags & CC_FINAL) && t1 == a.L) {
+#pragma unroll
+      for (int j = 0; j < H; ++j)
+#pragma unroll
+        for (int e = 0; e < E; ++e)
+          if (e < ne)
+            fin[b * a.fs[0] + (d0 + e) * a.fs[1] + j * a.fs[2]] =
+                Conv<T>::from(cc_xt(xb + e * a.x[1], a.x[2], ib + e * a.is[1], a.is[2], a.L - H + j, a));
+    }
+  }
+}
+
+// Any strides and any width: one thread per output element. rseg = 1: channels fastest
+// (channel-last outputs), else time fastest.
+template <class T>
+__global__ void __launch_bounds__(256)
+ccf_gen(T* out, T* fin, const T* x, const void* wt, const void* bias, const T* init, const void* seq, const CcArgs a) {
+  const long long n = a.B * a.D * a.L;
+  const int H = a.W - 1;
+  const bool has_seq = (a.flags & CC_SEQ) != 0;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    long long b, d, t;
+    cc_split(i, a, b, d, t);
+    const T* xr = x + b * a.x[0] + d * a.x[1];
+    const T* ir = init + b * a.is[0] + d * a.is[1];
+    const long long sb = b * a.sq[0];
+    float acc = (a.flags & CC_BIAS) ? cc_ld(bias, d * a.bs, a.wcode) : 0.f;
+    const long long s = has_seq ? cc_seq(seq, sb + t * a.sq[1], a.flags) : 0;
+    for (int k = 0; k < a.W; ++k) {
+      const long long q = t - H + k;
+      if (has_seq && (q < 0 || cc_seq(seq, sb + q * a.sq[1], a.flags) != s)) continue;
+      acc = fmaf(cc_ld(wt, d * a.w[0] + k * a.w[1], a.wcode), cc_xt(xr, a.x[2], ir, a.is[2], q, a), acc);
+    }
+    float y = (a.flags & CC_SILU) ? cc_silu(acc) : acc;
+    if (has_seq && s < 0) y = 0.f;
+    out[b * a.o[0] + d * a.o[1] + t * a.o[2]] = Conv<T>::from(y);
+  }
+}
+
+// final_states[b, d, j] = x̃[b, d, L + j] (generic path): one thread per element.
+template <class T>
+__global__ void __launch_bounds__(256) cc_final(T* fin, const T* x, const T* init, const CcArgs a) {
+  const int H = a.W - 1;
+  const long long n = a.B * a.D * H;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    const long long j = i % H, r = i / H;
+    const long long d = r % a.D, b = r / a.D;
+    const T* xr = x + b * a.x[0] + d * a.x[1];
+    const T* ir = init + b * a.is[0] + d * a.is[1];
+    fin[b * a.fs[0] + d * a.fs[1] + j * a.fs[2]] = Conv<T>::from(cc_xt(xr, a.x[2], ir, a.is[2], a.L - H + j, a));
+  }
+}

@@ -1,0 +1,179 @@
+"""NVIDIA planning shared by the causal conv1d family: the packed launch arguments, the choice of
+kernel path per layout, grid sizes and the per-call choice between aligned and unaligned launches.
+
+Paths (each kernel is specialised on the width for 2 <= W <= 8):
+
+- ``cf`` channel-first: every (B, D, L) tensor of the op has time stride 1. A warp walks
+  ``rseg`` consecutive segments of 32·E steps of one (b, d) row, E = 16 bytes of x's dtype per
+  lane.
+- ``cl`` channel-last: every (B, D, L) tensor has channel stride 1. A thread holds CC_E = 4
+  channels and walks tiles of ``rseg``·8 time steps.
+- ``gen``: anything else (mixed or strided layouts, W > 8, L = 0): one thread per element.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+from infiniop_py.cuda.compiler import Launch
+from infiniop_py.cuda.kernel import ctype
+from infiniop_py.dtypes import DType, itemsize
+
+from .common import FAST_W, XDT
+
+HERE = Path(__file__).parent
+COMMON = (HERE / "common.cuh").read_text()
+DTYPES = tuple(sorted(XDT))
+WIDTHS = tuple(range(2, FAST_W + 1))
+WCODE = {DType.F32: 0, DType.F16: 1, DType.BF16: 2}
+
+# CcArgs::flags (common.cuh)
+BIAS, INIT, FINAL, SEQ, SEQ64, SILU, VEC = 1, 2, 4, 8, 16, 32, 64
+
+CL_E, CL_CH = 4, 8  # channel-last: channels per thread (forward), steps per chunk
+CLB_E = 2  # channel-last backward: channels per thread
+CF_WARPS = 4  # channel-first: warps per block
+CL_BLOCK = (32, 8)  # channel-last: packs x time groups
+GEN_BLOCK = 256
+CF_TASKS_PER_SM = 48  # channel-first: warp tasks per SM kept when lengthening them (rseg)
+CL_THREADS_PER_SM = 512  # channel-last: threads per SM kept when lengthening the tiles
+MAX_GRID = (1 << 31) - 1
+MAX_GRID_Y = 65535
+
+
+def source(*parts: Path) -> str:
+    """The family's common header followed by an operator's kernel file(s)."""
+    return COMMON + "".join(f'\n#line 1 "{p.name}"\n' + p.read_text() for p in parts)
+
+
+class CcArgs(ctypes.Structure):
+    """Mirror of ``struct CcArgs`` (common.cuh), passed to every kernel by value."""
+
+    _fields_ = [
+        ("B", ctypes.c_longlong),
+        ("D", ctypes.c_longlong),
+        ("L", ctypes.c_longlong),
+        ("x", ctypes.c_longlong * 3),
+        ("o", ctypes.c_longlong * 3),
+        ("g", ctypes.c_longlong * 3),
+        ("is_", ctypes.c_longlong * 3),
+        ("fs", ctypes.c_longlong * 3),
+        ("sq", ctypes.c_longlong * 2),
+        ("w", ctypes.c_longlong * 2),
+        ("bs", ctypes.c_longlong),
+        ("dw", ctypes.c_longlong * 2),
+        ("dbs", ctypes.c_longlong),
+        ("nseg", ctypes.c_longlong),
+        ("ntask", ctypes.c_longlong),
+        ("nparts", ctypes.c_longlong),
+        ("W", ctypes.c_int),
+        ("flags", ctypes.c_int),
+        ("wcode", ctypes.c_int),
+        ("rseg", ctypes.c_int),
+    ]
+
+
+def strides_of(desc, n: int) -> tuple:
+    return tuple(desc.strides) if desc is not None else (0,) * n
+
+
+def make_args(B, D, L, W, flags, wdtype, **strides) -> CcArgs:  # noqa: N803
+    """CcArgs with the given strides (names as in the struct; ``is_`` for initial_states)."""
+    a = CcArgs()
+    a.B, a.D, a.L, a.W, a.flags, a.wcode = B, D, L, W, flags, WCODE[wdtype]
+    for k, v in strides.items():
+        if isinstance(getattr(a, k), int):
+            setattr(a, k, int(v))
+        else:
+            arr = getattr(a, k)
+            for i, s in enumerate(v):
+                arr[i] = int(s)
+    return a
+
+
+def with_(a: CcArgs, **fields) -> CcArgs:
+    b = CcArgs.from_buffer_copy(bytes(a))
+    for k, v in fields.items():
+        setattr(b, k, v)
+    return b
+
+
+def path_for(W: int, L: int, rows: list) -> str:  # noqa: N803
+    """'cf', 'cl' or 'gen' for the (B, D, L) tensors ``rows`` (their strides)."""
+    if W > FAST_W or L == 0:
+        return "gen"
+    cf = all(L <= 1 or s[2] == 1 for s in rows)
+    cl = all(s[1] == 1 for s in rows)
+    if cf and (not cl or L >= 32):
+        return "cf"
+    return "cl" if cl else "gen"
+
+
+def vec_ok(shape, rows: list, dims: tuple, e: int) -> bool:
+    """The strides of ``dims`` (dims of size > 1) are multiples of ``e`` in every row tensor."""
+    return all(shape[i] <= 1 or s[i] % e == 0 for s in rows for i in dims)
+
+
+def cf_plan(B, D, L, T: DType, sms: int):  # noqa: N803
+    """(E, nseg, rseg, ntask, blocks) of the channel-first kernels."""
+    e = 16 // itemsize(T)
+    nseg = -(-L // (32 * e))
+    rows = B * D
+    rseg = 1
+    # Longer runs per warp (fewer index computations and weight loads, fewer partial rows in the
+    # backward) while the grid still holds ~4 waves of 16 resident 4-warp blocks.
+    while rseg < 8 and rseg * 2 <= nseg and rows * -(-nseg // (rseg * 2)) >= sms * CF_TASKS_PER_SM:
+        rseg *= 2
+    ntask = rows * -(-nseg // rseg)
+    blocks = max(1, min(-(-ntask // CF_WARPS), MAX_GRID))
+    return e, nseg, rseg, ntask, blocks
+
+
+def cl_plan(B, D, L, sms: int, e: int = CL_E):  # noqa: N803
+    """(rseg, ntile, ntask, grid) of the channel-last kernels: tiles of rseg·8 steps, as long
+    as the grid keeps about 2048 threads per SM (fewer for long tiles means little parallelism)."""
+    npack = -(-D // e)
+    gx = -(-npack // CL_BLOCK[0])
+    want = sms * CL_THREADS_PER_SM
+    rseg = 8
+    while rseg > 1 and B * -(-L // (rseg * CL_CH)) * npack < want:
+        rseg //= 2
+    ntile = -(-L // (rseg * CL_CH))
+    ntask = B * ntile
+    gy = max(1, min(-(-ntask // CL_BLOCK[1]), MAX_GRID_Y))
+    return rseg, ntile, ntask, (gx, gy)
+
+
+def gen_grid(n: int, sms: int) -> int:
+    return max(1, min(-(-n // GEN_BLOCK), sms * 32))
+
+
+class Pick:
+    """Per call: the aligned launches when every listed pointer is aligned, else the others.
+
+    aligned: [(pointer index, bytes)]; launches are lists run in order."""
+
+    def __init__(self, vec: list | None, plain: list, aligned: list):
+        self.vec, self.plain, self.aligned = vec, plain, aligned
+
+    def __call__(self, ptrs, ws, stream):
+        run = self.plain
+        if self.vec is not None:
+            for i, n in self.aligned:
+                if ptrs[i] % n:
+                    break
+            else:
+                run = self.vec
+        for launch in run:
+            launch(ptrs, ws, stream)
+
+
+def launch(fn_ptr: int, grid, block, args: list, cc: CcArgs) -> Launch:
+    return Launch(fn_ptr, grid, block, [*args, bytes(cc)])
+
+
+def names(kernel: str, T: DType, W: int | None = None, seq: bool | None = None) -> str:  # noqa: N803
+    """A kernel's name expression: kernel<T>, kernel<T, W> or kernel<T, W, SEQ>."""
+    args = [ctype(T)] + ([str(W)] if W is not None else []) + ([str(seq).lower()] if seq is not None else [])
+    return f"{kernel}<{', '.join(args)}>"

@@ -1,0 +1,140 @@
+"""causal_conv1d_backward: dx, dweight, dbias? and dinitial_states? of causal_conv1d (ops.md §7.2).
+
+pre is recomputed from x (for SiLU), g = dout·silu'(pre) (or dout), 0 at padding tokens; dx̃ is
+the correlation of g with the flipped weight, dweight[d, k] = sum over (b, t) of g·x̃[t + k] and
+dbias = sum g. dweight/dbias are summed in a fixed order from per-block f32 partials (NVIDIA:
+in the workspace), so results are bitwise reproducible; ``deterministic=false`` is accepted and
+takes the same path. The CPU accumulates those sums in f64.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
+from infiniop_py.status import Status
+
+from ..causal_conv1d.common import (
+    MAX_W,
+    XDT,
+    ConvFiles,
+    activation_attr,
+    check_sequence_inputs,
+    check_weight,
+    check_x,
+    conv_pre,
+    dsilu,
+    extended,
+    f32,
+    is_silu,
+    need_dtype,
+    need_shape,
+    ref_forward,
+    seq_masks,
+    store,
+)
+from . import cuda
+
+
+def validate(check: Checker) -> Info:
+    B, D, L = check_x(check)  # noqa: N806
+    W = check_weight(check, D, MAX_W)  # noqa: N806
+    check_sequence_inputs(check, B, D, L, W)
+    xdt, wdt = check["x"].dtype, check["weight"].dtype
+    for name in ("dx", "dout", "dinitial_states"):
+        need_dtype(check, name, xdt, f"{name} has x's dtype")
+    for name in ("dweight", "dbias"):
+        need_dtype(check, name, wdt, f"{name} has weight's dtype")
+    need_shape(check, "dx", (B, D, L))
+    need_shape(check, "dout", (B, D, L))
+    need_shape(check, "dweight", (D, W))
+    need_shape(check, "dbias", (D,))
+    need_shape(check, "dinitial_states", (B, D, W - 1))
+    if (check["dbias"] is None) != (check["bias"] is None):
+        check.fail(Status.BAD_PARAM, "tensor 'dbias' must be given exactly when 'bias' is")
+    if check["dinitial_states"] is not None and check["initial_states"] is None:
+        check.fail(Status.BAD_PARAM, "tensor 'dinitial_states' needs 'initial_states'")
+    check.writable("dx", "dweight", "dbias", "dinitial_states")
+    return Info(check.op, check.tensors, check.attrs, B=B, D=D, L=L, W=W, silu=is_silu(check.attrs["activation"]))
+
+
+def cpu(info: Info):
+    W, silu = info.W, info.silu  # noqa: N806
+    H = W - 1  # noqa: N806
+
+    def run(views, ws, rt):
+        x, seq = views["x"], views["seq_idx"]
+        L = x.shape[2]  # noqa: N806
+        xt = extended(x, views["initial_states"], H)
+        w = f32(views["weight"])
+        masks = seq_masks(seq, W)
+        g = np.array(f32(views["dout"]), dtype=np.float32, copy=True)
+        if silu and g.size:
+            g *= dsilu(conv_pre(xt, w, f32(views["bias"]), masks, L))
+        if seq is not None:
+            g[np.broadcast_to((seq < 0)[:, None, :], g.shape)] = 0.0
+        dxt = np.zeros(xt.shape, np.float32)
+        dw = np.zeros(w.shape, np.float64)
+        tmp = np.empty(g.shape, np.float32)
+        for k in range(W):
+            gk = g if masks is None else np.where(masks[k][:, None, :], g, np.float32(0.0))
+            np.multiply(gk, w[None, :, k, None], out=tmp)
+            dxt[..., k : k + L] += tmp
+            np.multiply(gk, xt[..., k : k + L], out=tmp)
+            dw[:, k] = tmp.sum(axis=(0, 2), dtype=np.float64)
+        store(views["dx"], dxt[..., H:])
+        store(views["dinitial_states"], dxt[..., :H])
+        store(views["dweight"], dw)
+        store(views["dbias"], g.sum(axis=(0, 2), dtype=np.float64))
+
+    return run
+
+
+def reference(x, weight, dout, bias=None, initial_states=None, seq_idx=None, activation="none", deterministic=True):
+    """Autograd of the float64 forward (ops.md §7.1)."""
+    import torch
+
+    with torch.enable_grad():
+        leaves = {
+            n: t.detach().clone().requires_grad_(True)
+            for n, t in (("x", x), ("weight", weight), ("bias", bias), ("initial_states", initial_states))
+            if t is not None
+        }
+        y, _ = ref_forward(leaves["x"], leaves["weight"], leaves.get("bias"), leaves.get("initial_states"), seq_idx, activation)
+        grads = torch.autograd.grad(y, list(leaves.values()), dout, allow_unused=True)
+    got = {n: torch.zeros_like(leaves[n]) if gr is None else gr for n, gr in zip(leaves, grads)}
+    res = {"dx": got["x"], "dweight": got["weight"]}
+    if "bias" in got:
+        res["dbias"] = got["bias"]
+    if "initial_states" in got:
+        res["dinitial_states"] = got["initial_states"]
+    return res
+
+
+SPEC = OpSpec(
+    name="causal_conv1d_backward",
+    stem="CausalConv1dBackward",
+    tensors=(
+        out("dx"),
+        out("dweight"),
+        out("dbias", optional=True),
+        out("dinitial_states", optional=True),
+        inp("x"),
+        inp("weight"),
+        inp("bias", optional=True),
+        inp("dout"),
+        inp("initial_states", optional=True),
+        inp("seq_idx", optional=True),
+    ),
+    attrs=(activation_attr(), Attr("deterministic", "bool", True, doc="bitwise reproducible dweight/dbias")),
+    validate=validate,
+    dtypes=XDT,
+    cpu=cpu,
+    nvidia=cuda.factory,
+    reference=reference,
+    infer=lambda x, weight, bias=None, **_: {"dx": x, "dweight": weight, **({"dbias": bias} if bias is not None else {})},
+    torch="torch.autograd.grad(causal_conv1d(x, weight, bias, ...), (x, weight, bias, initial_states), dout)",
+    summary="gradients of causal_conv1d: dx, dweight, dbias, dinitial_states (deterministic sums)",
+    gguf=ConvFiles(),
+    kernel_sources=("../causal_conv1d/common.cuh", "kernel.cu"),
+)

@@ -1,0 +1,144 @@
+"""causal_conv1d_update: one decode step of 1-8 new tokens against a conv state (ops.md §7.3).
+
+x and out are (B, D) or (B, D, T); conv_state (S, D, W-1) is read and written in place (an
+in/out tensor: it is passed once, among the outputs). For each token in order: window =
+[state, x_t], out_t = act(bias + sum_k weight[:, k]·window[k]), then the state shifts left and
+takes x_t. conv_state_indices (B,) (i32, i64 accepted) picks row b's state; an index < 0 marks
+a padding slot (out 0, no state touched). Indices are data, never validated: one >= S is
+treated as a padding slot too, so no index reaches outside conv_state. Two rows naming the same
+slot leave that slot with one of their results (which one is unspecified).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from infiniop_py.dtypes import IDX
+from infiniop_py.spec import Checker, Info, OpSpec, inout, inp, out
+from infiniop_py.status import Status
+
+from ..causal_conv1d.common import (
+    FAST_W,
+    MAX_T,
+    XDT,
+    ConvFiles,
+    activation_attr,
+    check_weight,
+    f32,
+    is_silu,
+    need_dtype,
+    need_shape,
+    silu_,
+    store,
+)
+from . import cuda
+
+
+def validate(check: Checker) -> Info:
+    check.dtype_in("x", XDT)
+    x = check["x"]
+    if x.ndim not in (2, 3):
+        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'x' must be (B, D) or (B, D, T), got shape {list(x.shape)}")
+    B, D = x.shape[:2]  # noqa: N806
+    T = x.shape[2] if x.ndim == 3 else 1  # noqa: N806
+    if not 1 <= T <= MAX_T:
+        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'x' has {T} new tokens (1 <= T <= {MAX_T})")
+    W = check_weight(check, D, FAST_W)  # noqa: N806
+    for name in ("out", "conv_state"):
+        need_dtype(check, name, x.dtype, f"{name} has x's dtype")
+    need_shape(check, "out", x.shape)
+    cs = check["conv_state"]
+    if cs.ndim != 3 or cs.shape[1:] != (D, W - 1):
+        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'conv_state' shape {list(cs.shape)} must be (S, {D}, {W - 1})")
+    S = cs.shape[0]  # noqa: N806
+    if check["conv_state_indices"] is None:
+        if S != B:
+            check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'conv_state' has {S} states but x has batch {B} (no conv_state_indices)")
+    else:
+        check.dtype_in("conv_state_indices", IDX)
+        need_shape(check, "conv_state_indices", (B,))
+    check.writable("out", "conv_state")
+    return Info(check.op, check.tensors, check.attrs, B=B, D=D, T=T, W=W, S=S, silu=is_silu(check.attrs["activation"]))
+
+
+def cpu(info: Info):
+    B, D, T, W, S, silu = info.B, info.D, info.T, info.W, info.S, info.silu  # noqa: N806
+    H = W - 1  # noqa: N806
+
+    def run(views, ws, rt):
+        x, o, cs, ind = views["x"], views["out"], views["conv_state"], views["conv_state_indices"]
+        if x.ndim == 2:
+            x, o = x[:, :, None], o[:, :, None]
+        if o.size == 0:
+            return
+        idx = np.arange(B, dtype=np.int64) if ind is None else np.asarray(ind).astype(np.int64)
+        live = (idx >= 0) & (idx < S)
+        rows = idx[live]
+        win = np.zeros((B, D, H + T), np.float32)
+        win[live, :, :H] = f32(cs[rows])
+        win[..., H:] = f32(x)
+        w, bias = f32(views["weight"]), f32(views["bias"])
+        res = np.empty((B, D, T), np.float32)
+        for t in range(T):
+            acc = np.zeros((B, D), np.float32) if bias is None else np.repeat(bias[None, :], B, 0)
+            for k in range(W):
+                acc += w[None, :, k] * win[:, :, t + k]
+            res[..., t] = acc
+        if silu:
+            silu_(res)
+        res[~live] = 0.0
+        store(o, res)
+        if rows.size:
+            new = np.empty((rows.size, D, H), cs.dtype)
+            store(new, win[live, :, T:])
+            cs[rows] = new
+
+    return run
+
+
+def reference(x, conv_state, weight, bias=None, conv_state_indices=None, activation="none"):
+    """An explicit loop over the new tokens, in float64."""
+    import torch
+    import torch.nn.functional as F  # noqa: N812
+
+    x3 = x if x.ndim == 3 else x.unsqueeze(-1)
+    B, D, T = x3.shape  # noqa: N806
+    S = conv_state.shape[0]  # noqa: N806
+    state = conv_state.clone()
+    out_ = x3.new_zeros(B, D, T)
+    for b in range(B):
+        s = b if conv_state_indices is None else int(conv_state_indices[b])
+        if not 0 <= s < S:
+            continue  # padding slot: out 0, no state touched
+        win = state[s].clone()
+        for t in range(T):
+            full = torch.cat([win, x3[b, :, t : t + 1]], dim=-1)
+            y = (full * weight).sum(-1) + (bias if bias is not None else 0.0)
+            out_[b, :, t] = F.silu(y) if is_silu(activation) else y
+            win = full[:, 1:]
+        state[s] = win
+    return {"out": out_.reshape(x.shape), "conv_state": state}
+
+
+SPEC = OpSpec(
+    name="causal_conv1d_update",
+    stem="CausalConv1dUpdate",
+    tensors=(
+        out("out"),
+        inout("conv_state"),
+        inp("x"),
+        inp("weight"),
+        inp("bias", optional=True),
+        inp("conv_state_indices", optional=True),
+    ),
+    attrs=(activation_attr(),),
+    validate=validate,
+    dtypes=XDT,
+    cpu=cpu,
+    nvidia=cuda.factory,
+    reference=reference,
+    torch="causal_conv1d_update(x, conv_state, weight, bias, activation, conv_state_indices=...) (Dao-AILab)",
+    summary="one decode step (1-8 tokens) of causal_conv1d against conv_state, updated in place",
+    gguf=ConvFiles(),
+    kernel_sources=("../causal_conv1d/common.cuh", "kernel.cu"),
+)

@@ -1,0 +1,69 @@
+"""NVIDIA causal_conv1d_update: one launch of ``ccu`` (a thread per (batch, channel))."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from infiniop_py.cuda.compiler import Slot, get_module
+from infiniop_py.cuda.kernel import CudaKernel
+from infiniop_py.dtypes import DType
+from infiniop_py.norm import sm_count
+from infiniop_py.spec import Info
+
+from ..causal_conv1d import plan
+from ..causal_conv1d.plan import GEN_BLOCK, Pick, launch, names
+
+SOURCE = plan.source(Path(__file__).parent / "kernel.cu")
+
+
+class CausalConv1dUpdateKernel(CudaKernel):
+    def __init__(self, info: Info, handle):
+        super().__init__(handle)
+        ti = info.tensors
+        T = ti["x"].dtype  # noqa: N806
+        B, D, T_, W, S = info.B, info.D, info.T, info.W, info.S  # noqa: N806
+
+        def bdt(desc):  # strides as (B, D, T)
+            st = desc.strides
+            return st if len(st) == 3 else (st[0], st[1], 0)
+
+        ind = ti["conv_state_indices"]
+        flags = (plan.BIAS if ti["bias"] is not None else 0) | (plan.SILU if info.silu else 0)
+        if ind is not None:
+            flags |= plan.SEQ | (plan.SEQ64 if ind.dtype is DType.I64 else 0)
+        a = plan.make_args(
+            B,
+            D,
+            T_,
+            W,
+            flags,
+            ti["weight"].dtype,
+            x=bdt(ti["x"]),
+            o=bdt(ti["out"]),
+            is_=ti["conv_state"].strides,
+            sq=(ind.strides[0] if ind is not None else 0, 0),
+            w=ti["weight"].strides,
+            bs=ti["bias"].strides[0] if ti["bias"] is not None else 0,
+            nseg=S,
+        )
+        runs = []
+        if B * D:
+            name = names("ccu", T, W)
+            fn = get_module(SOURCE, [name], handle.device_id).ptr[name]
+            grid = (plan.gen_grid(B * D, sm_count(handle)),)
+            runs.append(launch(fn, grid, (GEN_BLOCK,), [Slot(i) for i in range(6)], a))
+        self.pick = Pick(None, runs, [])
+
+    def launch(self, ptrs, ws, rt, stream):
+        self.pick(ptrs, ws, stream)
+
+
+def factory(info: Info, handle):
+    return CausalConv1dUpdateKernel(info, handle)
+
+
+def compile_units():
+    return [(SOURCE, [names("ccu", t, w) for w in plan.WIDTHS]) for t in plan.DTYPES]
+
+
+factory.compile_units = compile_units
