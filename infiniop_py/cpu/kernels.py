@@ -19,13 +19,16 @@ underflow 0, NaN stays NaN.
 
 from __future__ import annotations
 
+import math
+
 import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, overload
 
-_jit = numba.njit(nogil=True, cache=True, error_model="numpy", boundscheck=False)
+# contract: a * b + c may become one fused multiply-add (one rounding instead of two)
+_jit = numba.njit(nogil=True, cache=True, error_model="numpy", boundscheck=False, fastmath={"contract"})
 F = np.float32
 
 
@@ -424,3 +427,18 @@ def batch_norm_backward(x, dy, w, eps, gx, gw, gb, c0, c1):
         for i in range(nb):
             for j in range(nl):
                 st(gx, (i, c, j), a32 * ld(dy[i, c, j]) - off - k32 * (ld(x[i, c, j]) - m32))
+
+
+@_jit
+def gelu_erf(x, q, a, out):
+    """``out = x Phi(x)`` with the cancellation-free erfc form of ops/gelu/phi.py: t = 1/(1 + a|x|),
+    h = t Q(t) exp(-x^2/2) (``q``: Q's coefficients times 1/2, highest degree first, a tuple),
+    Phi = h for x < 0 (and -0), 1 - h otherwise (as step - copysign(h, x)); NaN stays NaN."""
+    for i in range(out.size):
+        v = ld(x[i])
+        t = F(1.0) / (F(1.0) + a * abs(v))
+        c = q[0]
+        for k in range(1, len(q)):
+            c = c * t + q[k]
+        h = c * t * exp32(v * v * F(-0.5))
+        st(out, i, v * ((F(0.5) + math.copysign(F(0.5), v)) - math.copysign(h, v)))

@@ -64,12 +64,17 @@ SPEC = elementwise_op(
 
 
 def _cpu(info):
-    """f32/f16/bf16, erf form: the erfc formula of phi.py in f32 with in-place ufuncs on chunks
-    (about 25 passes over cache-resident f32 buffers); f64 and the tanh form: the framework."""
+    """f32/f16/bf16, erf form: the erfc formula of phi.py in f32, one compiled loop on dense
+    operands (cpu/kernels.py: gelu_erf), else in-place ufuncs on chunks (about 25 passes over
+    cache-resident f32 buffers); f64 and the tanh form: the framework."""
     import numpy as np
 
+    from infiniop_py.cpu import jit, pool
+    from infiniop_py.cpu.rows import bits
     from infiniop_py.elementwise import make_cpu, parallel_chunks
     from infiniop_py.halfconv import copy_into
+
+    from .phi import P_OVER_SQRT2, Q_HALF
 
     generic = make_cpu(gelu_numpy, ("approximate",))(info)
     out_dt = info.tensors["output"].dtype
@@ -88,10 +93,18 @@ def _cpu(info):
                 np.multiply(xf, cdf, out=cdf)
                 copy_into(dst, cdf)
 
+    q = tuple(f32(c) for c in Q_HALF[::-1])
+    a = f32(P_OVER_SQRT2)
+
     def run(views, ws, rt):
-        dst = views["output"]
-        if dst.size:
-            parallel_chunks(compute, dst, [views["input"]])
+        dst, x = views["output"], views["input"]
+        if not dst.size:
+            return
+        k = jit.kernels()
+        if k is not None and dst.flags.c_contiguous and x.flags.c_contiguous and x.dtype == dst.dtype:
+            pool.run_flat(lambda o, i: k.gelu_erf(i, q, a, o), [bits(dst).reshape(-1), bits(x).reshape(-1)])
+            return
+        parallel_chunks(compute, dst, [x])
 
     return run
 

@@ -31,6 +31,7 @@ SPEC = elementwise_op(
     cuda=ACCURATE,
     cuda_variant=lambda dt, _: "return __frcp_rn(1.0f + __expf(-input));" if dt in H else ACCURATE,
     numpy=_numpy,
+    cpu_kernel="sigmoid",
     dtypes=F,
     reference=lambda input: __import__("torch").sigmoid(input),
     torch="torch.sigmoid(input)",
