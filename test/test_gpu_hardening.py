@@ -611,7 +611,7 @@ def test_gguf_runner_frees_everything_after_failures(device, tmp_path, capsys):
     before = memory(cp)
     traced = traced_bytes(run, 2)
     grown = growth(before, memory(cp))
-    report(test="gguf_runner_failures", device=device, runs=2, traced=traced, **grown)
+    report(test="gguf_runner_failures", backend=device, runs=2, traced=traced, **grown)
     check_flat(f"infiniop-test {flag} on a failing file", grown, traced)
 
 
@@ -650,7 +650,7 @@ def test_cycles_keep_host_and_device_memory_flat(op, device):
     fam = family(get_spec(op))
     report(
         test="cycles",
-        device=device,
+        backend=device,
         op=op,
         family=fam,
         case=index,
