@@ -284,6 +284,7 @@ def test_every_candidate_builds_with_faked_gpu(op, monkeypatch):
                     assert launch.ws_offset <= ws, (name, launch.ws_offset, ws)
             ptrs = [0x1000 * (i + 1) for i in range(len(get_spec(op).tensors))]
             kernel.launch(ptrs, 0x900000 if ws else 0, (), 0)
+        assert mod.create(info, handle).plan_name == mod.planned(info)[0]  # the rule table's choice is built
     assert any("cudnn" in n for n in names) and len(names) >= 3, names
 
 

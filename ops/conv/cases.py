@@ -14,21 +14,27 @@ def out_shape(x, w, attrs) -> tuple:
     return (x[0], w[0], *(conv_out_size(x[2 + i], w[2 + i], s[i], p[i], d[i]) for i in range(nd)))
 
 
-def conv(x, w, bias: bool, dtypes, description, attrs=None, xs=None, ws=None, ys=None, f32_atol=None, **kw) -> list[Case]:
-    """One case (y's shape from the formula); with ``f32_atol``, f32 gets its own case with that
-    absolute tolerance (long dot products) and the other dtypes keep theirs."""
-    attrs = attrs or {}
-    y = out_shape(x, w, attrs)
-    t = {"y": T(y, ys), "x": T(x, xs), "w": T(w, ws), "b": T((w[0],)) if bias else None}
-    if f32_atol is None:
-        return [Case(t, dtypes, description, attrs=attrs, **kw)]
-    rest = tuple(d for d in dtypes if d.name != "F32")
-    return [Case(t, rest, description, attrs=attrs, **kw), Case(t, (DType.F32,), description, attrs=attrs, atol=f32_atol, **kw)]
-
-
 def f32_long(k: int) -> float:
     """f32 tolerance for dot products of length k on values in [-2, 2]."""
     return max(1e-5, 2e-6 * k**0.5 * 4)
+
+
+def cases(tensors, dtypes, description, attrs, f32_atol=None, **kw) -> list[Case]:
+    """One case; with ``f32_atol``, f32 gets its own case with that absolute tolerance (long dot
+    products) and the other dtypes keep theirs."""
+    if f32_atol is None:
+        return [Case(tensors, dtypes, description, attrs=attrs, **kw)]
+    rest = tuple(d for d in dtypes if d.name != "F32")
+    f32 = Case(tensors, (DType.F32,), description, attrs=attrs, atol=f32_atol, **kw)
+    return [Case(tensors, rest, description, attrs=attrs, **kw), f32]
+
+
+def conv(x, w, bias: bool, dtypes, description, attrs=None, xs=None, ws=None, ys=None, f32_atol=None, **kw) -> list[Case]:
+    """Case(s) with y's shape from the formula (see ``cases``)."""
+    attrs = attrs or {}
+    y = out_shape(x, w, attrs)
+    t = {"y": T(y, ys), "x": T(x, xs), "w": T(w, ws), "b": T((w[0],)) if bias else None}
+    return cases(t, dtypes, description, attrs, f32_atol, **kw)
 
 
 _TABLE = [

@@ -9,8 +9,6 @@ measurement (``infiniop_py.cuda.autotune``) pick among ``candidates(info, handle
 
 from __future__ import annotations
 
-from infiniop_py.spec import Info
-
 from . import engine
 
 WAVE = 264  # blocks that fill an H100 (132 SMs) about twice
@@ -67,73 +65,6 @@ RULES = (
 )
 
 
-def names() -> list[str]:
-    """Every plan name this backend can report or be pinned to."""
-    return [*CONFIGS, "empty", engine.MEASURE]
-
-
-def problem(info: Info) -> engine.Conv:
-    g = info.geo
-    x = info["x"]
-    return engine.Conv(
-        x.dtype,
-        g.nd,
-        x,
-        info["w"],
-        info["y"],
-        info["b"],
-        g.groups,
-        g.cin_g,
-        g.cout_g,
-        g.k,
-        g.s,
-        g.p,
-        g.d,
-        False,
-        (0, 1, 2, 3),
-        bool(info.attrs.get("allow_tf32")),
-    )
-
-
-def candidates(info: Info, handle) -> list[tuple[str, object]]:
-    """Every config that can run this problem, as (name, factory() -> kernel)."""
-    c = problem(info)
-    return [(name, engine.factory(cfg, c, handle)) for name, cfg in CONFIGS.items() if cfg.applies(c)]
-
-
-def planned(info: Info) -> tuple[str, list[str]]:
-    """The rule table's plan for this problem and the kernels it launches (cuDNN counts as
-    available only where it loads; no GPU needed otherwise)."""
-    c = problem(info)
-    if info["y"].numel == 0:
-        return "empty", []
-    name = engine.first_match(RULES, c)[1]
-    return name, CONFIGS[name].kernel_names(c)
-
-
-def create(info: Info, handle):
-    c = problem(info)
-    if info["y"].numel == 0:
-        return engine.ConvKernel(handle, [], 0, "empty")
-    pinned = info.attrs.get("plan")
-    cands = candidates(info, handle)
-    if pinned == engine.MEASURE:
-        descs = [info[n] for n in ("y", "x", "w", "b")]
-        kernel = engine.measured_kernel(engine.key("conv", c), cands, descs, handle.device_id)
-        if kernel is not None:
-            return kernel
-    elif pinned is not None:
-        return engine.pinned_kernel("conv", pinned, cands)
-    table = dict(cands)
-    return engine.first_buildable("conv", engine.matching(RULES, c), lambda name: table[name]())[1]
-
-
-def compile_units():
-    names = []
-    for dt in engine.GPU_DTYPES:
-        for cfg in CONFIGS.values():
-            if isinstance(cfg, engine.IGemm) and not cfg.applies_dtype(dt):
-                continue
-            if not isinstance(cfg, engine.Cudnn):
-                names += cfg.names(dt)
-    return [(engine.SOURCE, names)]
+PLANNER = engine.Planner("conv", CONFIGS, RULES, transposed=False)
+names, problem, candidates = PLANNER.names, PLANNER.problem, PLANNER.candidates
+planned, create, compile_units = PLANNER.planned, PLANNER.create, PLANNER.compile_units

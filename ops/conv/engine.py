@@ -696,3 +696,67 @@ def measured_kernel(key, candidates, descs, device_id: int):
         winner = autotune.choose(key, [(n, runner(k)) for n, k in built], device_id=device_id)
         cp.cuda.Device(device_id).synchronize()
     return dict(built)[winner]
+
+
+# -- a one-stage planner (conv, conv_transpose) ------------------------------------------------
+def forward_problem(info, transposed: bool) -> Conv:
+    """The Conv of conv (x -> y) or conv_transpose (x -> y by stride phases) from its Info."""
+    g = info.geo
+    x = info["x"]
+    return Conv(
+        x.dtype, g.nd, x, info["w"], info["y"], info["b"], g.groups, g.cin_g, g.cout_g, g.k, g.s, g.p, g.d,
+        transposed, (0, 1, 2, 3), bool(info.attrs.get("allow_tf32")),
+    )  # fmt: skip
+
+
+class Planner:
+    """Rule table + candidates of an operator with one stage (y from x, w, b)."""
+
+    def __init__(self, op: str, configs: dict, rules, transposed: bool):
+        self.op, self.configs, self.rules, self.transposed = op, configs, rules, transposed
+
+    def names(self) -> list[str]:
+        """Every plan name the backend can report or be pinned to."""
+        return [*self.configs, "empty", MEASURE]
+
+    def problem(self, info) -> Conv:
+        return forward_problem(info, self.transposed)
+
+    def candidates(self, info, handle) -> list[tuple[str, object]]:
+        """Every config that can run this problem, as (name, factory() -> kernel)."""
+        c = self.problem(info)
+        return [(name, factory(cfg, c, handle)) for name, cfg in self.configs.items() if cfg.applies(c)]
+
+    def planned(self, info) -> tuple[str, list[str]]:
+        """The rule table's plan for this problem and the kernels it launches (cuDNN counts
+        as available only where it loads; no GPU needed otherwise)."""
+        c = self.problem(info)
+        if info["y"].numel == 0:
+            return "empty", []
+        name = first_match(self.rules, c)[1]
+        return name, self.configs[name].kernel_names(c)
+
+    def create(self, info, handle):
+        c = self.problem(info)
+        if info["y"].numel == 0:
+            return ConvKernel(handle, [], 0, "empty")
+        pinned = info.attrs.get("plan")
+        cands = self.candidates(info, handle)
+        if pinned == MEASURE:
+            descs = [info[n] for n in ("y", "x", "w", "b")]
+            kernel = measured_kernel(key(self.op, c), cands, descs, handle.device_id)
+            if kernel is not None:
+                return kernel
+        elif pinned is not None:
+            return pinned_kernel(self.op, pinned, cands)
+        table = dict(cands)
+        return first_buildable(self.op, matching(self.rules, c), lambda name: table[name]())[1]
+
+    def compile_units(self):
+        names = []
+        for dt in GPU_DTYPES:
+            for cfg in self.configs.values():
+                if isinstance(cfg, Cudnn) or (isinstance(cfg, IGemm) and not cfg.applies_dtype(dt)):
+                    continue
+                names += cfg.names(dt)
+        return [(SOURCE, names)]

@@ -1,7 +1,6 @@
-from infiniop_py.dtypes import DType
 from infiniop_py.testing.cases import Case, T
 
-from ..conv.cases import f32_long, out_shape
+from ..conv.cases import cases, f32_long, out_shape
 from . import SPEC
 
 DT = tuple(sorted(SPEC.dtypes))
@@ -21,10 +20,7 @@ def bw(
         "input": T(x, xs),
         "weight": T(w, ws),
     }
-    if f32_atol is None:
-        return [Case(t, dtypes, description, attrs=attrs, **kw)]
-    rest = tuple(d for d in dtypes if d.name != "F32")
-    return [Case(t, rest, description, attrs=attrs, **kw), Case(t, (DType.F32,), description, attrs=attrs, atol=f32_atol, **kw)]
+    return cases(t, dtypes, description, attrs, f32_atol, **kw)
 
 
 _TABLE = [

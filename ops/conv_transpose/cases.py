@@ -1,8 +1,7 @@
-from infiniop_py.dtypes import DType
 from infiniop_py.spatial import conv_transpose_out_size
 from infiniop_py.testing.cases import Case, T
 
-from ..conv.cases import f32_long
+from ..conv.cases import cases, f32_long
 from ..conv.geometry import full_lists
 from . import SPEC
 
@@ -23,10 +22,7 @@ def ct(x, w, bias: bool, dtypes, description, attrs=None, xs=None, ws=None, ys=N
     groups = attrs.get("groups", 1)
     y = out_shape(x, w, groups, attrs)
     t = {"y": T(y, ys), "x": T(x, xs), "w": T(w, ws), "b": T((y[1],)) if bias else None}
-    if f32_atol is None:
-        return [Case(t, dtypes, description, attrs=attrs, **kw)]
-    rest = tuple(d for d in dtypes if d.name != "F32")
-    return [Case(t, rest, description, attrs=attrs, **kw), Case(t, (DType.F32,), description, attrs=attrs, atol=f32_atol, **kw)]
+    return cases(t, dtypes, description, attrs, f32_atol, **kw)
 
 
 _TABLE = [
