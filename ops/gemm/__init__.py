@@ -14,6 +14,7 @@ import numpy as np
 
 from infiniop_py.cuda.kernel import CudaKernel
 from infiniop_py.dtypes import DType, F
+from infiniop_py.halfconv import copy_into, to_f32
 from infiniop_py.spec import Attr, Checker, Info, OpSpec, inout, inp
 from infiniop_py.status import Status
 
@@ -74,6 +75,8 @@ def validate(check: Checker) -> Info:
 
 
 def cpu(info: Info):
+    """BLAS through NumPy's matmul, f16/bf16 through f32 (converted once, rounded once); an f32/f64
+    product goes straight into c when beta is 0."""
     dt = info["c"].dtype
     work = np.float64 if dt is DType.F64 else np.float32
 
@@ -84,13 +87,19 @@ def cpu(info: Info):
             return
         a3 = a.reshape((1,) + a.shape) if a.ndim == 2 else a
         b3 = b.reshape((1,) + b.shape) if b.ndim == 2 else b
-        prod = np.matmul(a3.astype(work), b3.astype(work))
+        c3 = c.reshape((1,) + c.shape) if c.ndim == 2 else c
+        a3, b3 = to_f32(a3) if work is np.float32 else a3, to_f32(b3) if work is np.float32 else b3
+        if c.dtype == work and beta == 0.0 and np.broadcast_shapes(a3.shape[:-2], b3.shape[:-2]) == c3.shape[:-2]:
+            np.matmul(a3, b3, out=c3)
+            if alpha != 1.0:
+                c3 *= work(alpha)
+            return
+        prod = np.matmul(a3, b3)
         if alpha != 1.0:
             prod *= work(alpha)
         if beta != 0.0:
-            c3 = c.reshape((1,) + c.shape) if c.ndim == 2 else c
-            prod = prod + work(beta) * c3.astype(work)
-        c[...] = np.broadcast_to(prod, (info.batch, info.m, info.n)).reshape(c.shape)
+            prod = prod + work(beta) * to_f32(c3) if work is np.float32 else prod + work(beta) * c3
+        copy_into(c3, np.broadcast_to(prod, c3.shape))
 
     return run
 

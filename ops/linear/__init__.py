@@ -17,6 +17,7 @@ import numpy as np
 
 from infiniop_py.cuda.kernel import CudaKernel
 from infiniop_py.dtypes import DType, F
+from infiniop_py.halfconv import copy_into, to_f32
 from infiniop_py.layout import collapse
 from infiniop_py.spec import Checker, Info, OpSpec, inp, out
 from infiniop_py.status import Status
@@ -47,6 +48,8 @@ def validate(check: Checker) -> Info:
 
 
 def cpu(info: Info):
+    """y = x wᵀ (+ b) through NumPy's matmul, written straight into y for f32/f64; f16/bf16
+    through f32 (converted once, rounded once)."""
     dt = info["y"].dtype
     work = np.float64 if dt is DType.F64 else np.float32
 
@@ -54,10 +57,17 @@ def cpu(info: Info):
         y, x, w, b = views["y"], views["x"], views["w"], views["b"]
         if y.size == 0:
             return
-        r = np.matmul(x.astype(work), w.astype(work).T)
+        if work is np.float32:
+            x, w, b = to_f32(x), to_f32(w), None if b is None else to_f32(b)
+        if y.dtype == work:
+            np.matmul(x, w.T, out=y)
+            if b is not None:
+                y += b
+            return
+        r = np.matmul(x, w.T)
         if b is not None:
-            r += b.astype(work)
-        y[...] = r
+            r += b
+        copy_into(y, r)
 
     return run
 

@@ -14,6 +14,7 @@ import numpy as np
 from infiniop_py.cuda.compiler import Launch, Slot, get_module
 from infiniop_py.cuda.kernel import CudaKernel, ctype, runtime
 from infiniop_py.dtypes import DType, F
+from infiniop_py.halfconv import copy_into, to_f32
 from infiniop_py.layout import collapse
 from infiniop_py.spec import Checker, Info, OpSpec, inp, out
 from infiniop_py.status import Status
@@ -44,20 +45,29 @@ def validate(check: Checker) -> Info:
 
 
 def cpu(info: Info):
+    """grad_x = gy w, grad_w = gyᵀ x, grad_b = column sums of gy: NumPy's matmul written straight
+    into f32/f64 outputs; f16/bf16 through f32 (converted once, rounded once)."""
     dt = info["grad_y"].dtype
     work = np.float64 if dt is DType.F64 else np.float32
     n, k = info.n, info.k
 
+    def put(dst, a, b):
+        if dst.dtype == work:
+            np.matmul(a, b, out=dst)
+        else:
+            copy_into(dst, np.matmul(a, b))
+
     def run(views, ws, rt):
         gx, gw, gb, gy, x, w = (views[s] for s in ("grad_x", "grad_w", "grad_b", "grad_y", "x", "w"))
-        g2 = gy.astype(work).reshape(-1, n)
-        x2 = x.astype(work).reshape(-1, k)
+        if work is np.float32:
+            gy, x, w = to_f32(gy), to_f32(x), to_f32(w)
+        g2 = gy.reshape(-1, n)
         if gx.size:
-            gx[...] = (g2 @ w.astype(work)).reshape(gx.shape)
+            put(gx.reshape(-1, k) if gx.flags.c_contiguous else gx, g2 if gx.flags.c_contiguous else gy, w)
         if gw.size:
-            gw[...] = g2.T @ x2
+            put(gw, g2.T, x.reshape(-1, k))
         if gb is not None and gb.size:
-            gb[...] = g2.sum(axis=0)
+            copy_into(gb, g2.sum(axis=0))
 
     return run
 
