@@ -88,7 +88,10 @@ def copy_into(dst: np.ndarray, src) -> None:
                 np.copyto(dst.view(U16), out.reshape(dst.shape))
             return
         if dst.dtype == F32 and src.dtype in HALF:
-            np.copyto(dst, to_f32(src))
+            if src.shape == dst.shape and dst.flags.c_contiguous:
+                to_f32(src, dst)
+            else:
+                np.copyto(dst, to_f32(src))
             return
     _pure_copy_into(dst, src)
 

@@ -94,7 +94,8 @@ def ld(v):
 
 
 def st(a, i, v):
-    """``a[i] = v`` rounded to ``a``'s storage type."""
+    """``a[i] = v`` rounded to ``a``'s storage type. Pass a name or arithmetic as ``v``, never a
+    conditional expression: numba (0.68) then compiles the inlined store to nothing."""
 
 
 @overload(ld, inline="always")
@@ -442,3 +443,12 @@ def gelu_erf(x, q, a, out):
             c = c * t + q[k]
         h = c * t * exp32(v * v * F(-0.5))
         st(out, i, v * ((F(0.5) + math.copysign(F(0.5), v)) - math.copysign(h, v)))
+
+
+@_jit
+def relu(x, out):
+    """``out = max(x, 0)``; NaN stays NaN (NaN < 0 is false)."""
+    for i in range(out.size):
+        v = ld(x[i])
+        r = F(0.0) if v < F(0.0) else v  # not inline in st(): see st
+        st(out, i, r)

@@ -21,6 +21,7 @@ SPEC = elementwise_op(
     ins=("input",),
     cuda="input < T(0) ? T(0) : input",  # NaN < 0 is false: NaN passes through
     numpy=_numpy,
+    cpu_kernel="relu",
     dtypes=F | SI,
     reference=lambda input: torch_relu(input),
     torch="torch.relu(input)",
