@@ -92,33 +92,63 @@ def test_exp32_accuracy_and_special_values():
     assert np.isnan(got[-6]) and got[-5] == np.inf and got[-4] == 0 and got[-3] == np.inf and got[-2] == np.inf and got[-1] == 0
 
 
+# op -> (tensor shapes; dtype): large enough for the pool to split the work
+THREADED = {
+    "mul": ({"c": (768, 1024), "a": (768, 1024), "b": (768, 1024)}, DType.F16),
+    "layer_norm_backward": (
+        {
+            "grad_input": (512, 768),
+            "grad_weight": (768,),
+            "grad_bias": (768,),
+            "grad_output": (512, 768),
+            "weight": (768,),
+            "input_standardization": (512, 768),
+            "input_std_deviation": (512,),
+        },
+        DType.F32,
+    ),
+    "rms_norm_backward": (
+        {"grad_x": (512, 768), "grad_w": (768,), "grad_y": (512, 768), "x": (512, 768), "w": (768,)},
+        DType.BF16,
+    ),
+    "sum": ({"output": (640,), "input": (640, 1000)}, DType.F16),
+}
+
+
+@pytest.mark.parametrize("op", sorted(THREADED))
 @pytest.mark.parametrize("path", ["compiled", "pure"])
-def test_threaded_results_repeat_bitwise(path):
+def test_threaded_results_repeat_bitwise(op, path):
     """Large enough to be split over the pool: every run gives the same bits, and the same as
-    one thread (the split depends on the shape only)."""
+    one thread (the split of work that adds up over rows depends on the shape only)."""
+    from infiniop_py.dtypes import to_numpy
+
     if path == "compiled":
         _kernels()
+    shapes, dt = THREADED[op]
     rng = np.random.default_rng(3)
     h = iop.create_handle("cpu")
-    shape = (768, 1024)
-    x = rng.standard_normal(shape).astype(np.float16)
-    y = rng.standard_normal(shape).astype(np.float16)
-    td = iop.create_tensor_descriptor(shape, None, DType.F16)
+    npdt = to_numpy(dt)
+    descs = {n: iop.create_tensor_descriptor(s, None, dt) for n, s in shapes.items()}
+    attrs = {"dims": [-1]} if op == "sum" else {}
+    inputs = {n: (rng.standard_normal(s) + 0.5).astype(np.float32).astype(npdt) for n, s in shapes.items()}
+    outputs = [n for n in shapes if n.startswith(("grad_", "c", "output"))]
 
     def run():
-        out = np.empty(shape, np.float16)
-        with iop.create_descriptor("mul", h, td, td, td) as d:
-            d.calculate(None, out, x, y)
-        return out
+        bufs = dict(inputs)
+        for n in outputs:
+            bufs[n] = np.zeros(shapes[n], npdt)
+        with iop.create_descriptor(op, h, **descs, **attrs) as d:
+            d.calculate(None, **bufs)
+        return [bufs[n].view(np.uint8).copy() for n in outputs]
 
     ctx = jit.pure_numpy() if path == "pure" else contextlib.nullcontext()
     with ctx:
         first = run()
-        assert all(np.array_equal(first.view(np.uint16), run().view(np.uint16)) for _ in range(3))
+        assert all(np.array_equal(a, b) for _ in range(2) for a, b in zip(first, run()))
         threads = pool.THREADS
         try:
             pool.THREADS = 1
             single = run()
         finally:
             pool.THREADS = threads
-    assert np.array_equal(first.view(np.uint16), single.view(np.uint16))
+    assert all(np.array_equal(a, b) for a, b in zip(first, single))

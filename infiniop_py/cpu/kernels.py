@@ -263,24 +263,28 @@ def layer_norm(x, w, b, eps, y, xh, sd, r0, r1):
 
 
 @_rows
-def layer_norm_backward(dy, w, xh, sd, gx, gw, gb, r0, r1):
-    """gx = (g - mean(g) - xh mean(g xh)) / sd with g = dy w; gw += dy xh, gb += dy (float64 rows)."""
+def layer_norm_backward(dy, w, xh, sd, gx, gw, gb, bounds, p0, p1):
+    """gx = (g - mean(g) - xh mean(g xh)) / sd with g = dy w; for row range p (rows bounds[p] to
+    bounds[p + 1]) of p0..p1: gw[p] += dy xh, gb[p] += dy (float64 partial rows)."""
     d = dy.shape[1]
-    for i in range(r0, r1):
-        sg = 0.0
-        sgh = 0.0
-        for j in range(d):
-            g = ld(dy[i, j]) * w[j]
-            h = ld(xh[i, j])
-            sg += g
-            sgh += g * h
-            gw[j] += ld(dy[i, j]) * h
-            gb[j] += ld(dy[i, j])
-        mg = F(sg / d)
-        mgh = F(sgh / d)
-        inv = F(1.0) / ld(sd[i])
-        for j in range(d):
-            st(gx, (i, j), (ld(dy[i, j]) * w[j] - mg - ld(xh[i, j]) * mgh) * inv)
+    for p in range(p0, p1):
+        pw = gw[p]
+        pb = gb[p]
+        for i in range(bounds[p], bounds[p + 1]):
+            sg = 0.0
+            sgh = 0.0
+            for j in range(d):
+                g = ld(dy[i, j]) * w[j]
+                h = ld(xh[i, j])
+                sg += g
+                sgh += g * h
+                pw[j] += ld(dy[i, j]) * h
+                pb[j] += ld(dy[i, j])
+            mg = F(sg / d)
+            mgh = F(sgh / d)
+            inv = F(1.0) / ld(sd[i])
+            for j in range(d):
+                st(gx, (i, j), (ld(dy[i, j]) * w[j] - mg - ld(xh[i, j]) * mgh) * inv)
 
 
 @_rows
@@ -298,23 +302,26 @@ def rms_norm(x, w, eps, y, r0, r1):
 
 
 @_rows
-def rms_norm_backward(x, dy, w, eps, gx, gw, r0, r1):
-    """xh = x rinv; gx = (w dy - xh mean(w dy xh)) rinv; gw += dy xh (float64 row)."""
+def rms_norm_backward(x, dy, w, eps, gx, gw, bounds, p0, p1):
+    """xh = x rinv; gx = (w dy - xh mean(w dy xh)) rinv; gw[p] += dy xh over the rows of range p
+    (float64 partial rows, see layer_norm_backward)."""
     d = x.shape[1]
-    for i in range(r0, r1):
-        s = 0.0
-        for j in range(d):
-            t = ld(x[i, j])
-            s += t * t
-        rinv = F(1.0 / np.sqrt(s / d + eps))
-        c = 0.0
-        for j in range(d):
-            xh = ld(x[i, j]) * rinv
-            c += w[j] * ld(dy[i, j]) * xh
-            gw[j] += ld(dy[i, j]) * xh
-        cm = F(c / d)
-        for j in range(d):
-            st(gx, (i, j), (w[j] * ld(dy[i, j]) - ld(x[i, j]) * rinv * cm) * rinv)
+    for p in range(p0, p1):
+        pw = gw[p]
+        for i in range(bounds[p], bounds[p + 1]):
+            s = 0.0
+            for j in range(d):
+                t = ld(x[i, j])
+                s += t * t
+            rinv = F(1.0 / np.sqrt(s / d + eps))
+            c = 0.0
+            for j in range(d):
+                xh = ld(x[i, j]) * rinv
+                c += w[j] * ld(dy[i, j]) * xh
+                pw[j] += ld(dy[i, j]) * xh
+            cm = F(c / d)
+            for j in range(d):
+                st(gx, (i, j), (w[j] * ld(dy[i, j]) - ld(x[i, j]) * rinv * cm) * rinv)
 
 
 @numba.njit(inline="always", error_model="numpy")
@@ -357,15 +364,30 @@ def softmax(x, y, log, tmp, r0, r1):
                 st(y, (i, j), tmp[j] * inv)
 
 
+SUM_BLOCK = 4096  # float32 partial sums over this many elements, added up in float64
+
+
+@numba.njit(inline="always", error_model="numpy", fastmath={"reassoc", "contract"})
+def _row_sum(row):
+    """Sum of a 1-D row: a float32 sum per block of SUM_BLOCK elements (vectorised: each of the
+    vector lanes adds a few dozen terms), the block sums added in float64. Accurate like a
+    pairwise sum, at the speed of a float32 loop."""
+    s = 0.0
+    for j in range(0, row.size, SUM_BLOCK):
+        seg = row[j : j + SUM_BLOCK]
+        b = F(0.0)
+        for t in range(seg.size):
+            b += ld(seg[t])
+        s += b
+    return s
+
+
 @_rows
-def row_sums(x, out, r0, r1):
-    """out[i] = sum of row i (float64 accumulation, stored by out's dtype)."""
-    d = x.shape[1]
+def row_sums(x, out, scale, r0, r1):
+    """out[i] = scale * sum of row i (stored by out's dtype)."""
     for i in range(r0, r1):
-        s = 0.0
-        for j in range(d):
-            s += ld(x[i, j])
-        st(out, i, F(s))
+        r = F(_row_sum(x[i]) * scale)
+        st(out, i, r)
 
 
 # --- channels (batch norm on (B, C, L)) -------------------------------------------------------
@@ -451,4 +473,19 @@ def relu(x, out):
     for i in range(out.size):
         v = ld(x[i])
         r = F(0.0) if v < F(0.0) else v  # not inline in st(): see st
+        st(out, i, r)
+
+
+@_rows
+def row_max(x, out, r0, r1):
+    """out[i] = max of row i; a NaN anywhere in the row gives NaN."""
+    d = x.shape[1]
+    for i in range(r0, r1):
+        k = _order(ld(x[i, 0]))
+        nan = 0
+        for j in range(d):
+            v = ld(x[i, j])
+            k = max(k, _order(v))
+            nan |= v != v
+        r = F(np.nan) if nan else _unorder(k)
         st(out, i, r)

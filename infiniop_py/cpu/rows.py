@@ -1,7 +1,8 @@
 """Glue between operator views and the compiled row kernels of :mod:`.kernels`.
 
 A kernel sees 2-D C-contiguous ``(rows, D)`` arrays in their storage dtype (:func:`bits`) and
-a row range; :func:`run_rows` hands fixed row ranges to the thread pool. Operands whose layout
+a row range; :func:`run_rows` runs one call per range of :func:`split` on the thread pool
+(kernels that add up over rows use the shape-fixed ranges of :func:`parts` inside). Operands whose layout
 does not collapse to that (or dtypes other than f32/f16/bf16) return ``None`` from the helpers,
 and the operator takes its NumPy path.
 """
@@ -58,22 +59,26 @@ def f32vec(a: np.ndarray | None, n: int, fill: float = 0.0) -> np.ndarray:
     return np.ascontiguousarray(to_f32(a)).reshape(-1)
 
 
-def parts(rows: int, cols: int) -> list[tuple[int, int]]:
-    """Row ranges fixed by the shape alone (never by the thread count): about ``MIN_PART``
-    elements each or more, at most ``MAX_PARTS``."""
+def split(rows: int, cols: int) -> list[tuple[int, int]]:
+    """Row ranges for the pool: one per thread when there are at least ``MIN_PART`` elements per
+    thread, else one. For kernels whose results do not depend on the split (each row on its
+    own); one kernel call per range keeps the per-call overhead off small rows."""
+    n = min(pool.THREADS, rows, rows * cols // MIN_PART) if pool.parallel() else 1
+    return pool.bounds(rows, max(1, n))
+
+
+def parts(rows: int, cols: int) -> np.ndarray:
+    """Bounds (P + 1 row indices) of P row ranges fixed by the shape alone (never by the thread
+    count): at least ``MIN_PART`` elements each, at most ``MAX_PARTS``. Kernels that add up
+    over rows (weight gradients) keep one partial result per range and the ranges are combined
+    in order, so the result is the same whatever the threads."""
     n = max(1, min(rows, MAX_PARTS, rows * cols // MIN_PART))
-    return pool.bounds(rows, n)
+    return np.array([rows * k // n for k in range(n + 1)], np.int64)
 
 
 def run_rows(fn, ranges: list[tuple[int, int]]) -> None:
-    """``fn(index, r0, r1)`` for every range, the ranges shared out over the pool in contiguous runs."""
-    if not ranges:
+    """``fn(index, r0, r1)`` for every range, on the pool."""
+    if len(ranges) == 1:
+        fn(0, *ranges[0])
         return
-    workers = min(pool.THREADS, len(ranges)) if pool.parallel() else 1
-    runs = pool.bounds(len(ranges), workers)
-
-    def run(first, last):
-        for k in range(first, last):
-            fn(k, *ranges[k])
-
-    pool.run_all(run, runs)
+    pool.run_all(fn, [(k, r0, r1) for k, (r0, r1) in enumerate(ranges)])

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from infiniop_py.cpu import jit
-from infiniop_py.cpu.rows import bits, f32vec, parts, run_rows
+from infiniop_py.cpu.rows import bits, f32vec, run_rows, split
 from infiniop_py.dtypes import DType, F
 from infiniop_py.norm import acc_numpy, check_positive, check_shape
 from infiniop_py.norm.gguf import BatchNormFiles
@@ -75,7 +75,7 @@ def cpu(info: Info):
         c = x3.shape[1]
         mean, var = np.empty(c, np.float64), np.empty(c, np.float64)
         w, b = f32vec(views["weight"], c), f32vec(views["bias"], c)
-        run_rows(lambda _, c0, c1: k.batch_norm(xb, w, b, float(eps), yb, mean, var, c0, c1), parts(c, x3.size // c))
+        run_rows(lambda _, c0, c1: k.batch_norm(xb, w, b, float(eps), yb, mean, var, c0, c1), split(c, x3.size // c))
         return mean, var
 
     def run(views, ws, rt):

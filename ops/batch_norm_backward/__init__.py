@@ -8,7 +8,7 @@ combination of chunk partials: bitwise identical run to run.
 import numpy as np
 
 from infiniop_py.cpu import jit
-from infiniop_py.cpu.rows import bits, f32vec, parts, run_rows
+from infiniop_py.cpu.rows import bits, f32vec, run_rows, split
 from infiniop_py.dtypes import F
 from infiniop_py.norm import check_positive, check_shape
 from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
@@ -41,7 +41,7 @@ def cpu(info: Info):
         c = x3.shape[1]
         gw, gb = np.empty(c, np.float64), np.empty(c, np.float64)
         w = f32vec(views["weight"], c)
-        run_rows(lambda _, c0, c1: k.batch_norm_backward(xb, dyb, w, float(eps), gxb, gw, gb, c0, c1), parts(c, x3.size // c))
+        run_rows(lambda _, c0, c1: k.batch_norm_backward(xb, dyb, w, float(eps), gxb, gw, gb, c0, c1), split(c, x3.size // c))
         views["grad_bias"][...] = gb.astype(views["grad_bias"].dtype)
         views["grad_weight"][...] = gw.astype(views["grad_weight"].dtype)
         return True

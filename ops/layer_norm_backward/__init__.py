@@ -8,7 +8,7 @@ workspace, then a fixed-order column sum): bitwise identical run to run.
 import numpy as np
 
 from infiniop_py.cpu import jit
-from infiniop_py.cpu.rows import bits, f32vec, flat, missing, parts, rows2d, run_rows
+from infiniop_py.cpu.rows import bits, f32vec, flat, missing, parts, rows2d, run_rows, split
 from infiniop_py.dtypes import F
 from infiniop_py.norm import acc_numpy, check_rows, check_shape, check_std_shape
 from infiniop_py.norm.gguf import LayerNormBackwardFiles
@@ -39,11 +39,14 @@ def cpu(info: Info):
         sd = flat(views["input_std_deviation"])
         gw, gb = views["grad_weight"], views["grad_bias"]
         if k is not None and views["grad_output"].size and not missing(dy2, h2, gx2, sd):
-            ranges = parts(*dy2.shape)
-            pw = np.zeros((len(ranges), D), np.float64)  # one partial row per range: fixed order
-            pb = np.zeros((len(ranges), D), np.float64)
+            bounds = parts(*dy2.shape)  # row ranges fixed by the shape, one partial row each
+            nparts = len(bounds) - 1
+            pw, pb = np.zeros((nparts, D), np.float64), np.zeros((nparts, D), np.float64)
             dyb, hb, gxb, sb, wf = bits(dy2), bits(h2), bits(gx2), bits(sd), f32vec(views["weight"], D)
-            run_rows(lambda i, r0, r1: k.layer_norm_backward(dyb, wf, hb, sb, gxb, pw[i], pb[i], r0, r1), ranges)
+            run_rows(
+                lambda _, p0, p1: k.layer_norm_backward(dyb, wf, hb, sb, gxb, pw, pb, bounds, p0, p1),
+                split(nparts, dy2.size // nparts),
+            )
             gw[...] = pw.sum(axis=0).astype(gw.dtype)
             if gb is not None:
                 gb[...] = pb.sum(axis=0).astype(gb.dtype)
