@@ -6,8 +6,9 @@ and there is no workspace-size function.
 
 import numpy as np
 
+from infiniop_py.cpu import pool
 from infiniop_py.dtypes import ALL
-from infiniop_py.elementwise import _executor, parallel_chunks
+from infiniop_py.elementwise import parallel_chunks
 from infiniop_py.spec import Checker, Info, OpSpec, inp, out
 from infiniop_py.status import Status
 
@@ -30,25 +31,31 @@ def _copy(dst, src):
 
 def cpu(info: Info):
     """Bit copy on unsigned views. A transpose (dst contiguous along its last dim, src not) is
-    copied in column slabs one cache line wide: each slab reads src lines that stay in L1 while
+    copied in column slabs 16 elements wide: each slab reads src lines that stay in cache while
     dst is written in short contiguous runs (a plain strided copy misses cache on every src
-    element). Measured on 4096x4096 f32: 44 ms in 16-wide slabs against 240 ms plain."""
+    element). Measured on 4096x4096, one thread: 18 ms (f32) and 22 ms (f16) in 16-wide slabs,
+    37 and 35 ms 32-wide, 240 ms plain. Slabs, and the parts of other copies, are shared out
+    over the CPU thread pool in one contiguous run per thread."""
     dst_d, src_d = info.tensors["dst"], info.tensors["src"]
     uint = np.dtype(f"u{dst_d.itemsize}")
     slabs = dst_d.ndim >= 2 and dst_d.strides[-1] == 1 and src_d.strides[-1] not in (0, 1)
-    width = max(1, 64 // dst_d.itemsize)
+    width = 16 if dst_d.itemsize <= 4 else 8
 
     def run(views, ws, rt):
         dst, src = views["dst"].view(uint), views["src"].view(uint)
         if not dst.size:
             return
         if not slabs:
-            parallel_chunks(_copy, dst, [src])
+            parallel_chunks(_copy, dst, [src], block=-(-dst.size // pool.THREADS))
             return
-        n = dst.shape[-1]
-        futures = [_executor().submit(_copy, dst[..., lo : lo + width], src[..., lo : lo + width]) for lo in range(0, n, width)]
-        for f in futures:
-            f.result()
+        starts = range(0, dst.shape[-1], width)
+
+        def copy_slabs(first, last):
+            for lo in starts[first:last]:
+                _copy(dst[..., lo : lo + width], src[..., lo : lo + width])
+
+        workers = pool.THREADS if pool.parallel() and dst.size >= 1 << 16 else 1
+        pool.run_all(copy_slabs, pool.bounds(len(starts), workers))
 
     return run
 
