@@ -387,30 +387,37 @@ class _Emu:
 MODES = {"max_pool": pc.MAX_FWD, "avg_pool": pc.AVG_FWD, "avg_pool_backward": pc.AVG_BWD, "max_pool_backward": pc.MAX_BWD_TILED}
 
 
-def _emulate(op, case, smem_limit=None, budget=None):
-    """Plan ``case`` for the GPU, run the plan's index arithmetic in Python on float64 data laid
-    out with the case's strides, and return (emulated written tensor, CPU backend result, plan,
-    write counts)."""
-    from infiniop_py.testing.data import gather, layout
+def _buffers(op, case):
+    """(names, input data, flat float64 buffers [written (NaN), reads...] laid out with the case's
+    strides)."""
+    from infiniop_py.testing.data import layout
 
-    spec = get_spec(op)
-    info = _geometry(op, case)
     rng = np.random.default_rng(3)
-    names = [r.name for r in spec.tensors]
-    written, reads = names[0], names[1:]
-    plan = pc.plan(info.geom, info[written], [info[r] for r in reads], MODES[op], smem_limit)
-    data = {}
-    bufs = []
+    names = [r.name for r in get_spec(op).tensors]
+    data, bufs = {}, []
     for n in names:
         shape, strides, _ = case.tensors[n].resolved(DType.F64)
-        if n == written:
+        if n == names[0]:
             flat = np.full(max(1, sum((s - 1) * st for s, st in zip(shape, strides)) + 1), np.nan)
         else:
             v = case.data(rng, n, DType.F64, shape) if case.data else None
             data[n] = rng.uniform(-2, 2, shape) if v is None else v
             flat = layout(data[n], shape, strides, DType.F64)
         bufs.append(flat)
-    bufs += [bufs[0]] * (3 - len(bufs))
+    return names, data, bufs + [bufs[0]] * (3 - len(bufs))
+
+
+def _emulate(op, case, smem_limit=None, budget=None):
+    """Plan ``case`` for the GPU, run the plan's index arithmetic in Python on float64 data laid
+    out with the case's strides, and return (emulated written tensor, CPU backend result, plan,
+    write counts)."""
+    from infiniop_py.testing.data import gather
+
+    spec = get_spec(op)
+    info = _geometry(op, case)
+    names, data, bufs = _buffers(op, case)
+    written, reads = names[0], names[1:]
+    plan = pc.plan(info.geom, info[written], [info[r] for r in reads], MODES[op], smem_limit)
     emu = _Emu(plan, bufs)
     emu.run()
     shape, strides, _ = case.tensors[written].resolved(DType.F64)
@@ -464,7 +471,322 @@ def test_plan_emulated_gather_fallback(index):
     assert np.all(writes == 1) and np.allclose(got, expected, rtol=1e-12, atol=1e-12)
 
 
-def _plan_for(op, shape, attrs, kind="contiguous", dtype=DType.F32):
+# -- the fast paths (pool_fast.cu), checked the same way -------------------------------------------
+class _FastEmu:
+    """The index arithmetic of pool_fast.cu in Python (float64 values, one work item at a time,
+    the loops in the kernels' order): work item split, x tiles with their fill outside the input,
+    window scans, the backward gather over covering windows, and the stores. The rows kernels
+    address W with stride 1 and the cl kernels C with stride 1, as the kernels do."""
+
+    def __init__(self, fp, mode, bufs):
+        self.fp, self.mode, self.bufs = fp, mode, bufs  # mode 0 max, 1 avg
+        self.m = pc.PoolFastMetaC.from_buffer_copy(fp.meta)
+        self.k, self.s, self.p = fp.rule
+        self.writes = np.zeros(bufs[0].size, np.int64)
+
+    def split(self, e):
+        q = []
+        for j in range(3):
+            t = _fastdiv(self.m.d[j], e)
+            q.append(e - t * self.m.d[j].d)
+            e = t
+        return (*q, e)
+
+    def cover(self, b):
+        """PfCover<K, S, P, B>: (OLO, NWIN, XLO)."""
+        k, s, p = self.k, self.s, self.p
+        olo = -((k - 1 - p) // s)
+        return olo, (b - 1 + p) // s - olo + 1, s * olo - p
+
+    def span(self, o, L):  # noqa: N803
+        st = o * self.s - self.p
+        return min(st + self.k, L + self.p) - st
+
+    def tile(self, slot, xb, sh, sw, oh0, ow0, nh, nw, col0):
+        """Windows (oh0 + wh, ow0 + ww): (results, argmax offsets); col0 is the kernel's first tile
+        column (base + XOFF)."""
+        m, k, s, p = self.m, self.k, self.s, self.p
+        assert col0 == s * ow0 - p
+        fill = -np.inf if self.mode == 0 else 0.0
+        r = [[fill] * nw for _ in range(nh)]
+        arg = [[max(0, p - s * (oh0 + wh)) * k + max(0, p - s * (ow0 + ww)) for ww in range(nw)] for wh in range(nh)]
+        for xr in range(s * (nh - 1) + k):
+            i = s * oh0 - p + xr
+            if not 0 <= i < m.H:
+                continue
+            for xc in range(s * (nw - 1) + k):
+                j = col0 + xc
+                v = self.bufs[slot][xb + i * sh + j * sw] if 0 <= j < m.W else fill
+                for wh in range(nh):
+                    for ww in range(nw):
+                        rr, cc = xr - s * wh, xc - s * ww
+                        if not (0 <= rr < k and 0 <= cc < k):
+                            continue
+                        if self.mode == 1:
+                            r[wh][ww] += v
+                        elif v > r[wh][ww] or v != v:
+                            r[wh][ww], arg[wh][ww] = v, rr * k + cc
+        return r, arg
+
+    def write(self, off, value):
+        self.bufs[0][off] = value
+        self.writes[off] += 1
+
+    def run(self):
+        fp, m = self.fp, self.m
+        assert m.items == np.prod(fp.dims) * (m.items // np.prod(fp.dims)) and m.items < 2**31
+        kernel = getattr(self, fp.layout + ("_backward" if fp.backward else ""))
+        for e in range(m.items):
+            kernel(*self.split(e))
+
+    def rows(self, q0, q1, c, n):
+        m, s, p, V = self.m, self.s, self.p, self.fp.V
+        st, sx = m.st[0], m.st[1]
+        ow0, oh0 = q0 * V, q1 * pc.FAST_FH
+        r, _ = self.tile(1, n * sx[0] + c * sx[1], sx[2], 1, oh0, ow0, pc.FAST_FH, V, s * ow0 - p)
+        for wh in range(pc.FAST_FH):
+            oh = oh0 + wh
+            if oh >= m.OH:
+                break
+            for v in range(V):
+                if ow0 + v < m.OW:
+                    val = r[wh][v] / (self.span(oh, m.H) * self.span(ow0 + v, m.W)) if self.mode else r[wh][v]
+                    self.write(n * st[0] + c * st[1] + oh * st[2] + ow0 + v, val)
+
+    def cl(self, cv, cb, rb, n):
+        m, s, p, V = self.m, self.s, self.p, self.fp.V
+        st, sx = m.st[0], m.st[1]
+        c0, oh0, ow0 = cv * V, rb * pc.FAST_FH, cb * pc.FAST_FW
+        for t in range(min(V, m.C - c0)):
+            r, _ = self.tile(1, n * sx[0] + c0 + t, sx[2], sx[3], oh0, ow0, pc.FAST_FH, pc.FAST_FW, s * ow0 - p)
+            for wh, ww in itertools.product(range(pc.FAST_FH), range(pc.FAST_FW)):
+                oh, ow = oh0 + wh, ow0 + ww
+                if oh < m.OH and ow < m.OW:
+                    val = r[wh][ww] / (self.span(oh, m.H) * self.span(ow, m.W)) if self.mode else r[wh][ww]
+                    self.write(n * st[0] + oh * st[2] + ow * st[3] + c0 + t, val)
+
+    def strip(self, a0, nw, ow0, col0, xval, gval):
+        """The backward kernels' walk down a strip of row blocks a0 .. a1 - 1: the alive window rows
+        (slot w = window row a + OLO + w) fed x row by x row, the grad_output rows carried along
+        (0 outside), shifted after each block. Yields (a, argmax offsets of slots < NWH,
+        grad_output of slots < NWH)."""
+        m, k, s, p = self.m, self.k, self.s, self.p
+        olo, nwh, xlo = self.cover(s)
+        nxh = s * (nwh - 1) + k
+        na = (xlo + nxh - 1 + p) // s - olo + 1
+        a1 = min(a0 + m.R, -(-m.H // s))
+        assert col0 == s * ow0 - p
+
+        def init(oh):
+            return [-np.inf] * nw, [max(0, p - s * oh) * k + max(0, p - s * (ow0 + ww)) for ww in range(nw)]
+
+        slots = [init(a0 + olo + w) for w in range(na)]
+
+        def feed(a, xr):
+            i = s * a + xlo + xr
+            if not 0 <= i < m.H:
+                return
+            xs = [xval(i, col0 + xc) if 0 <= col0 + xc < m.W else -np.inf for xc in range(s * (nw - 1) + k)]
+            for w in range(na):
+                rr = xr - s * w
+                if not 0 <= rr < k:
+                    continue
+                best, arg = slots[w]
+                for ww, cc in itertools.product(range(nw), range(k)):
+                    v = xs[s * ww + cc]
+                    if v > best[ww] or v != v:
+                        best[ww], arg[ww] = v, rr * k + cc
+
+        def load_g(oh):
+            out = []
+            for ww in range(nw):
+                ow = ow0 + ww
+                ok = 0 <= oh < m.OH and 0 <= ow < m.OW
+                g = gval(oh, ow) if ok else 0.0
+                out.append(g / (self.span(oh, m.H) * self.span(ow, m.W)) if ok and self.mode == 1 else g)
+            return out
+
+        if self.mode == 0:
+            for xr in range(nxh - s):
+                feed(a0, xr)
+        gs = [load_g(a0 + olo + wh) for wh in range(nwh - 1)]
+        for a in range(a0, a1):
+            if self.mode == 0:
+                for t in range(s):
+                    feed(a, nxh - s + t)
+            gs.append(load_g(a + olo + nwh - 1))
+            yield a, [slots[wh][1] for wh in range(nwh)], gs
+            slots = slots[1:] + [init(a + 1 + olo + na - 1)]
+            gs = gs[1:]
+
+    def gather(self, a, args, gs, ow0, block, xlo_w):
+        """Per element (ri, ci) of block a: the sum over its covering windows, ascending."""
+        m, k, s = self.m, self.k, self.s
+        olo, nwh, xlo = self.cover(s)
+        acc = {}
+        for ri, ci in itertools.product(range(s), range(block)):
+            total = 0.0
+            for wh, ww in itertools.product(range(nwh), range(len(gs[0]))):
+                oh, ow = a + olo + wh, ow0 + ww
+                rr, cc = ri - xlo - s * wh, ci - xlo_w - s * ww
+                if not (0 <= oh < m.OH and 0 <= ow < m.OW and 0 <= rr < k and 0 <= cc < k):
+                    continue
+                if self.mode == 1 or args[wh][ww] == rr * k + cc:
+                    total += gs[wh][ww]
+            acc[ri, ci] = total
+        return acc
+
+    def rows_backward(self, q0, q1, c, n):
+        m, s, V = self.m, self.s, self.fp.V
+        st, sg, sx = m.st
+        olo_w, nw, xlo_w = self.cover(V)
+        w0 = q0 * V
+        ow0 = w0 // s + olo_w
+        xb, gb = n * sx[0] + c * sx[1], n * sg[0] + c * sg[1]
+        walk = self.strip(
+            q1 * m.R,
+            nw,
+            ow0,
+            w0 + xlo_w,
+            lambda i, j: self.bufs[2][xb + i * sx[2] + j],
+            lambda oh, ow: self.bufs[1][gb + oh * sg[2] + ow],
+        )
+        for a, args, gs in walk:
+            for (ri, ci), total in self.gather(a, args, gs, ow0, V, xlo_w).items():
+                if s * a + ri < m.H and w0 + ci < m.W:
+                    self.write(n * st[0] + c * st[1] + (s * a + ri) * st[2] + w0 + ci, total)
+
+    def cl_backward(self, cv, cb, q2, n):
+        m, s, V = self.m, self.s, self.fp.V
+        st, sg, sx = m.st
+        olo, _, xlo = self.cover(s)
+        c0, j0, ow0 = cv * V, cb * s, cb + olo
+        nw = self.cover(s)[1]
+        for t in range(min(V, m.C - c0)):
+            xb, gb = n * sx[0] + c0 + t, n * sg[0] + c0 + t
+            walk = self.strip(
+                q2 * m.R,
+                nw,
+                ow0,
+                s * ow0 - self.p,
+                lambda i, j, xb=xb: self.bufs[2][xb + i * sx[2] + j * sx[3]],
+                lambda oh, ow, gb=gb: self.bufs[1][gb + oh * sg[2] + ow * sg[3]],
+            )
+            for a, args, gs in walk:
+                for (ri, ci), total in self.gather(a, args, gs, ow0, s, xlo).items():
+                    if s * a + ri < m.H and j0 + ci < m.W:
+                        self.write(n * st[0] + (s * a + ri) * st[2] + (j0 + ci) * st[3] + c0 + t, total)
+
+
+def _emulate_fast(op, case, dtype):
+    """As ``_emulate`` for the fast path that ``case`` takes with ``dtype`` (its V), with the
+    generic plan's emulated result added: (fast result, generic result, CPU result, plan, write
+    counts); None when no fast rule applies."""
+    from infiniop_py.testing.data import gather
+
+    spec = get_spec(op)
+    info = _geometry(op, case, dtype)
+    names = [r.name for r in spec.tensors]
+    fp = pc.fast_plan(info.geom, info[names[0]], [info[r] for r in names[1:]], op in BWD)
+    if fp is None:
+        return None
+    shape, strides, _ = case.tensors[names[0]].resolved(dtype)
+    results = []
+    for fast in (True, False):
+        _, data, bufs = _buffers(op, case)
+        if fast:
+            emu = _FastEmu(fp, 0 if op.startswith("max") else 1, bufs)
+        else:
+            emu = _Emu(pc.plan(info.geom, info[names[0]], [info[r] for r in names[1:]], MODES[op]), bufs)
+        emu.run()
+        results.append((gather(bufs[0], shape, strides), gather(emu.writes.astype(np.float64), shape, strides)))
+    expected = np.empty(shape)
+    spec.cpu(_geometry(op, case))({names[0]: expected, **data}, None, {})
+    return results[0][0], results[1][0], expected, fp, results[0][1]
+
+
+def _fast_problems():
+    """Problems for every fast rule and layout: odd sizes (partial column chunks, partial row
+    blocks), ceil_mode windows past L, rows not 16-byte aligned (padded rows), channel counts not
+    a multiple of V, ties, NaN and -inf windows."""
+    from infiniop_py.pool.cases import infs, nans, ties
+
+    out = []
+    for k, s, p in pc.FAST_RULES:
+        for shape, kind, ceil, data in (
+            ((2, 3, 9, 11), "contiguous", False, None),
+            ((1, 2, 10, 12), "contiguous", True, None),
+            ((1, 2, 7, 37), "padded", False, ties),
+            ((2, 2, 6, 5), "contiguous", True, nans),
+            ((2, 24, 5, 7), "channels_last", False, None),
+            ((1, 20, 6, 5), "channels_last", True, nans),
+            ((1, 12, 7, 6), "channels_last", False, infs),
+            ((1, 2, 9, 17), "contiguous", False, infs),
+        ):
+            out.append(pytest.param((k, s, p), shape, kind, ceil, data, id=f"k{k}s{s}p{p}-{kind}-{'x'.join(map(str, shape))}"))
+    return out
+
+
+@pytest.mark.parametrize("rule,shape,kind,ceil,data", _fast_problems())
+@pytest.mark.parametrize("dtype", [DType.F16, DType.F32, DType.F64], ids=lambda d: d.name)
+@pytest.mark.parametrize("op", POOL_OPS)
+@pytest.mark.parametrize("strips", [False, True], ids=["blocks", "strips"])
+def test_fast_path_emulated(op, dtype, rule, shape, kind, ceil, data, strips, monkeypatch):
+    """The fast path takes these problems; every written element is written exactly once, the
+    values match the CPU backend and are bitwise those of the generic kernels' arithmetic. With
+    ``strips`` the backward kernels walk strips of up to 3 row blocks (the last one partial)."""
+    from infiniop_py.pool.cases import A, _t
+    from infiniop_py.testing.cases import Case
+
+    if strips:
+        if op in FWD:
+            pytest.skip("strips are the backward kernels'")
+        monkeypatch.setattr(pc, "FAST_STRIP_ITEMS", 1)
+        monkeypatch.setattr(pc, "FAST_STRIP_MAX", 3)
+
+    k, s, p = rule
+    attrs = A([k], [s], [p], ceil=ceil)
+    if data is not None and not op.startswith("max"):
+        data = None
+    names = [r.name for r in get_spec(op).tensors]
+    oshape = out_shape(shape, attrs)
+    shapes = {"output": oshape, "input": shape, "grad_input": shape, "grad_output": oshape}
+    case = Case({n: _t(shapes[n], kind, n == names[0]) for n in names}, (dtype,), attrs=attrs, data=data)
+    res = _emulate_fast(op, case, dtype)
+    assert res is not None, "no fast path"
+    got, generic, expected, fp, writes = res
+    assert fp.layout == ("cl" if kind == "channels_last" else "rows") and fp.V == 16 // (
+        2 if dtype is DType.F16 else 4 if dtype is DType.F32 else 8
+    )
+    assert fp.R == (min(3, -(-shape[2] // rule[1])) if strips else 1)
+    assert np.all(writes == 1), np.unique(writes)
+    assert np.array_equal(got.view(np.uint64), generic.view(np.uint64))
+    assert np.allclose(got, expected, rtol=1e-12, atol=1e-12, equal_nan=True)
+
+
+@pytest.mark.parametrize("op", POOL_OPS)
+def test_fast_rules(op):
+    """Which problems take a fast path: 2-d, a listed square window, every tensor W-innermost or
+    every one C-innermost."""
+    k3 = {"kernel_size": [3], "stride": [2], "padding": [1]}
+    f32 = DType.F32
+
+    def fast(shape, attrs, kind="contiguous"):
+        return _plan_for(op, shape, attrs, kind, f32, fast=True)
+
+    assert fast((2, 3, 8, 8), k3).layout == "rows" and fast((2, 3, 8, 8), k3, "channels_last").layout == "cl"
+    assert fast((2, 3, 8, 8), k3, "padded").layout == "rows"
+    assert fast((2, 3, 8, 8), {"kernel_size": [2]}).rule == (2, 2, 0)
+    assert fast((2, 3, 8, 8), {"kernel_size": [3], "stride": [2], "padding": [0]}) is None
+    assert fast((2, 3, 8, 8), {"kernel_size": [3, 2], "stride": [2], "padding": [1, 0]}) is None
+    assert fast((2, 3, 8), k3) is None and fast((2, 3, 8, 8, 8), k3) is None
+    assert fast((2, 3, 8, 8), k3, "mixed") is None and fast((2, 3, 8, 8), k3, "permuted") is None
+    assert fast((2, 3, 8, 1), {"kernel_size": [1]}) is None
+    # W of size 1 with C innermost: channels-last
+    assert fast((2, 3, 8, 2), {"kernel_size": [2]}, "channels_last").layout == "cl"
+
+
+def _plan_for(op, shape, attrs, kind="contiguous", dtype=DType.F32, fast=False):
     from infiniop_py.pool.cases import _t
     from infiniop_py.testing.cases import Case
 
@@ -481,6 +803,8 @@ def _plan_for(op, shape, attrs, kind="contiguous", dtype=DType.F32):
     )
     info = _geometry(op, case, dtype)
     names = [r.name for r in get_spec(op).tensors]
+    if fast:
+        return pc.fast_plan(info.geom, info[names[0]], [info[n] for n in names[1:]], op in BWD)
     return pc.plan(info.geom, info[names[0]], [info[n] for n in names[1:]], MODES[op])
 
 
@@ -518,21 +842,34 @@ def test_choose_tile_prefers_parallelism_for_small_problems():
 
 
 def test_meta_layout_matches_the_kernel():
-    """pool.cu pins sizeof(PoolMeta) and three offsets with static_asserts (checked by the NVRTC
-    compile check); the ctypes mirror must agree."""
+    """pool.cu and pool_fast.cu pin sizeof(PoolMeta) / sizeof(PoolFastMeta) with static_asserts
+    (checked by the NVRTC compile check); the ctypes mirrors must agree, field offsets included
+    (natural alignment, as in C)."""
     import ctypes
 
-    src = pc.SOURCE
-    assert "sizeof(PoolMeta) == 408" in src and ctypes.sizeof(pc.PoolMetaC) == 408
+    assert "sizeof(PoolMeta) == 408" in pc.SOURCE and ctypes.sizeof(pc.PoolMetaC) == 408
     for field, off in (("L", 120), ("TL", 216), ("dTL", 248), ("ds", 368)):
-        assert f"__builtin_offsetof(PoolMeta, {field}) == {off}" in src and getattr(pc.PoolMetaC, field).offset == off
+        assert getattr(pc.PoolMetaC, field).offset == off
+    assert "sizeof(PoolFastMeta) == 160" in pc.FAST_SOURCE and ctypes.sizeof(pc.PoolFastMetaC) == 160
+    for field, off in (("H", 96), ("items", 116), ("d", 120), ("R", 156)):
+        assert getattr(pc.PoolFastMetaC, field).offset == off
+    for name, value in (("PF_BLOCK", pc.FAST_BLOCK), ("PF_FH", pc.FAST_FH), ("PF_FW", pc.FAST_FW), ("PF_CLB_V", pc.FAST_CLB_V)):
+        assert f"#define {name} {value} " in pc.FAST_SOURCE
 
 
 def test_compile_units_list_every_plannable_kernel():
-    names = {op: set(get_spec(op).nvidia.compile_units()[0][1]) for op in POOL_OPS}
     for op in POOL_OPS:
+        units = get_spec(op).nvidia.compile_units()
+        assert [src for src, _ in units] == [pc.SOURCE, pc.FAST_SOURCE]
         modes = (pc.MAX_BWD_TILED, pc.MAX_BWD_GATHER) if op == "max_pool_backward" else (MODES[op],)
-        assert names[op] == {pc.kernel_name(m, dt) for m in modes for dt in get_spec(op).dtypes}
+        assert set(units[0][1]) == {pc.kernel_name(m, dt) for m in modes for dt in get_spec(op).dtypes}
+        fast = {
+            pc.fast_kernel_name(lay, op in BWD, 0 if op.startswith("max") else 1, rule, dt)
+            for rule in pc.FAST_RULES
+            for lay in (pc.ROWS, pc.CL)
+            for dt in get_spec(op).dtypes
+        }
+        assert set(units[1][1]) == fast and len(units[1][1]) == len(fast)
 
 
 # -- GPU ----------------------------------------------------------------------------------------------
@@ -555,6 +892,7 @@ def test_gpu_gather_fallback_matches_tiled(monkeypatch, dtype):
     go = rng.standard_normal((2, 5, 5, 6)).astype(np.float32)
     npd = np.float16 if dtype is DType.F16 else np.float32
     outs = []
+    monkeypatch.setattr(pc, "FAST_RULES", ())
     for limit in (pc.SMEM_LIMIT, 0):
         monkeypatch.setattr(pc, "SMEM_LIMIT", limit)
         t = {"grad_input": td(x.shape, dtype=dtype), "grad_output": td(go.shape, dtype=dtype), "input": td(x.shape, dtype=dtype)}
@@ -566,6 +904,71 @@ def test_gpu_gather_fallback_matches_tiled(monkeypatch, dtype):
         d.destroy()
     bits = np.uint16 if dtype is DType.F16 else np.uint32
     assert np.array_equal(outs[0].view(bits), outs[1].view(bits))
+
+
+def _gpu_fast_and_generic(op, shape, attrs, kind, odd, dtype, data, monkeypatch):
+    """(fast path result, generic result) on the GPU for one problem, as raw bits; ``odd`` puts
+    every tensor one element past a 16-byte boundary."""
+    import cupy as cp
+
+    from infiniop_py.dtypes import to_numpy
+    from infiniop_py.pool.cases import _t
+
+    names = [r.name for r in get_spec(op).tensors]
+    oshape = out_shape(shape, attrs)
+    shapes = {"output": oshape, "input": shape, "grad_input": shape, "grad_output": oshape}
+    tensors = {n: td(*_t(shapes[n], kind, n == names[0]).resolved(dtype)[:2], dtype) for n in names}
+    bits = f"u{np.dtype(to_numpy(dtype)).itemsize}"
+    bufs = {}
+    for n, t in tensors.items():
+        size = sum((d - 1) * st for d, st in zip(t.shape, t.strides)) + 2
+        flat = cp.asarray(data(n, size).astype(to_numpy(dtype)).view(bits))
+        bufs[n] = flat[1:] if odd else flat
+    outs = []
+    for rules in (pc.FAST_RULES, ()):
+        monkeypatch.setattr(pc, "FAST_RULES", rules)
+        d = create(op, tensors, "nvidia", **attrs)
+        assert isinstance(d._kernel.plan, pc.FastPlan) == bool(rules), (op, shape, kind)
+        bufs[names[0]].fill(0x7FFF)
+        d.calculate(None, *(bufs[n] for n in names))
+        outs.append(cp.asnumpy(bufs[names[0]]))
+        d.destroy()
+    return outs
+
+
+@requires_gpu
+@pytest.mark.gpu
+@pytest.mark.parametrize("op", POOL_OPS)
+@pytest.mark.parametrize("dtype", [DType.F32, DType.F16, DType.BF16, DType.F64], ids=lambda d: d.name)
+def test_gpu_fast_path_matches_generic(op, dtype, monkeypatch):
+    """The fast kernels give the generic kernels' bits on every rule and layout: odd sizes, ceil
+    mode, rows and pixels not 16-byte aligned (padded rows, a base one element off), channel
+    counts not a multiple of V, ties, NaN and -inf; the backward kernels with one row block per
+    work item and with strips of 3."""
+    rng = np.random.default_rng(5)
+
+    def data(name, size):
+        x = rng.integers(-3, 4, size).astype(np.float64) if name == "input" else rng.standard_normal(size)
+        u = rng.random(size)
+        if name == "input" and op.startswith("max"):
+            x[u < 0.05] = np.nan
+            x[(u >= 0.05) & (u < 0.15)] = -np.inf
+        return x
+
+    for (k, s, p), strip in itertools.product(pc.FAST_RULES, (8, 3)):
+        monkeypatch.setattr(pc, "FAST_STRIP_ITEMS", 400_000 if strip == 8 else 1)
+        monkeypatch.setattr(pc, "FAST_STRIP_MAX", strip)
+        for shape, kind, odd, ceil in (
+            ((2, 3, 33, 50), "contiguous", False, False),
+            ((2, 3, 31, 47), "contiguous", False, True),
+            ((2, 3, 20, 41), "padded", False, False),
+            ((2, 3, 20, 64), "contiguous", True, False),
+            ((2, 40, 9, 11), "channels_last", False, True),
+            ((2, 36, 8, 10), "channels_last", True, False),
+        ):
+            attrs = {"kernel_size": [k], "stride": [s], "padding": [p], "ceil_mode": ceil}
+            fast, generic = _gpu_fast_and_generic(op, shape, attrs, kind, odd, dtype, data, monkeypatch)
+            assert np.array_equal(fast, generic), (k, s, p, strip, shape, kind, odd, ceil)
 
 
 @requires_gpu
@@ -678,7 +1081,9 @@ def _fake_gpu_plans() -> dict:
                 d = iop.create_descriptor(op, handle, **tensors, **case.attrs)
                 d._kernel.launch([1000, 2000, 3000][: len(case.tensors)], 0, {}, 0)
                 names = sorted(set(requested) - allowed)
-                out[f"{op}-{i}-{dt.name}"] = [list(launches), d.workspace_size, names]
+                fast = isinstance(getattr(d._kernel, "plan", None), pc.FastPlan)
+                items = d._kernel.plan.items if fast else 0
+                out[f"{op}-{i}-{dt.name}"] = [list(launches), d.workspace_size, names, getattr(d._kernel, "name", ""), items]
                 d.destroy()
     return out
 
@@ -698,15 +1103,21 @@ def test_nvidia_factories_on_a_fake_device():
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert len(result) == sum(len(c.dtypes) for op in POOL_OPS for c in get_cases(op))
-    for key, (launches, ws, extra) in result.items():
+    nfast = 0
+    for key, (launches, ws, extra, name, items) in result.items():
         op, index, _ = key.rsplit("-", 2)
         case = get_cases(op)[int(index)]
         empty = any(0 in tc.shape for tc in case.tensors.values())
         assert ws == 0 and not extra, key
         assert len(launches) == (0 if empty else 1), key
         for _fn, grid, block, shmem in launches:
+            if name.startswith("pool_fast_"):
+                nfast += 1
+                assert block == pc.FAST_BLOCK and grid == -(-items // block) and shmem == 0, key
+                continue
             assert block in pc.BLOCKS and 1 <= grid <= 132 * (2048 // block) * 2 and shmem <= pc.SMEM_LIMIT, key
-            assert (shmem > 0) == (op == "max_pool_backward"), key
+            assert (shmem > 0) == name.startswith("pool_max_backward_tiled"), key
+    assert nfast >= len(result) // 4
 
 
 # -- benchmark suite ----------------------------------------------------------------------------------

@@ -1,11 +1,16 @@
-"""NVIDIA backend of the pooling operators: planning and launches of the kernels in ``pool.cu``.
+"""NVIDIA backend of the pooling operators: planning and launches of the kernels in ``pool.cu``
+(generic) and ``pool_fast.cu`` (fast paths of the common 2-d windows).
 
-``plan`` is pure Python (test/test_pooling.py runs its index arithmetic on the CPU): it picks
-the lane dim (N or C when the written tensor stores it innermost, so channels-last is coalesced
-along C; otherwise C with one lane per tile, coalesced along the last spatial dim), the tile
-extents (``choose_tile``), the halo box of the tiled max_pool_backward kernel, and packs
-``PoolMeta``. Workspace: 0 (the metadata travels by value
-in the launch).
+``fast_plan`` picks a fast path by a short rule table: 2-d, a square window (k, s, p) listed in
+``FAST_RULES``, and every tensor storing W innermost ("rows" kernels) or C innermost ("cl"
+kernels, channels-last); the kernels take any other strides and alignment. Everything else takes
+the generic ``plan``. Both are pure Python (test/test_pooling.py runs their index arithmetic on
+the CPU).
+
+``plan`` (generic) picks the lane dim (N or C when the written tensor stores it innermost, so
+channels-last is coalesced along C; otherwise C with one lane per tile, coalesced along the last
+spatial dim), the tile extents (``choose_tile``), the halo box of the tiled max_pool_backward
+kernel, and packs ``PoolMeta``. Workspace: 0 (the metadata travels by value in the launch).
 """
 
 from __future__ import annotations
@@ -18,11 +23,12 @@ from pathlib import Path
 
 from ..cuda.compiler import Launch, Slot, get_module
 from ..cuda.kernel import CudaKernel, ctype
-from ..dtypes import F
+from ..dtypes import F, itemsize
 from ..layout import fast_div_params
 from ..status import Status, error
 
 SOURCE = (Path(__file__).parent / "pool.cu").read_text()
+FAST_SOURCE = (Path(__file__).parent / "pool_fast.cu").read_text()
 MAX_BLOCK = 512  # POOL_MAX_BLOCK (__launch_bounds__)
 VB = 4  # POOL_VB: elements per work item
 LANES = 32  # lanes per tile when N or C is the written tensor's innermost dim
@@ -213,6 +219,102 @@ def kernel_name(mode: int, dtype) -> str:
     return f"pool_kernel<{ctype(dtype)}, {mode}>"
 
 
+# -- fast paths (pool_fast.cu) -------------------------------------------------------------------
+FAST_RULES = ((2, 2, 0), (3, 2, 1))  # square 2-d windows (k, s, p) with a fast path
+FAST_BLOCK = 256  # PF_BLOCK
+FAST_FH, FAST_FW = 1, 1  # PF_FH, PF_FW: output rows / columns per thread of the forward kernels
+FAST_STRIP_ITEMS = 400_000  # backward: row blocks per strip R = blocks // this, within [1, FAST_STRIP_MAX]
+FAST_STRIP_MAX = 8
+FAST_CLB_V = 8  # PF_CLB_V: channels per thread of the channels-last backward kernel at most
+ROWS, CL = "rows", "cl"
+
+
+class PoolFastMetaC(ctypes.Structure):
+    """Mirror of ``struct PoolFastMeta`` in pool_fast.cu (a static_assert there pins its size)."""
+
+    _fields_ = [
+        ("st", (ctypes.c_longlong * 4) * 3),
+        *((n, ctypes.c_int) for n in ("H", "W", "OH", "OW", "C", "items")),
+        ("d", FastDivC * 3),
+        ("R", ctypes.c_int),
+    ]
+
+
+assert ctypes.sizeof(PoolFastMetaC) == 160 and PoolFastMetaC.d.offset == 120
+
+
+@dataclass
+class FastPlan:
+    layout: str  # ROWS or CL
+    rule: tuple  # (k, s, p)
+    backward: bool
+    V: int  # elements per thread along the innermost dim (one 16-byte vector at most)
+    dims: tuple  # work item -> (q0, q1, q2, q3): the extents of q0, q1, q2
+    R: int  # row blocks per strip (backward)
+    items: int
+    meta: bytes
+
+
+def fast_layout(written, reads) -> str | None:
+    """ROWS when every tensor stores W innermost (stride 1), CL when every one stores C innermost,
+    else None; a dim of size 1 fits either. ROWS wins a tie unless the written W is 1."""
+    tensors = [written, *reads]
+    rows = all(t.strides[3] == 1 or t.shape[3] == 1 for t in tensors)
+    cl = all(t.strides[1] == 1 or t.shape[1] == 1 for t in tensors)
+    if rows and (written.shape[3] > 1 or not cl):
+        return ROWS
+    return CL if cl else None
+
+
+def fast_plan(geom, written, reads, backward: bool) -> FastPlan | None:
+    """The fast path's launch plan, or None when no rule applies (2-d, a square window listed in
+    FAST_RULES, a ROWS or CL layout, indices within 32 bits)."""
+    if geom.n != 2 or len({(k, s, p) for k, s, p in zip(geom.k, geom.s, geom.p)}) != 1:
+        return None
+    rule = (geom.k[0], geom.s[0], geom.p[0])
+    layout = fast_layout(written, reads) if rule in FAST_RULES else None
+    if layout is None:
+        return None
+    V = 16 // itemsize(written.dtype)
+    if layout == CL and backward:
+        V = min(V, FAST_CLB_V)
+    k, s, p = rule
+    (H, W), (OH, OW), C = geom.L, geom.O, geom.C
+    if V % s or max(geom.N, C, H, W) > INT_LIMIT - 4 * (k + s):
+        return None
+    R = 1
+    if layout == ROWS:
+        dims = (-(-W // V), -(-H // s), C) if backward else (-(-OW // V), -(-OH // FAST_FH), C)
+    else:
+        cv = -(-C // V)
+        dims = (cv, -(-W // s), -(-H // s)) if backward else (cv, -(-OW // FAST_FW), -(-OH // FAST_FH))
+    if backward:  # strips of R row blocks (dims[1] or dims[2] counts row blocks until here)
+        row = 1 if layout == ROWS else 2
+        R = max(1, min(FAST_STRIP_MAX, math.prod(dims) * geom.N // FAST_STRIP_ITEMS, dims[row]))
+        dims = tuple(-(-d // R) if j == row else d for j, d in enumerate(dims))
+    items = math.prod(dims) * geom.N
+    if items > INT_LIMIT - FAST_BLOCK:
+        return None
+    m = PoolFastMetaC()
+    tensors = [written, *reads] + [written] * (2 - len(reads))
+    for j, desc in enumerate(tensors):
+        m.st[j][:] = desc.strides
+    m.H, m.W, m.OH, m.OW, m.C, m.items, m.R = H, W, OH, OW, C, items, R
+    for j in range(3):
+        m.d[j] = _fd(dims[j])
+    return FastPlan(layout, rule, backward, V, dims, R, items, bytes(m))
+
+
+def fast_kernel_name(layout: str, backward: bool, mode: int, rule, dtype) -> str:
+    """mode: 0 max, 1 avg."""
+    k, s, p = rule
+    return f"pool_fast_{layout}{'_backward' if backward else ''}<{ctype(dtype)}, {mode}, {k}, {s}, {p}>"
+
+
+def _fast_mode(mode: int) -> int:
+    return 0 if mode in (MAX_FWD, MAX_BWD_TILED) else 1
+
+
 class PoolKernel(CudaKernel):
     def __init__(self, info, handle, mode: int, written: str, reads: tuple[str, ...]):
         super().__init__(handle)
@@ -220,17 +322,26 @@ class PoolKernel(CudaKernel):
         self.launch_ = None
         if w.numel == 0:
             return
-        p = plan(info.geom, w, [info[r] for r in reads], mode)
+        descs = [info[r] for r in reads]
+        args = [Slot(0), Slot(1), Slot(2) if len(reads) > 1 else ctypes.c_uint64(0)]
+        fp = fast_plan(info.geom, w, descs, mode >= AVG_BWD)
+        if fp is not None:
+            self.plan = fp
+            self.name = name = fast_kernel_name(fp.layout, fp.backward, _fast_mode(mode), fp.rule, w.dtype)
+            mod = get_module(FAST_SOURCE, [name], handle.device_id)
+            grid = -(-fp.items // FAST_BLOCK)
+            self.launch_ = Launch(mod.ptr[name], (grid,), (FAST_BLOCK,), [*args[: 1 + len(reads)], fp.meta])
+            return
+        p = plan(info.geom, w, descs, mode)
         self.plan = p
-        name = kernel_name(p.mode, w.dtype)
+        self.name = name = kernel_name(p.mode, w.dtype)
         mod = get_module(SOURCE, [name], handle.device_id)
         from ..cuda.runtime import properties
 
         grid = max(1, min(p.ntiles, int(properties(handle.device_id)["sm_count"]) * (2048 // p.block) * 2))
-        args = [Slot(0), Slot(1), Slot(2) if len(reads) > 1 else ctypes.c_uint64(0), p.meta]
         if p.mode == MAX_BWD_TILED:
-            args = [Slot(0), Slot(1), Slot(2), p.meta]
-        self.launch_ = Launch(mod.ptr[name], (grid,), (p.block,), args, p.smem)
+            args = [Slot(0), Slot(1), Slot(2)]
+        self.launch_ = Launch(mod.ptr[name], (grid,), (p.block,), [*args, p.meta], p.smem)
 
     def launch(self, ptrs, ws_ptr, rt, stream):
         if self.launch_ is not None:
@@ -239,11 +350,21 @@ class PoolKernel(CudaKernel):
 
 def nvidia_factory(mode: int, written: str, reads: tuple[str, ...]):
     """The SPEC's ``nvidia`` callable, with ``compile_units()`` listing every kernel its plans
-    can select (MAX_BWD_TILED also lists its MAX_BWD_GATHER fallback)."""
+    can select: the generic kernel (MAX_BWD_TILED also lists its MAX_BWD_GATHER fallback) and the
+    fast paths of every rule and layout."""
 
     def factory(info, handle):
         return PoolKernel(info, handle, mode, written, reads)
 
     modes = (MAX_BWD_TILED, MAX_BWD_GATHER) if mode == MAX_BWD_TILED else (mode,)
-    factory.compile_units = lambda: [(SOURCE, [kernel_name(m, dt) for m in modes for dt in sorted(F)])]
+    fast = [
+        fast_kernel_name(layout, mode >= AVG_BWD, _fast_mode(mode), rule, dt)
+        for rule in FAST_RULES
+        for layout in (ROWS, CL)
+        for dt in sorted(F)
+    ]
+    factory.compile_units = lambda: [
+        (SOURCE, [kernel_name(m, dt) for m in modes for dt in sorted(F)]),
+        (FAST_SOURCE, fast),
+    ]
     return factory

@@ -21,5 +21,5 @@ SPEC = OpSpec(
     torch="F.avg_pool{n}d(input, kernel_size, stride, padding, ceil_mode, count_include_pad=True)",
     summary="average pooling over 1-3 spatial dims (count_include_pad=True)",
     gguf_names=("averagepool",),
-    kernel_sources=("../../infiniop_py/pool/pool.cu",),
+    kernel_sources=("../../infiniop_py/pool/pool.cu", "../../infiniop_py/pool/pool_fast.cu"),
 )

@@ -21,5 +21,5 @@ SPEC = OpSpec(
     torch="autograd of F.avg_pool{n}d(input, kernel_size, stride, padding, ceil_mode, count_include_pad=True)",
     summary="gradient of avg_pool with respect to its input (deterministic gather)",
     gguf_names=("averagepool_backward",),
-    kernel_sources=("../../infiniop_py/pool/pool.cu",),
+    kernel_sources=("../../infiniop_py/pool/pool.cu", "../../infiniop_py/pool/pool_fast.cu"),
 )

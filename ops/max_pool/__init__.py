@@ -20,5 +20,5 @@ SPEC = OpSpec(
     torch="F.max_pool{n}d(input, kernel_size, stride, padding, ceil_mode=ceil_mode)",
     summary="max pooling over 1-3 spatial dims (dilation 1, no indices)",
     gguf_names=("maxpool",),
-    kernel_sources=("../../infiniop_py/pool/pool.cu",),
+    kernel_sources=("../../infiniop_py/pool/pool.cu", "../../infiniop_py/pool/pool_fast.cu"),
 )

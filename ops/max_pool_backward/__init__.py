@@ -22,5 +22,5 @@ SPEC = OpSpec(
     torch="autograd of F.max_pool{n}d(input, kernel_size, stride, padding, ceil_mode=ceil_mode)",
     summary="gradient of max_pool with respect to its input (argmax recomputed; deterministic gather)",
     gguf_names=("maxpool_backward",),
-    kernel_sources=("../../infiniop_py/pool/pool.cu",),
+    kernel_sources=("../../infiniop_py/pool/pool.cu", "../../infiniop_py/pool/pool_fast.cu"),
 )
