@@ -6,6 +6,8 @@ import math
 import threading
 import weakref
 
+import numpy as np
+
 from .buffers import IMMUTABLE_VIEWS, REVALIDATED_VIEWS, address, host_view
 from .devices import Device, Handle
 from .dtypes import INFO, DType
@@ -106,6 +108,8 @@ class Descriptor:
         self._present = [info.tensors.get(n) is not None for n in order]
         self._facts = list(zip(order, self._nbytes, self._write, self._present, strict=True))
         self._pairs = overlap_pairs(spec, info, order)
+        self._np_slots = None if gpu else numpy_slots(spec, info, order)
+        self._np_last = None  # weak references to the arrays of the last NumPy-view call
         self._last = [None] * len(order)  # (weakref, address) of the last buffer per tensor
         self._ws_last = None  # (weakref, address, revalidator) of the last checked workspace
         self._nrt = len(spec.runtime)
@@ -134,6 +138,7 @@ class Descriptor:
         self._kernel = None
         self._last = [None] * len(self._names)
         self._ws_last = None
+        self._np_last = None
 
     @property
     def plan(self) -> str | None:
@@ -192,6 +197,15 @@ class Descriptor:
             rt = self._rt_defaults
         else:
             args, rt = self._bind_call(args, kwargs)
+        if self._np_slots is not None and not self._ws_size:
+            views = self._numpy_views(args)
+            if views is not None:
+                self._acquire()
+                try:
+                    kernel.call_views(views, rt)
+                finally:
+                    self._release()
+                return
         ptrs = []
         append = ptrs.append
         cache = self._last
@@ -231,6 +245,44 @@ class Descriptor:
             kernel(ptrs, ws_ptr, rt, stream)
         finally:
             self._release()
+
+    def _numpy_views(self, args):
+        """CPU: when every buffer is a NumPy array laid out exactly as its descriptor (shape,
+        byte strides, dtype; outputs writable) and no output may share memory with another
+        buffer, the arrays themselves are the kernel's views: no address, extent or overlap
+        arithmetic, and no view to rebuild. Anything else (raw addresses, other layouts,
+        possible overlaps such as in-place calls) returns None: the general path checks it."""
+        views = {}
+        ndarray = np.ndarray
+        last = self._np_last
+        same = last is not None
+        k = 0
+        for buf, (name, layout) in zip(args, self._np_slots):
+            if layout is None:  # absent at create
+                if buf is not None:
+                    return None
+                views[name] = None
+            else:
+                if type(buf) is not ndarray:
+                    return None
+                shape, strides, dtype, write = layout
+                if buf.shape != shape or buf.strides != strides or buf.dtype != dtype or (write and not buf.flags.writeable):
+                    return None
+                views[name] = buf
+                if same and last[k]() is not buf:
+                    same = False
+            k += 1
+        # The same array objects as the last call, with the layouts just checked, still do not
+        # overlap: a view's address never changes, and an array owning its memory (the only kind
+        # resize can move) moves within its own allocation.
+        if same:
+            return views
+        share = np.may_share_memory
+        for i, j, _, _, _ in self._pairs:
+            if share(args[i], args[j]):
+                return None
+        self._np_last = [_NOREF if b is None else weakref.ref(b) for b in args]
+        return views
 
     def _coerce_rt(self, values) -> tuple:
         op = self.spec.name
@@ -311,6 +363,32 @@ class Descriptor:
         return [bound[n] for n in self._names], tuple(a.coerce(rt[a.name], spec.name) for a in spec.runtime)
 
 
+def _NOREF():  # noqa: N802 - stands in for a weak reference to an absent (None) buffer
+    return None
+
+
+def numpy_slots(spec: OpSpec, info: Info, order: list[str]):
+    """Per tensor of a CPU descriptor: ``(name, (shape, byte strides, NumPy dtype, output?))``,
+    or ``(name, None)`` if absent, for the NumPy-view fast path of calculate (None when a tensor
+    is empty or its dtype has no NumPy equivalent: the general path handles those)."""
+    from .dtypes import to_numpy
+
+    slots = []
+    for n in order:
+        d = info.tensors.get(n)
+        if d is None:
+            slots.append((n, None))
+            continue
+        try:
+            npd = to_numpy(d.dtype)
+        except Exception:
+            return None
+        if d.numel == 0:
+            return None
+        slots.append((n, (tuple(d.shape), tuple(s * npd.itemsize for s in d.strides), npd, spec.role[n].is_output)))
+    return tuple(slots)
+
+
 def overlap_pairs(spec: OpSpec, info: Info, order: list[str]) -> tuple:
     """``(i, j, span_i, span_j, same)`` for every output ``i`` and other tensor ``j`` (pairs of
     outputs once) that calculate checks for overlap; ``same``: the pair may alias at one address
@@ -366,6 +444,15 @@ class _CpuKernel:
         self.ws_desc = None
         if self.workspace_size:
             self.ws_desc = TensorDescriptor((self.workspace_size,), (1,), DType.U8)
+
+    def call_views(self, views: dict, rt) -> None:
+        """Run on views the caller's arrays already are (see Descriptor._numpy_views)."""
+        try:
+            self.fn(views, None, rt)
+        except InfiniopError:
+            raise
+        except Exception as exc:  # never let a NumPy error escape the public API
+            raise error(Status.INTERNAL_ERROR, f"{self.info.op}: CPU backend failed: {type(exc).__name__}: {exc}") from exc
 
     def __call__(self, ptrs, ws_ptr, rt, stream):
         views = {}

@@ -364,14 +364,15 @@ def softmax(x, y, log, tmp, r0, r1):
                 st(y, (i, j), tmp[j] * inv)
 
 
-SUM_BLOCK = 4096  # float32 partial sums over this many elements, added up in float64
+SUM_BLOCK = 128  # float32 partial sums over this many elements, added up in float64
 
 
 @numba.njit(inline="always", error_model="numpy", fastmath={"reassoc", "contract"})
 def _row_sum(row):
-    """Sum of a 1-D row: a float32 sum per block of SUM_BLOCK elements (vectorised: each of the
-    vector lanes adds a few dozen terms), the block sums added in float64. Accurate like a
-    pairwise sum, at the speed of a float32 loop."""
+    """Sum of a 1-D row: a float32 sum per block of SUM_BLOCK elements (vectorised: each vector
+    lane adds a few terms), the block sums added in float64. At least as accurate as a pairwise
+    sum, at the speed of a float32 loop (896-wide rows: 85 us per 2048 rows with blocks of 128
+    or 4096, 158 with 64)."""
     s = 0.0
     for j in range(0, row.size, SUM_BLOCK):
         seg = row[j : j + SUM_BLOCK]

@@ -106,3 +106,29 @@ def run_flat(fn: Callable, arrays: Sequence, min_part: int = 1 << 16) -> None:
         fn(*arrays)
         return
     run_all(fn, [tuple(a[lo:hi] for a in arrays) for lo, hi in bounds(n, pieces)])
+
+
+# Floating-point warnings off for a block of NumPy calls, as ``np.errstate(all="ignore")`` does
+# (the operators' results carry inf/NaN as they arise; NumPy's warnings would be noise), at
+# ~0.1 us instead of ~0.9 us: NumPy keeps its error state in a context variable.
+try:
+    from numpy._core._ufunc_config import _extobj_contextvar, _make_extobj
+
+    _QUIET = _make_extobj(all="ignore")
+
+    def fp_quiet():
+        """Turn floating-point warnings off; returns the token for :func:`fp_restore`."""
+        return _extobj_contextvar.set(_QUIET)
+
+    def fp_restore(token) -> None:
+        _extobj_contextvar.reset(token)
+
+except Exception:  # other NumPy versions: the public context manager
+
+    def fp_quiet():
+        state = np.errstate(all="ignore")
+        state.__enter__()
+        return state
+
+    def fp_restore(token) -> None:
+        token.__exit__(None, None, None)

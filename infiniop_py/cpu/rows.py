@@ -2,9 +2,11 @@
 
 A kernel sees 2-D C-contiguous ``(rows, D)`` arrays in their storage dtype (:func:`bits`) and
 a row range; :func:`run_rows` runs one call per range of :func:`split` on the thread pool
-(kernels that add up over rows use the shape-fixed ranges of :func:`parts` inside). Operands whose layout
-does not collapse to that (or dtypes other than f32/f16/bf16) return ``None`` from the helpers,
-and the operator takes its NumPy path.
+(kernels that add up over rows use the shape-fixed ranges of :func:`parts` inside). Operands
+of any other layout are copied (bit for bit) into contiguous arrays first, and outputs written
+to contiguous temporaries copied back afterwards (:class:`Outputs`), so an operator gives the
+same bits whatever the layouts. Dtypes other than f32/f16/bf16 make the helpers return None and
+the operator takes its NumPy path.
 """
 
 from __future__ import annotations
@@ -29,20 +31,72 @@ def bits(a: np.ndarray | None):
     return a if v is None else a.view(v)
 
 
+def _supported(a) -> bool:
+    return a is not None and a.dtype in _BITS
+
+
+def _contiguous(a: np.ndarray) -> np.ndarray:
+    """``a`` itself if C-contiguous, else a C-contiguous bit copy."""
+    if a.flags.c_contiguous:
+        return a
+    u = np.dtype(f"u{a.dtype.itemsize}")
+    return np.ascontiguousarray(a.view(u)).view(a.dtype)
+
+
 def rows2d(a: np.ndarray | None, d: int | None = None):
-    """A C-contiguous ``(rows, d)`` view of ``a`` (``d``: its last dim by default), or None."""
-    if a is None or not a.flags.c_contiguous or a.dtype not in _BITS:
+    """An input as a C-contiguous ``(rows, d)`` array (``d``: its last dim by default): a view
+    when it is C-contiguous, else a copy; None for None or a dtype the kernels do not take."""
+    if not _supported(a):
         return None
     if d is None:
         d = a.shape[-1] if a.ndim else 1
-    return a.reshape(-1, d) if d else None
+    return _contiguous(a).reshape(-1, d) if d else None
 
 
 def flat(a: np.ndarray | None):
-    """A C-contiguous 1-D view of ``a`` in a kernel dtype, or None."""
-    if a is None or not a.flags.c_contiguous or a.dtype not in _BITS:
-        return None
-    return a.reshape(-1)
+    """An input as a C-contiguous 1-D array (a view or a copy), or None as :func:`rows2d`."""
+    return _contiguous(a).reshape(-1) if _supported(a) else None
+
+
+class Outputs:
+    """Outputs of one kernel call: C-contiguous views of the outputs that are, temporaries for
+    the others, copied back (bit for bit) by :meth:`done`."""
+
+    def __init__(self):
+        self.pending = []
+
+    def _buffer(self, a: np.ndarray) -> np.ndarray:
+        if a.flags.c_contiguous:
+            return a
+        tmp = np.empty(a.shape, a.dtype)
+        self.pending.append((a, tmp))
+        return tmp
+
+    def rows(self, a: np.ndarray | None, d: int | None = None):
+        """Output ``a`` as a C-contiguous ``(rows, d)`` array, or None as :func:`rows2d`."""
+        if not _supported(a):
+            return None
+        if d is None:
+            d = a.shape[-1] if a.ndim else 1
+        return self._buffer(a).reshape(-1, d) if d else None
+
+    def flat(self, a: np.ndarray | None):
+        return self._buffer(a).reshape(-1) if _supported(a) else None
+
+    def full(self, a: np.ndarray | None):
+        """Output ``a`` in its own shape, C-contiguous, or None as :func:`rows2d`."""
+        return self._buffer(a) if _supported(a) else None
+
+    def done(self) -> None:
+        for a, tmp in self.pending:
+            u = np.dtype(f"u{a.dtype.itemsize}")
+            np.copyto(a.view(u), tmp.view(u))
+        self.pending = []
+
+
+def contiguous(a: np.ndarray | None):
+    """An input in its own shape, C-contiguous (a view or a copy), or None as :func:`rows2d`."""
+    return _contiguous(a) if _supported(a) else None
 
 
 def missing(*arrays) -> bool:

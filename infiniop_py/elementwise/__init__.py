@@ -16,6 +16,8 @@ from collections.abc import Callable
 import numpy as np
 
 from ..cpu import jit, pool
+from ..cpu.pool import fp_quiet, fp_restore
+from ..cpu.rows import Outputs, contiguous
 from ..dtypes import DType, H
 from ..halfconv import copy_into, to_f32
 from ..spec import Attr, Checker, Info, OpSpec, inp, out
@@ -116,9 +118,11 @@ def _fused(numpy_fn, cpu_kernel, info: Info, attrs):
     return lambda k, out, a, b: k.binary(code, a, b, out)
 
 
-def _flat_bits(a: np.ndarray) -> np.ndarray:
-    bits = _BITS[DType.F16] if a.dtype == np.float16 else _BITS[DType.BF16] if a.dtype.itemsize == 2 else None
-    return (a.view(bits) if bits is not None else a).reshape(-1)
+def _flat_bits(a: np.ndarray, bits) -> np.ndarray:
+    """A C-contiguous operand as the compiled kernels read it: 1-D, halves as integer ``bits``."""
+    if bits is not None:
+        a = a.view(bits)
+    return a if a.ndim == 1 else a.reshape(-1)
 
 
 def make_cpu(numpy_fn, attr_names, compute_dtype=None, cpu_kernel=None):
@@ -145,6 +149,8 @@ def make_cpu(numpy_fn, attr_names, compute_dtype=None, cpu_kernel=None):
         into = getattr(numpy_fn, "writes_into", False)
         bitwise = getattr(numpy_fn, "bitwise", False)
         fused = _fused(numpy_fn, cpu_kernel, info, attrs) if cdt is None else None
+        fbits = _BITS.get(out_dt)  # the fused path's one dtype, as its kernels read it
+        fbits = None if fbits is None else np.dtype(fbits)
 
         work_dt = F32 if out_dt in H and not bitwise else None  # None: the output's own dtype
         # a ufunc of f32 operands rounded into a half output: its f32 result goes to a scratch block
@@ -162,7 +168,8 @@ def make_cpu(numpy_fn, attr_names, compute_dtype=None, cpu_kernel=None):
             copy_into(dst, tmp)
 
         def compute(dst, *args):
-            with np.errstate(all="ignore"):
+            token = fp_quiet()
+            try:
                 if into and cdt is None:
                     compute_into(dst, *args)
                     return
@@ -176,19 +183,47 @@ def make_cpu(numpy_fn, attr_names, compute_dtype=None, cpu_kernel=None):
                 if cdt is not None:
                     args = [a.astype(cdt) for a in args]
                 copy_into(dst, numpy_fn(*args, *attrs))
+            finally:
+                fp_restore(token)
 
         def run(views, ws, rt):
             dst = views[out_name]
-            if not dst.size:
+            n = dst.size
+            if not n:
                 return
             args = [views[r] for r in reads]
-            if fused is not None and dst.flags.c_contiguous and all(a.flags.c_contiguous for a in args):
+            if direct and n < 2 * CHUNK:  # small, one NumPy call: the least Python around it
+                token = fp_quiet()
+                try:
+                    numpy_fn(*args, out=dst)
+                finally:
+                    fp_restore(token)
+                return
+            if fused is not None:
                 k = jit.kernels()
-                if k is not None:
-                    pool.run_flat(lambda o, *i: fused(k, o, *i), [_flat_bits(a) for a in (dst, *args)])
+                dense = dst.flags.c_contiguous
+                for a in args:
+                    dense = dense and a.flags.c_contiguous
+                # an op's own kernel runs on every layout (contiguous copies in, a temporary out),
+                # so its results do not depend on the layout; the binary arithmetic ufuncs give
+                # the NumPy path's bits anyway
+                if k is not None and (dense or cpu_kernel is not None):
+                    outs = None if dense else Outputs()
+                    flat = [_flat_bits(dst if dense else outs.full(dst), fbits)]
+                    for a in args:
+                        flat.append(_flat_bits(a if dense else contiguous(a), fbits))
+                    if n < 2 * CHUNK:
+                        fused(k, *flat)
+                    else:
+                        pool.run_flat(lambda o, *i: fused(k, o, *i), flat)
+                    if outs is not None:
+                        outs.done()
                     return
+            if n < 2 * CHUNK:
+                compute(dst, *args)
+                return
             # no temporaries on the direct path: one part per thread, not cache-sized blocks
-            parallel_chunks(compute, dst, args, block=-(-dst.size // pool.THREADS) if direct else CHUNK)
+            parallel_chunks(compute, dst, args, block=-(-n // pool.THREADS) if direct else CHUNK)
 
         return run
 

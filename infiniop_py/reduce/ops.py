@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ..cpu import jit
-from ..cpu.rows import bits, flat, missing, rows2d, run_rows, split
+from ..cpu.rows import Outputs, bits, rows2d, run_rows, split
 from ..spec import Checker, Info
 from ..status import Status
 from . import REDUCE_SOURCE, ReduceKernel, default_kernel_names, kernel_names, reduce_numpy, store
@@ -52,14 +52,16 @@ def cpu_factory(op: str):
             if out.size == 0:
                 return
             k = jit.kernels() if d else None
-            x2, o1 = (rows2d(views["input"], d), flat(out)) if k is not None else (None, None)
-            if not missing(x2, o1):
+            if k is not None and bits(views["input"]) is not None:
+                outs = Outputs()
+                x2, o1 = rows2d(views["input"], d), outs.flat(out)
                 xb, ob = bits(x2), bits(o1)
                 if op == "max":
                     run_rows(lambda _, r0, r1: k.row_max(xb, ob, r0, r1), split(*x2.shape))
                 else:
                     scale = 1.0 if op == "sum" else 1.0 / d
                     run_rows(lambda _, r0, r1: k.row_sums(xb, ob, scale, r0, r1), split(*x2.shape))
+                outs.done()
                 return
             store(out, reduce_numpy(views["input"], axes, op, dtype), dtype)
 

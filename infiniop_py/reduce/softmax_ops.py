@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..cpu import jit
-from ..cpu.rows import bits, missing, rows2d, run_rows, split
+from ..cpu.rows import Outputs, bits, rows2d, run_rows, split
 from ..dtypes import DType, F
 from ..halfconv import copy_into
 from ..spec import Attr, Checker, Info, OpSpec, inp, out
@@ -56,12 +56,14 @@ def softmax_spec(name: str, stem: str, log: bool, gguf_names=()) -> OpSpec:
             if y.size == 0:
                 return
             k = jit.kernels()
-            x2, y2 = rows2d(views["input"]), rows2d(y)
-            if k is not None and axis == y.ndim - 1 and not missing(x2, y2):
+            if k is not None and axis == y.ndim - 1 and bits(y) is not None:
+                out = Outputs()
+                x2, y2 = rows2d(views["input"]), out.rows(y)
                 xb, yb = bits(x2), bits(y2)
                 ranges = split(*x2.shape)
                 tmp = np.empty((len(ranges), x2.shape[1]), np.float32)  # a scratch row per range
                 run_rows(lambda i, r0, r1: k.softmax(xb, yb, log, tmp[i], r0, r1), ranges)
+                out.done()
                 return
 
             def part(yp, xp):  # rows are independent: thread over the other axes

@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from infiniop_py.cpu import jit
-from infiniop_py.cpu.rows import bits, f32vec, run_rows, split
+from infiniop_py.cpu.rows import Outputs, bits, contiguous, f32vec, run_rows, split
 from infiniop_py.dtypes import DType, F
 from infiniop_py.norm import acc_numpy, check_positive, check_shape
 from infiniop_py.norm.gguf import BatchNormFiles
@@ -67,15 +67,18 @@ def cpu(info: Info):
     mom = info.attrs["momentum"]
 
     def compiled(k, views):
-        """The compiled kernel on C-contiguous input/output: (mean, var) in float64, or None."""
-        x3, y3 = as3(views["input"]), as3(views["output"])
-        xb, yb = bits(x3), bits(y3)
-        if xb is None or yb is None or not (x3.flags.c_contiguous and y3.flags.c_contiguous):
+        """The compiled kernel (any layout, through contiguous copies): (mean, var) in float64,
+        or None for dtypes it does not take."""
+        if bits(views["input"]) is None:
             return None
+        out = Outputs()
+        x3, y3 = contiguous(as3(views["input"])), out.full(as3(views["output"]))
+        xb, yb = bits(x3), bits(y3)
         c = x3.shape[1]
         mean, var = np.empty(c, np.float64), np.empty(c, np.float64)
         w, b = f32vec(views["weight"], c), f32vec(views["bias"], c)
         run_rows(lambda _, c0, c1: k.batch_norm(xb, w, b, float(eps), yb, mean, var, c0, c1), split(c, x3.size // c))
+        out.done()
         return mean, var
 
     def run(views, ws, rt):

@@ -8,7 +8,7 @@ combination of chunk partials: bitwise identical run to run.
 import numpy as np
 
 from infiniop_py.cpu import jit
-from infiniop_py.cpu.rows import bits, f32vec, run_rows, split
+from infiniop_py.cpu.rows import Outputs, bits, contiguous, f32vec, run_rows, split
 from infiniop_py.dtypes import F
 from infiniop_py.norm import check_positive, check_shape
 from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
@@ -34,14 +34,17 @@ def cpu(info: Info):
     eps = info.attrs["eps"]
 
     def compiled(k, views) -> bool:
-        x3, dy3, gx3 = as3(views["input"]), as3(views["grad_output"]), as3(views["grad_input"])
-        xb, dyb, gxb = bits(x3), bits(dy3), bits(gx3)
-        if xb is None or dyb is None or gxb is None or not all(a.flags.c_contiguous for a in (x3, dy3, gx3)):
+        if bits(views["input"]) is None:
             return False
+        out = Outputs()
+        x3, dy3 = contiguous(as3(views["input"])), contiguous(as3(views["grad_output"]))
+        gx3 = out.full(as3(views["grad_input"]))
+        xb, dyb, gxb = bits(x3), bits(dy3), bits(gx3)
         c = x3.shape[1]
         gw, gb = np.empty(c, np.float64), np.empty(c, np.float64)
         w = f32vec(views["weight"], c)
         run_rows(lambda _, c0, c1: k.batch_norm_backward(xb, dyb, w, float(eps), gxb, gw, gb, c0, c1), split(c, x3.size // c))
+        out.done()
         views["grad_bias"][...] = gb.astype(views["grad_bias"].dtype)
         views["grad_weight"][...] = gw.astype(views["grad_weight"].dtype)
         return True

@@ -70,7 +70,7 @@ def _cpu(info):
     import numpy as np
 
     from infiniop_py.cpu import jit, pool
-    from infiniop_py.cpu.rows import bits
+    from infiniop_py.cpu.rows import Outputs, bits, contiguous
     from infiniop_py.elementwise import make_cpu, parallel_chunks
     from infiniop_py.halfconv import copy_into
 
@@ -101,8 +101,11 @@ def _cpu(info):
         if not dst.size:
             return
         k = jit.kernels()
-        if k is not None and dst.flags.c_contiguous and x.flags.c_contiguous and x.dtype == dst.dtype:
-            pool.run_flat(lambda o, i: k.gelu_erf(i, q, a, o), [bits(dst).reshape(-1), bits(x).reshape(-1)])
+        if k is not None:  # every layout: contiguous copies in, a temporary out (same bits)
+            out = Outputs()
+            o = out.full(dst)
+            pool.run_flat(lambda o, i: k.gelu_erf(i, q, a, o), [bits(o).reshape(-1), bits(contiguous(x)).reshape(-1)])
+            out.done()
             return
         parallel_chunks(compute, dst, [x])
 

@@ -6,7 +6,7 @@ input.shape[:-1] or input.shape[:-1] + (1,).
 import numpy as np
 
 from infiniop_py.cpu import jit
-from infiniop_py.cpu.rows import bits, f32vec, flat, missing, rows2d, run_rows, split
+from infiniop_py.cpu.rows import Outputs, bits, f32vec, rows2d, run_rows, split
 from infiniop_py.dtypes import F
 from infiniop_py.norm import acc_numpy, check_positive, check_rows, check_shape, check_std_shape
 from infiniop_py.norm.gguf import LayerNormFiles
@@ -51,15 +51,17 @@ def cpu(info: Info):
         if x.size == 0:
             return
         k = jit.kernels()
-        x2, y2, h2 = rows2d(x), rows2d(views["output"]), rows2d(views["input_standardization"])
-        sd = flat(views["input_std_deviation"])
-        if k is None or missing(x2, y2, h2, sd):
+        if k is None or bits(x) is None:
             numpy_run(views)
             return
+        out = Outputs()
+        x2, y2, h2 = rows2d(x), out.rows(views["output"]), out.rows(views["input_standardization"])
+        sd = out.flat(views["input_std_deviation"])
         d = x2.shape[1]
         w, b = f32vec(views["weight"], d), f32vec(views["bias"], d)
         xb, yb, hb, sb = bits(x2), bits(y2), bits(h2), bits(sd)
         run_rows(lambda _, r0, r1: k.layer_norm(xb, w, b, float(eps), yb, hb, sb, r0, r1), split(*x2.shape))
+        out.done()
 
     return run
 

@@ -8,7 +8,7 @@ workspace, then a fixed-order column sum): bitwise identical run to run.
 import numpy as np
 
 from infiniop_py.cpu import jit
-from infiniop_py.cpu.rows import bits, f32vec, flat, missing, parts, rows2d, run_rows, split
+from infiniop_py.cpu.rows import Outputs, bits, f32vec, flat, parts, rows2d, run_rows, split
 from infiniop_py.dtypes import F
 from infiniop_py.norm import acc_numpy, check_rows, check_shape, check_std_shape
 from infiniop_py.norm.gguf import LayerNormBackwardFiles
@@ -35,10 +35,11 @@ def cpu(info: Info):
     def run(views, ws, rt):
         D = views["grad_output"].shape[-1]
         k = jit.kernels()
-        dy2, h2, gx2 = rows2d(views["grad_output"]), rows2d(views["input_standardization"]), rows2d(views["grad_input"])
-        sd = flat(views["input_std_deviation"])
         gw, gb = views["grad_weight"], views["grad_bias"]
-        if k is not None and views["grad_output"].size and not missing(dy2, h2, gx2, sd):
+        if k is not None and views["grad_output"].size and bits(views["grad_output"]) is not None:
+            out = Outputs()
+            dy2, h2, gx2 = rows2d(views["grad_output"]), rows2d(views["input_standardization"]), out.rows(views["grad_input"])
+            sd = flat(views["input_std_deviation"])
             bounds = parts(*dy2.shape)  # row ranges fixed by the shape, one partial row each
             nparts = len(bounds) - 1
             pw, pb = np.zeros((nparts, D), np.float64), np.zeros((nparts, D), np.float64)
@@ -47,6 +48,7 @@ def cpu(info: Info):
                 lambda _, p0, p1: k.layer_norm_backward(dyb, wf, hb, sb, gxb, pw, pb, bounds, p0, p1),
                 split(nparts, dy2.size // nparts),
             )
+            out.done()
             gw[...] = pw.sum(axis=0).astype(gw.dtype)
             if gb is not None:
                 gb[...] = pb.sum(axis=0).astype(gb.dtype)

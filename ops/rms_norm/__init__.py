@@ -7,7 +7,7 @@ weight may be f16/bf16/f32 when x is f16/bf16 (mixed-precision RMSNorm), else x'
 import numpy as np
 
 from infiniop_py.cpu import jit
-from infiniop_py.cpu.rows import bits, f32vec, missing, rows2d, run_rows, split
+from infiniop_py.cpu.rows import Outputs, bits, f32vec, rows2d, run_rows, split
 from infiniop_py.dtypes import DType, F, H
 from infiniop_py.norm import acc_numpy, check_positive, check_rows, check_shape
 from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
@@ -50,10 +50,12 @@ def cpu(info: Info):
         if y.size == 0:
             return
         k = jit.kernels()
-        x2, y2 = rows2d(x), rows2d(y)
-        if k is not None and not missing(x2, y2):
+        if k is not None and bits(x) is not None:
+            out = Outputs()
+            x2, y2 = rows2d(x), out.rows(y)
             xb, yb, wf = bits(x2), bits(y2), f32vec(w, x2.shape[1])
             run_rows(lambda _, r0, r1: k.rms_norm(xb, wf, float(eps), yb, r0, r1), split(*x2.shape))
+            out.done()
             return
         xf = x.astype(acc)
         rinv = acc(1) / np.sqrt(np.mean(xf * xf, axis=-1, keepdims=True) + eps)

@@ -7,7 +7,7 @@ a fixed-order column sum), so it is bitwise identical run to run.
 import numpy as np
 
 from infiniop_py.cpu import jit
-from infiniop_py.cpu.rows import bits, f32vec, missing, parts, rows2d, run_rows, split
+from infiniop_py.cpu.rows import Outputs, bits, f32vec, parts, rows2d, run_rows, split
 from infiniop_py.dtypes import DType, F, H
 from infiniop_py.norm import acc_numpy, check_positive, check_rows, check_shape
 from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
@@ -43,8 +43,9 @@ def cpu(info: Info):
         gx, gw = views["grad_x"], views["grad_w"]
         D = x.shape[-1]
         k = jit.kernels()
-        x2, gy2, gx2 = rows2d(x), rows2d(gy), rows2d(gx)
-        if k is not None and x.size and not missing(x2, gy2, gx2):
+        if k is not None and x.size and bits(x) is not None:
+            out = Outputs()
+            x2, gy2, gx2 = rows2d(x), rows2d(gy), out.rows(gx)
             bounds = parts(*x2.shape)  # row ranges fixed by the shape, one grad_w row each
             partial = np.zeros((len(bounds) - 1, D), np.float64)
             xb, gyb, gxb, wf = bits(x2), bits(gy2), bits(gx2), f32vec(w, D)
@@ -52,6 +53,7 @@ def cpu(info: Info):
                 lambda _, p0, p1: k.rms_norm_backward(xb, gyb, wf, float(eps), gxb, partial, bounds, p0, p1),
                 split(len(bounds) - 1, x2.size // (len(bounds) - 1)),
             )
+            out.done()
             gw[...] = partial.sum(axis=0).astype(gw.dtype)
             return
         # C order: the row sums below then run over contiguous rows (NumPy's pairwise summation);
