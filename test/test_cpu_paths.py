@@ -152,3 +152,31 @@ def test_threaded_results_repeat_bitwise(op, path):
         finally:
             pool.THREADS = threads
     assert all(np.array_equal(a, b) for a, b in zip(first, single))
+
+
+def test_numpy_view_fast_path_checks_what_the_general_path_checks():
+    """calculate hands NumPy arrays laid out as their descriptors straight to the kernel; it must
+    still refuse read-only outputs and overlaps, also when the same arrays come again."""
+    from infiniop_py.status import InfiniopError, Status
+
+    h = iop.create_handle("cpu")
+    td = iop.create_tensor_descriptor((64,), None, DType.F32)
+    a, b = np.arange(64, dtype=np.float32), np.ones(64, np.float32)
+    base = np.zeros(80, np.float32)
+    with iop.create_descriptor("add", h, td, td, td) as d:
+        c = np.empty(64, np.float32)
+        for _ in range(2):  # the second call sees the same objects
+            d.calculate(None, c, a, b)
+            assert np.array_equal(c, a + 1)
+        c.flags.writeable = False
+        with pytest.raises(InfiniopError) as ei:
+            d.calculate(None, c, a, b)
+        assert ei.value.status is Status.BAD_PARAM
+        d.calculate(None, a, a, b)  # in place: allowed (identical layout)
+        assert np.array_equal(a, np.arange(64, dtype=np.float32) + 1)
+        src = base[:64]
+        src[:] = 1
+        for _ in range(2):
+            with pytest.raises(InfiniopError) as ei:
+                d.calculate(None, base[3:67], src, b)  # shifted overlap
+            assert ei.value.status is Status.BAD_TENSOR_STRIDES
