@@ -474,15 +474,25 @@ def test_plan_emulated_gather_fallback(index):
 # -- the fast paths (pool_fast.cu), checked the same way -------------------------------------------
 class _FastEmu:
     """The index arithmetic of pool_fast.cu in Python (float64 values, one work item at a time,
-    the loops in the kernels' order): work item split, x tiles with their fill outside the input,
-    window scans, the backward gather over covering windows, and the stores. The rows kernels
-    address W with stride 1 and the cl kernels C with stride 1, as the kernels do."""
+    the loops in the kernels' order), stage by stage: work item split, x tiles with their fill
+    outside the input, window scans (MODE 2: argmax offsets into the workspace), the backward
+    gather over covering windows, and the stores. The rows kernels address W with stride 1 and
+    the cl kernels C with stride 1, as the kernels do."""
 
-    def __init__(self, fp, mode, bufs):
-        self.fp, self.mode, self.bufs = fp, mode, bufs  # mode 0 max, 1 avg
-        self.m = pc.PoolFastMetaC.from_buffer_copy(fp.meta)
+    def __init__(self, fp, bufs, ws):
+        self.fp, self.bufs, self.ws = fp, bufs, ws
         self.k, self.s, self.p = fp.rule
-        self.writes = np.zeros(bufs[0].size, np.int64)
+        self.writes = {id(b): np.zeros(b.size, np.int64) for b in (bufs[0], ws)}
+
+    def run(self):
+        for st in self.fp.stages:
+            self.st, self.mode = st, st.mode
+            self.m = pc.PoolFastMetaC.from_buffer_copy(st.meta)
+            self.t = [self.ws if slot == "ws" else self.bufs[slot] for slot in st.slots]
+            assert self.m.items == np.prod(st.dims) * (self.m.items // np.prod(st.dims)) and self.m.items < 2**31
+            kernel = getattr(self, st.kernel)
+            for e in range(self.m.items):
+                kernel(*self.split(e))
 
     def split(self, e):
         q = []
@@ -502,12 +512,12 @@ class _FastEmu:
         st = o * self.s - self.p
         return min(st + self.k, L + self.p) - st
 
-    def tile(self, slot, xb, sh, sw, oh0, ow0, nh, nw, col0):
-        """Windows (oh0 + wh, ow0 + ww): (results, argmax offsets); col0 is the kernel's first tile
-        column (base + XOFF)."""
+    def tile(self, xb, sh, sw, oh0, ow0, nh, nw, col0):
+        """Windows (oh0 + wh, ow0 + ww) of tensor 1 from offset xb: (results, argmax offsets);
+        col0 is the kernel's first tile column (base + XOFF)."""
         m, k, s, p = self.m, self.k, self.s, self.p
         assert col0 == s * ow0 - p
-        fill = -np.inf if self.mode == 0 else 0.0
+        fill = 0.0 if self.mode == 1 else -np.inf
         r = [[fill] * nw for _ in range(nh)]
         arg = [[max(0, p - s * (oh0 + wh)) * k + max(0, p - s * (ow0 + ww)) for ww in range(nw)] for wh in range(nh)]
         for xr in range(s * (nh - 1) + k):
@@ -516,178 +526,111 @@ class _FastEmu:
                 continue
             for xc in range(s * (nw - 1) + k):
                 j = col0 + xc
-                v = self.bufs[slot][xb + i * sh + j * sw] if 0 <= j < m.W else fill
-                for wh in range(nh):
-                    for ww in range(nw):
-                        rr, cc = xr - s * wh, xc - s * ww
-                        if not (0 <= rr < k and 0 <= cc < k):
-                            continue
-                        if self.mode == 1:
-                            r[wh][ww] += v
-                        elif v > r[wh][ww] or v != v:
-                            r[wh][ww], arg[wh][ww] = v, rr * k + cc
+                v = self.t[1][xb + i * sh + j * sw] if 0 <= j < m.W else fill
+                for wh, ww in itertools.product(range(nh), range(nw)):
+                    rr, cc = xr - s * wh, xc - s * ww
+                    if not (0 <= rr < k and 0 <= cc < k):
+                        continue
+                    if self.mode == 1:
+                        r[wh][ww] += v
+                    elif v > r[wh][ww] or v != v:
+                        r[wh][ww], arg[wh][ww] = v, rr * k + cc
         return r, arg
 
     def write(self, off, value):
-        self.bufs[0][off] = value
-        self.writes[off] += 1
+        self.t[0][off] = value
+        self.writes[id(self.t[0])][off] += 1
 
-    def run(self):
-        fp, m = self.fp, self.m
-        assert m.items == np.prod(fp.dims) * (m.items // np.prod(fp.dims)) and m.items < 2**31
-        kernel = getattr(self, fp.layout + ("_backward" if fp.backward else ""))
-        for e in range(m.items):
-            kernel(*self.split(e))
+    def result(self, oh, ow, r, arg):
+        """What the forward kernels store for window (oh, ow)."""
+        if self.mode == 2:
+            assert 0 <= arg < self.k * self.k
+            return arg
+        return r / (self.span(oh, self.m.H) * self.span(ow, self.m.W)) if self.mode == 1 else r
 
     def rows(self, q0, q1, c, n):
-        m, s, p, V = self.m, self.s, self.p, self.fp.V
+        m, s, p, V = self.m, self.s, self.p, self.st.V
         st, sx = m.st[0], m.st[1]
         ow0, oh0 = q0 * V, q1 * pc.FAST_FH
-        r, _ = self.tile(1, n * sx[0] + c * sx[1], sx[2], 1, oh0, ow0, pc.FAST_FH, V, s * ow0 - p)
+        r, arg = self.tile(n * sx[0] + c * sx[1], sx[2], 1, oh0, ow0, pc.FAST_FH, V, s * ow0 - p)
         for wh in range(pc.FAST_FH):
             oh = oh0 + wh
             if oh >= m.OH:
                 break
             for v in range(V):
                 if ow0 + v < m.OW:
-                    val = r[wh][v] / (self.span(oh, m.H) * self.span(ow0 + v, m.W)) if self.mode else r[wh][v]
-                    self.write(n * st[0] + c * st[1] + oh * st[2] + ow0 + v, val)
+                    self.write(n * st[0] + c * st[1] + oh * st[2] + ow0 + v, self.result(oh, ow0 + v, r[wh][v], arg[wh][v]))
 
     def cl(self, cv, cb, rb, n):
-        m, s, p, V = self.m, self.s, self.p, self.fp.V
+        m, s, p, V = self.m, self.s, self.p, self.st.V
         st, sx = m.st[0], m.st[1]
         c0, oh0, ow0 = cv * V, rb * pc.FAST_FH, cb * pc.FAST_FW
         for t in range(min(V, m.C - c0)):
-            r, _ = self.tile(1, n * sx[0] + c0 + t, sx[2], sx[3], oh0, ow0, pc.FAST_FH, pc.FAST_FW, s * ow0 - p)
+            r, arg = self.tile(n * sx[0] + c0 + t, sx[2], sx[3], oh0, ow0, pc.FAST_FH, pc.FAST_FW, s * ow0 - p)
             for wh, ww in itertools.product(range(pc.FAST_FH), range(pc.FAST_FW)):
                 oh, ow = oh0 + wh, ow0 + ww
                 if oh < m.OH and ow < m.OW:
-                    val = r[wh][ww] / (self.span(oh, m.H) * self.span(ow, m.W)) if self.mode else r[wh][ww]
-                    self.write(n * st[0] + oh * st[2] + ow * st[3] + c0 + t, val)
+                    self.write(n * st[0] + oh * st[2] + ow * st[3] + c0 + t, self.result(oh, ow, r[wh][ww], arg[wh][ww]))
 
-    def strip(self, a0, nw, ow0, col0, xval, gval):
-        """The backward kernels' walk down a strip of row blocks a0 .. a1 - 1: the alive window rows
-        (slot w = window row a + OLO + w) fed x row by x row, the grad_output rows carried along
-        (0 outside), shifted after each block. Yields (a, argmax offsets of slots < NWH,
-        grad_output of slots < NWH)."""
-        m, k, s, p = self.m, self.k, self.s, self.p
-        olo, nwh, xlo = self.cover(s)
-        nxh = s * (nwh - 1) + k
-        na = (xlo + nxh - 1 + p) // s - olo + 1
-        a1 = min(a0 + m.R, -(-m.H // s))
-        assert col0 == s * ow0 - p
-
-        def init(oh):
-            return [-np.inf] * nw, [max(0, p - s * oh) * k + max(0, p - s * (ow0 + ww)) for ww in range(nw)]
-
-        slots = [init(a0 + olo + w) for w in range(na)]
-
-        def feed(a, xr):
-            i = s * a + xlo + xr
-            if not 0 <= i < m.H:
-                return
-            xs = [xval(i, col0 + xc) if 0 <= col0 + xc < m.W else -np.inf for xc in range(s * (nw - 1) + k)]
-            for w in range(na):
-                rr = xr - s * w
-                if not 0 <= rr < k:
-                    continue
-                best, arg = slots[w]
-                for ww, cc in itertools.product(range(nw), range(k)):
-                    v = xs[s * ww + cc]
-                    if v > best[ww] or v != v:
-                        best[ww], arg[ww] = v, rr * k + cc
-
-        def load_g(oh):
-            out = []
-            for ww in range(nw):
-                ow = ow0 + ww
-                ok = 0 <= oh < m.OH and 0 <= ow < m.OW
-                g = gval(oh, ow) if ok else 0.0
-                out.append(g / (self.span(oh, m.H) * self.span(ow, m.W)) if ok and self.mode == 1 else g)
-            return out
-
-        if self.mode == 0:
-            for xr in range(nxh - s):
-                feed(a0, xr)
-        gs = [load_g(a0 + olo + wh) for wh in range(nwh - 1)]
-        for a in range(a0, a1):
-            if self.mode == 0:
-                for t in range(s):
-                    feed(a, nxh - s + t)
-            gs.append(load_g(a + olo + nwh - 1))
-            yield a, [slots[wh][1] for wh in range(nwh)], gs
-            slots = slots[1:] + [init(a + 1 + olo + na - 1)]
-            gs = gs[1:]
-
-    def gather(self, a, args, gs, ow0, block, xlo_w):
-        """Per element (ri, ci) of block a: the sum over its covering windows, ascending."""
+    def gather(self, gb, ib, gs, is_, oh0, ow0, nw, block, xlo_w):
+        """Per element (ri, ci) of a block: the sum over its covering windows, ascending; grad_output
+        from offset gb of tensor 1, argmax offsets (MODE 2) from offset ib of tensor 2."""
         m, k, s = self.m, self.k, self.s
-        olo, nwh, xlo = self.cover(s)
+        _, nh, xlo = self.cover(s)
         acc = {}
         for ri, ci in itertools.product(range(s), range(block)):
             total = 0.0
-            for wh, ww in itertools.product(range(nwh), range(len(gs[0]))):
-                oh, ow = a + olo + wh, ow0 + ww
+            for wh, ww in itertools.product(range(nh), range(nw)):
+                oh, ow = oh0 + wh, ow0 + ww
                 rr, cc = ri - xlo - s * wh, ci - xlo_w - s * ww
                 if not (0 <= oh < m.OH and 0 <= ow < m.OW and 0 <= rr < k and 0 <= cc < k):
                     continue
-                if self.mode == 1 or args[wh][ww] == rr * k + cc:
-                    total += gs[wh][ww]
+                g = self.t[1][gb + oh * gs[0] + ow * gs[1]]
+                if self.mode == 1:
+                    total += g / (self.span(oh, m.H) * self.span(ow, m.W))
+                elif self.t[2][ib + oh * is_[0] + ow * is_[1]] == rr * k + cc:
+                    total += g
             acc[ri, ci] = total
         return acc
 
     def rows_backward(self, q0, q1, c, n):
-        m, s, V = self.m, self.s, self.fp.V
-        st, sg, sx = m.st
+        m, s, V = self.m, self.s, self.st.V
+        st, sg, si = m.st
+        olo_h = self.cover(s)[0]
         olo_w, nw, xlo_w = self.cover(V)
-        w0 = q0 * V
-        ow0 = w0 // s + olo_w
-        xb, gb = n * sx[0] + c * sx[1], n * sg[0] + c * sg[1]
-        walk = self.strip(
-            q1 * m.R,
-            nw,
-            ow0,
-            w0 + xlo_w,
-            lambda i, j: self.bufs[2][xb + i * sx[2] + j],
-            lambda oh, ow: self.bufs[1][gb + oh * sg[2] + ow],
+        w0, i0 = q0 * V, q1 * s
+        acc = self.gather(
+            n * sg[0] + c * sg[1], n * si[0] + c * si[1], (sg[2], 1), (si[2], 1), q1 + olo_h, w0 // s + olo_w, nw, V, xlo_w
         )
-        for a, args, gs in walk:
-            for (ri, ci), total in self.gather(a, args, gs, ow0, V, xlo_w).items():
-                if s * a + ri < m.H and w0 + ci < m.W:
-                    self.write(n * st[0] + c * st[1] + (s * a + ri) * st[2] + w0 + ci, total)
+        for (ri, ci), total in acc.items():
+            if i0 + ri < m.H and w0 + ci < m.W:
+                self.write(n * st[0] + c * st[1] + (i0 + ri) * st[2] + w0 + ci, total)
 
-    def cl_backward(self, cv, cb, q2, n):
-        m, s, V = self.m, self.s, self.fp.V
-        st, sg, sx = m.st
-        olo, _, xlo = self.cover(s)
-        c0, j0, ow0 = cv * V, cb * s, cb + olo
-        nw = self.cover(s)[1]
+    def cl_backward(self, cv, cb, rb, n):
+        m, s, V = self.m, self.s, self.st.V
+        st, sg, si = m.st
+        olo, nw, xlo = self.cover(s)
+        c0, i0, j0 = cv * V, rb * s, cb * s
         for t in range(min(V, m.C - c0)):
-            xb, gb = n * sx[0] + c0 + t, n * sg[0] + c0 + t
-            walk = self.strip(
-                q2 * m.R,
-                nw,
-                ow0,
-                s * ow0 - self.p,
-                lambda i, j, xb=xb: self.bufs[2][xb + i * sx[2] + j * sx[3]],
-                lambda oh, ow, gb=gb: self.bufs[1][gb + oh * sg[2] + ow * sg[3]],
+            acc = self.gather(
+                n * sg[0] + c0 + t, n * si[0] + c0 + t, (sg[2], sg[3]), (si[2], si[3]), rb + olo, cb + olo, nw, s, xlo
             )
-            for a, args, gs in walk:
-                for (ri, ci), total in self.gather(a, args, gs, ow0, s, xlo).items():
-                    if s * a + ri < m.H and j0 + ci < m.W:
-                        self.write(n * st[0] + (s * a + ri) * st[2] + (j0 + ci) * st[3] + c0 + t, total)
+            for (ri, ci), total in acc.items():
+                if i0 + ri < m.H and j0 + ci < m.W:
+                    self.write(n * st[0] + (i0 + ri) * st[2] + (j0 + ci) * st[3] + c0 + t, total)
 
 
 def _emulate_fast(op, case, dtype):
     """As ``_emulate`` for the fast path that ``case`` takes with ``dtype`` (its V), with the
     generic plan's emulated result added: (fast result, generic result, CPU result, plan, write
-    counts); None when no fast rule applies."""
+    counts of the written tensor and of the workspace's argmax bytes); None when no fast rule
+    applies."""
     from infiniop_py.testing.data import gather
 
     spec = get_spec(op)
     info = _geometry(op, case, dtype)
     names = [r.name for r in spec.tensors]
-    fp = pc.fast_plan(info.geom, info[names[0]], [info[r] for r in names[1:]], op in BWD)
+    fp = pc.fast_plan(info.geom, info[names[0]], [info[r] for r in names[1:]], MODES[op])
     if fp is None:
         return None
     shape, strides, _ = case.tensors[names[0]].resolved(dtype)
@@ -695,14 +638,16 @@ def _emulate_fast(op, case, dtype):
     for fast in (True, False):
         _, data, bufs = _buffers(op, case)
         if fast:
-            emu = _FastEmu(fp, 0 if op.startswith("max") else 1, bufs)
+            emu = _FastEmu(fp, bufs, np.full(max(fp.workspace, 1), np.nan))
+            emu.run()
+            results.append(gather(emu.writes[id(bufs[0])].astype(np.float64), shape, strides))
+            ws_writes = emu.writes[id(emu.ws)]
         else:
-            emu = _Emu(pc.plan(info.geom, info[names[0]], [info[r] for r in names[1:]], MODES[op]), bufs)
-        emu.run()
-        results.append((gather(bufs[0], shape, strides), gather(emu.writes.astype(np.float64), shape, strides)))
+            _Emu(pc.plan(info.geom, info[names[0]], [info[r] for r in names[1:]], MODES[op]), bufs).run()
+        results.append(gather(bufs[0], shape, strides))
     expected = np.empty(shape)
     spec.cpu(_geometry(op, case))({names[0]: expected, **data}, None, {})
-    return results[0][0], results[1][0], expected, fp, results[0][1]
+    return results[1], results[2], expected, fp, results[0], ws_writes
 
 
 def _fast_problems():
@@ -730,19 +675,13 @@ def _fast_problems():
 @pytest.mark.parametrize("rule,shape,kind,ceil,data", _fast_problems())
 @pytest.mark.parametrize("dtype", [DType.F16, DType.F32, DType.F64], ids=lambda d: d.name)
 @pytest.mark.parametrize("op", POOL_OPS)
-@pytest.mark.parametrize("strips", [False, True], ids=["blocks", "strips"])
-def test_fast_path_emulated(op, dtype, rule, shape, kind, ceil, data, strips, monkeypatch):
+def test_fast_path_emulated(op, dtype, rule, shape, kind, ceil, data):
     """The fast path takes these problems; every written element is written exactly once, the
-    values match the CPU backend and are bitwise those of the generic kernels' arithmetic. With
-    ``strips`` the backward kernels walk strips of up to 3 row blocks (the last one partial)."""
+    values match the CPU backend and are bitwise those of the generic kernels' arithmetic;
+    max_pool_backward writes each window's argmax byte exactly once (and only those bytes of its
+    workspace)."""
     from infiniop_py.pool.cases import A, _t
     from infiniop_py.testing.cases import Case
-
-    if strips:
-        if op in FWD:
-            pytest.skip("strips are the backward kernels'")
-        monkeypatch.setattr(pc, "FAST_STRIP_ITEMS", 1)
-        monkeypatch.setattr(pc, "FAST_STRIP_MAX", 3)
 
     k, s, p = rule
     attrs = A([k], [s], [p], ceil=ceil)
@@ -754,14 +693,20 @@ def test_fast_path_emulated(op, dtype, rule, shape, kind, ceil, data, strips, mo
     case = Case({n: _t(shapes[n], kind, n == names[0]) for n in names}, (dtype,), attrs=attrs, data=data)
     res = _emulate_fast(op, case, dtype)
     assert res is not None, "no fast path"
-    got, generic, expected, fp, writes = res
-    assert fp.layout == ("cl" if kind == "channels_last" else "rows") and fp.V == 16 // (
-        2 if dtype is DType.F16 else 4 if dtype is DType.F32 else 8
-    )
-    assert fp.R == (min(3, -(-shape[2] // rule[1])) if strips else 1)
+    got, generic, expected, fp, writes, ws_writes = res
+    assert fp.layout == ("cl" if kind == "channels_last" else "rows")
+    assert {st.V for st in fp.stages} == {16 // (2 if dtype is DType.F16 else 4 if dtype is DType.F32 else 8)}
     assert np.all(writes == 1), np.unique(writes)
     assert np.array_equal(got.view(np.uint64), generic.view(np.uint64))
     assert np.allclose(got, expected, rtol=1e-12, atol=1e-12, equal_nan=True)
+    if op == "max_pool_backward":
+        n_, c_, oh, ow = oshape
+        V = fp.stages[0].V
+        assert fp.workspace >= n_ * fp.idx_strides[0] and fp.idx_strides[3 if fp.layout == "rows" else 1] == 1
+        assert fp.idx_strides[2 if fp.layout == "rows" else 3] % V == 0
+        assert ws_writes.sum() == n_ * c_ * oh * ow and ws_writes.max() == 1
+    else:
+        assert fp.workspace == 0 and len(fp.stages) == 1
 
 
 @pytest.mark.parametrize("op", POOL_OPS)
@@ -804,7 +749,7 @@ def _plan_for(op, shape, attrs, kind="contiguous", dtype=DType.F32, fast=False):
     info = _geometry(op, case, dtype)
     names = [r.name for r in get_spec(op).tensors]
     if fast:
-        return pc.fast_plan(info.geom, info[names[0]], [info[n] for n in names[1:]], op in BWD)
+        return pc.fast_plan(info.geom, info[names[0]], [info[n] for n in names[1:]], MODES[op])
     return pc.plan(info.geom, info[names[0]], [info[n] for n in names[1:]], MODES[op])
 
 
@@ -851,9 +796,9 @@ def test_meta_layout_matches_the_kernel():
     for field, off in (("L", 120), ("TL", 216), ("dTL", 248), ("ds", 368)):
         assert getattr(pc.PoolMetaC, field).offset == off
     assert "sizeof(PoolFastMeta) == 160" in pc.FAST_SOURCE and ctypes.sizeof(pc.PoolFastMetaC) == 160
-    for field, off in (("H", 96), ("items", 116), ("d", 120), ("R", 156)):
+    for field, off in (("H", 96), ("items", 116), ("d", 120), ("pad_", 156)):
         assert getattr(pc.PoolFastMetaC, field).offset == off
-    for name, value in (("PF_BLOCK", pc.FAST_BLOCK), ("PF_FH", pc.FAST_FH), ("PF_FW", pc.FAST_FW), ("PF_CLB_V", pc.FAST_CLB_V)):
+    for name, value in (("PF_BLOCK", pc.FAST_BLOCK), ("PF_FH", pc.FAST_FH), ("PF_FW", pc.FAST_FW)):
         assert f"#define {name} {value} " in pc.FAST_SOURCE
 
 
@@ -863,10 +808,17 @@ def test_compile_units_list_every_plannable_kernel():
         assert [src for src, _ in units] == [pc.SOURCE, pc.FAST_SOURCE]
         modes = (pc.MAX_BWD_TILED, pc.MAX_BWD_GATHER) if op == "max_pool_backward" else (MODES[op],)
         assert set(units[0][1]) == {pc.kernel_name(m, dt) for m in modes for dt in get_spec(op).dtypes}
+        stages = {
+            "max_pool": ((0, 0),),
+            "avg_pool": ((0, 1),),
+            "avg_pool_backward": ((1, 1),),
+            "max_pool_backward": ((0, 2), (1, 2)),
+        }
         fast = {
-            pc.fast_kernel_name(lay, op in BWD, 0 if op.startswith("max") else 1, rule, dt)
+            pc.fast_kernel_name(lay + ("_backward" if bwd else ""), mode, rule, dt)
             for rule in pc.FAST_RULES
             for lay in (pc.ROWS, pc.CL)
+            for bwd, mode in stages[op]
             for dt in get_spec(op).dtypes
         }
         assert set(units[1][1]) == fast and len(units[1][1]) == len(fast)
@@ -930,7 +882,8 @@ def _gpu_fast_and_generic(op, shape, attrs, kind, odd, dtype, data, monkeypatch)
         d = create(op, tensors, "nvidia", **attrs)
         assert isinstance(d._kernel.plan, pc.FastPlan) == bool(rules), (op, shape, kind)
         bufs[names[0]].fill(0x7FFF)
-        d.calculate(None, *(bufs[n] for n in names))
+        ws = cp.empty(d.workspace_size, np.uint8) if d.workspace_size else None
+        d.calculate(ws, *(bufs[n] for n in names))
         outs.append(cp.asnumpy(bufs[names[0]]))
         d.destroy()
     return outs
@@ -943,8 +896,7 @@ def _gpu_fast_and_generic(op, shape, attrs, kind, odd, dtype, data, monkeypatch)
 def test_gpu_fast_path_matches_generic(op, dtype, monkeypatch):
     """The fast kernels give the generic kernels' bits on every rule and layout: odd sizes, ceil
     mode, rows and pixels not 16-byte aligned (padded rows, a base one element off), channel
-    counts not a multiple of V, ties, NaN and -inf; the backward kernels with one row block per
-    work item and with strips of 3."""
+    counts not a multiple of V, ties, NaN and -inf."""
     rng = np.random.default_rng(5)
 
     def data(name, size):
@@ -955,9 +907,7 @@ def test_gpu_fast_path_matches_generic(op, dtype, monkeypatch):
             x[(u >= 0.05) & (u < 0.15)] = -np.inf
         return x
 
-    for (k, s, p), strip in itertools.product(pc.FAST_RULES, (8, 3)):
-        monkeypatch.setattr(pc, "FAST_STRIP_ITEMS", 400_000 if strip == 8 else 1)
-        monkeypatch.setattr(pc, "FAST_STRIP_MAX", strip)
+    for k, s, p in pc.FAST_RULES:
         for shape, kind, odd, ceil in (
             ((2, 3, 33, 50), "contiguous", False, False),
             ((2, 3, 31, 47), "contiguous", False, True),
@@ -968,7 +918,7 @@ def test_gpu_fast_path_matches_generic(op, dtype, monkeypatch):
         ):
             attrs = {"kernel_size": [k], "stride": [s], "padding": [p], "ceil_mode": ceil}
             fast, generic = _gpu_fast_and_generic(op, shape, attrs, kind, odd, dtype, data, monkeypatch)
-            assert np.array_equal(fast, generic), (k, s, p, strip, shape, kind, odd, ceil)
+            assert np.array_equal(fast, generic), (k, s, p, shape, kind, odd, ceil)
 
 
 @requires_gpu
@@ -987,7 +937,8 @@ def test_gpu_bitwise_deterministic(op):
     res = []
     for _ in range(2):
         outs = {r.name: cp.full(t[r.name].shape, np.nan, np.float32) for r in get_spec(op).outputs}
-        d.calculate(None, *(outs.get(r.name, ins.get(r.name)) for r in get_spec(op).tensors))
+        ws = cp.empty(d.workspace_size, np.uint8) if d.workspace_size else None
+        d.calculate(ws, *(outs.get(r.name, ins.get(r.name)) for r in get_spec(op).tensors))
         res.append(cp.asnumpy(next(iter(outs.values()))))
     assert np.array_equal(res[0].view(np.uint32), res[1].view(np.uint32))
     d.destroy()
@@ -1079,19 +1030,30 @@ def _fake_gpu_plans() -> dict:
                 requested.clear()
                 launches.clear()
                 d = iop.create_descriptor(op, handle, **tensors, **case.attrs)
-                d._kernel.launch([1000, 2000, 3000][: len(case.tensors)], 0, {}, 0)
+                d._kernel.launch([1000, 2000, 3000][: len(case.tensors)], 4000, {}, 0)
                 names = sorted(set(requested) - allowed)
                 fast = isinstance(getattr(d._kernel, "plan", None), pc.FastPlan)
-                items = d._kernel.plan.items if fast else 0
-                out[f"{op}-{i}-{dt.name}"] = [list(launches), d.workspace_size, names, getattr(d._kernel, "name", ""), items]
+                items = [st.items for st in d._kernel.plan.stages] if fast else []
+                ptrs = [list(launch.values) for launch in d._kernel.launches]
+                out[f"{op}-{i}-{dt.name}"] = [
+                    list(launches),
+                    d.workspace_size,
+                    names,
+                    getattr(d._kernel, "name", ""),
+                    items,
+                    ptrs,
+                ]
                 d.destroy()
     return out
 
 
 def test_nvidia_factories_on_a_fake_device():
-    """The NVIDIA backend's Python side on every case: a plan, one launch (none for empty
-    tensors) of a planned block size (128-512 threads) and shared memory, workspace 0, and only kernels that
-    compile_units() lists (so the NVRTC compile check covers them)."""
+    """The NVIDIA backend's Python side on every case: a plan and its launches (none for empty
+    tensors) with the tensor and workspace pointers in the kernels' order; generic plans: one
+    launch of a planned block size (128-512 threads) and shared memory, workspace 0; fast plans:
+    one launch per stage (max_pool_backward: the argmax bytes into the workspace, then the gather
+    reading them), workspace only for those bytes; only kernels that compile_units() lists (so the
+    NVRTC compile check covers them)."""
     import json
     import os
     import subprocess
@@ -1104,19 +1066,27 @@ def test_nvidia_factories_on_a_fake_device():
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert len(result) == sum(len(c.dtypes) for op in POOL_OPS for c in get_cases(op))
     nfast = 0
-    for key, (launches, ws, extra, name, items) in result.items():
+    for key, (launches, ws, extra, name, items, ptrs) in result.items():
         op, index, _ = key.rsplit("-", 2)
         case = get_cases(op)[int(index)]
         empty = any(0 in tc.shape for tc in case.tensors.values())
-        assert ws == 0 and not extra, key
-        assert len(launches) == (0 if empty else 1), key
-        for _fn, grid, block, shmem in launches:
-            if name.startswith("pool_fast_"):
-                nfast += 1
-                assert block == pc.FAST_BLOCK and grid == -(-items // block) and shmem == 0, key
-                continue
-            assert block in pc.BLOCKS and 1 <= grid <= 132 * (2048 // block) * 2 and shmem <= pc.SMEM_LIMIT, key
-            assert (shmem > 0) == name.startswith("pool_max_backward_tiled"), key
+        assert not extra, key
+        if empty:
+            assert not launches and ws == 0, key
+            continue
+        if name.startswith("pool_fast_"):
+            nfast += 1
+            assert [grid for _, grid, _, _ in launches] == [-(-n // pc.FAST_BLOCK) for n in items], key
+            assert all(block == pc.FAST_BLOCK and shmem == 0 for _, _, block, shmem in launches), key
+            if op == "max_pool_backward":
+                assert ws > 0 and ptrs == [[4000, 3000], [1000, 2000, 4000]], key
+            else:
+                assert ws == 0 and ptrs == [[1000, 2000, 3000][: len(case.tensors)]], key
+            continue
+        assert ws == 0 and len(launches) == 1, key
+        ((_fn, grid, block, shmem),) = launches
+        assert block in pc.BLOCKS and 1 <= grid <= 132 * (2048 // block) * 2 and shmem <= pc.SMEM_LIMIT, key
+        assert (shmem > 0) == name.startswith("pool_max_backward_tiled"), key
     assert nfast >= len(result) // 4
 
 

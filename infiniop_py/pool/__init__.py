@@ -5,7 +5,8 @@ max_pool and max_pool_backward.
 - ``validate_forward`` / ``validate_backward``: every create-time check; the Info carries a
   frozen :class:`Geometry` (k, s, p, L, O per spatial dim) as ``info.geom``.
 - ``cpu_forward`` / ``cpu_backward``: the NumPy backend (``cpu.py``).
-- ``nvidia_factory``: the CUDA backend (``cuda.py``, kernels in ``pool.cu``).
+- ``nvidia_factory``: the CUDA backend (``cuda.py``; generic kernels in ``pool.cu``, the fast paths
+  of common 2-d windows in ``pool_fast.cu``).
 - ``reference_forward`` / ``reference_backward``: torch float64 (autograd for the backward).
 
 Windows (ops.md §6.4): window o of a spatial dim covers [o*s - p, o*s - p + k); its in-bounds part

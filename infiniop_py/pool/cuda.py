@@ -10,7 +10,11 @@ the CPU).
 ``plan`` (generic) picks the lane dim (N or C when the written tensor stores it innermost, so
 channels-last is coalesced along C; otherwise C with one lane per tile, coalesced along the last
 spatial dim), the tile extents (``choose_tile``), the halo box of the tiled max_pool_backward
-kernel, and packs ``PoolMeta``. Workspace: 0 (the metadata travels by value in the launch).
+kernel, and packs ``PoolMeta``.
+
+Workspace: 0 (the metadata travels by value in the launch), except max_pool_backward on a fast
+path: one byte per window (its argmax offset), N * C * OH * OW bytes with rows or pixels rounded
+up to whole 16-byte vectors.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from ..cuda.compiler import Launch, Slot, get_module
 from ..cuda.kernel import CudaKernel, ctype
 from ..dtypes import F, itemsize
 from ..layout import fast_div_params
+from ..norm import align_up
 from ..status import Status, error
 
 SOURCE = (Path(__file__).parent / "pool.cu").read_text()
@@ -223,10 +228,14 @@ def kernel_name(mode: int, dtype) -> str:
 FAST_RULES = ((2, 2, 0), (3, 2, 1))  # square 2-d windows (k, s, p) with a fast path
 FAST_BLOCK = 256  # PF_BLOCK
 FAST_FH, FAST_FW = 1, 1  # PF_FH, PF_FW: output rows / columns per thread of the forward kernels
-FAST_STRIP_ITEMS = 400_000  # backward: row blocks per strip R = blocks // this, within [1, FAST_STRIP_MAX]
-FAST_STRIP_MAX = 8
-FAST_CLB_V = 8  # PF_CLB_V: channels per thread of the channels-last backward kernel at most
 ROWS, CL = "rows", "cl"
+# kernel MODE (pool_fast.cu) per stage of each operator: (backward kernel?, MODE)
+FAST_STAGES = {
+    MAX_FWD: ((False, 0),),
+    AVG_FWD: ((False, 1),),
+    AVG_BWD: ((True, 1),),
+    MAX_BWD_TILED: ((False, 2), (True, 2)),  # argmax bytes into the workspace, then the gather
+}
 
 
 class PoolFastMetaC(ctypes.Structure):
@@ -236,7 +245,7 @@ class PoolFastMetaC(ctypes.Structure):
         ("st", (ctypes.c_longlong * 4) * 3),
         *((n, ctypes.c_int) for n in ("H", "W", "OH", "OW", "C", "items")),
         ("d", FastDivC * 3),
-        ("R", ctypes.c_int),
+        ("pad_", ctypes.c_int),
     ]
 
 
@@ -244,15 +253,26 @@ assert ctypes.sizeof(PoolFastMetaC) == 160 and PoolFastMetaC.d.offset == 120
 
 
 @dataclass
+class FastStage:
+    """One launch: kernel ``pool_fast_<kernel><T, mode, k, s, p>``; tensor slots as in the
+    kernel's parameters, ``"ws"`` for the argmax bytes in the workspace."""
+
+    kernel: str
+    mode: int
+    slots: tuple
+    V: int  # elements per thread along the innermost dim (one 16-byte vector)
+    dims: tuple  # work item -> (q0, q1, q2, q3): the extents of q0, q1, q2
+    items: int
+    meta: bytes
+
+
+@dataclass
 class FastPlan:
     layout: str  # ROWS or CL
     rule: tuple  # (k, s, p)
-    backward: bool
-    V: int  # elements per thread along the innermost dim (one 16-byte vector at most)
-    dims: tuple  # work item -> (q0, q1, q2, q3): the extents of q0, q1, q2
-    R: int  # row blocks per strip (backward)
-    items: int
-    meta: bytes
+    stages: list
+    workspace: int  # bytes: the argmax offsets of max_pool_backward (0 otherwise)
+    idx_strides: tuple  # their (N, C, H, W) strides
 
 
 def fast_layout(written, reads) -> str | None:
@@ -266,71 +286,84 @@ def fast_layout(written, reads) -> str | None:
     return CL if cl else None
 
 
-def fast_plan(geom, written, reads, backward: bool) -> FastPlan | None:
-    """The fast path's launch plan, or None when no rule applies (2-d, a square window listed in
-    FAST_RULES, a ROWS or CL layout, indices within 32 bits)."""
-    if geom.n != 2 or len({(k, s, p) for k, s, p in zip(geom.k, geom.s, geom.p)}) != 1:
+def fast_plan(geom, written, reads, mode: int) -> FastPlan | None:
+    """The fast path's launches for ``mode`` (MAX_FWD, AVG_FWD, AVG_BWD or MAX_BWD_TILED), or None
+    when no rule applies (2-d, a square window listed in FAST_RULES, a ROWS or CL layout, work
+    items within 31 bits). written / reads: the operator's tensors in kernel order.
+
+    max_pool_backward takes two launches: the forward kernel in MODE 2 writes each window's argmax
+    offset (a byte) to the workspace, laid out (N, C, OH, OWp) for ROWS and (N, OH, OW, Cp) for CL
+    with OWp / Cp rounded up to V (whole vectors per row or pixel); the backward kernel gathers."""
+    if geom.n != 2 or len(set(zip(geom.k, geom.s, geom.p))) != 1:
         return None
     rule = (geom.k[0], geom.s[0], geom.p[0])
     layout = fast_layout(written, reads) if rule in FAST_RULES else None
     if layout is None:
         return None
     V = 16 // itemsize(written.dtype)
-    if layout == CL and backward:
-        V = min(V, FAST_CLB_V)
     k, s, p = rule
-    (H, W), (OH, OW), C = geom.L, geom.O, geom.C
-    if V % s or max(geom.N, C, H, W) > INT_LIMIT - 4 * (k + s):
+    (H, W), (OH, OW), N, C = geom.L, geom.O, geom.N, geom.C
+    if V % s or max(N, C, H, W) > INT_LIMIT - 4 * (k + s):
         return None
-    R = 1
     if layout == ROWS:
-        dims = (-(-W // V), -(-H // s), C) if backward else (-(-OW // V), -(-OH // FAST_FH), C)
+        owp = -(-OW // V) * V
+        idx = (C * OH * owp, OH * owp, owp, 1)
     else:
-        cv = -(-C // V)
-        dims = (cv, -(-W // s), -(-H // s)) if backward else (cv, -(-OW // FAST_FW), -(-OH // FAST_FH))
-    if backward:  # strips of R row blocks (dims[1] or dims[2] counts row blocks until here)
-        row = 1 if layout == ROWS else 2
-        R = max(1, min(FAST_STRIP_MAX, math.prod(dims) * geom.N // FAST_STRIP_ITEMS, dims[row]))
-        dims = tuple(-(-d // R) if j == row else d for j, d in enumerate(dims))
-    items = math.prod(dims) * geom.N
-    if items > INT_LIMIT - FAST_BLOCK:
-        return None
-    m = PoolFastMetaC()
-    tensors = [written, *reads] + [written] * (2 - len(reads))
-    for j, desc in enumerate(tensors):
-        m.st[j][:] = desc.strides
-    m.H, m.W, m.OH, m.OW, m.C, m.items, m.R = H, W, OH, OW, C, items, R
-    for j in range(3):
-        m.d[j] = _fd(dims[j])
-    return FastPlan(layout, rule, backward, V, dims, R, items, bytes(m))
+        cp = -(-C // V) * V
+        idx = (OH * OW * cp, 1, OW * cp, cp)
+    stages = []
+    for backward, kmode in FAST_STAGES[mode]:
+        if layout == ROWS:
+            dims = (-(-W // V), -(-H // s), C) if backward else (-(-OW // V), -(-OH // FAST_FH), C)
+        else:
+            cv = -(-C // V)
+            dims = (cv, -(-W // s), -(-H // s)) if backward else (cv, -(-OW // FAST_FW), -(-OH // FAST_FH))
+        items = math.prod(dims) * N
+        if items > INT_LIMIT - FAST_BLOCK:
+            return None
+        if kmode != 2:  # the operator's own tensors
+            strides = [written.strides, *(t.strides for t in reads)]
+            slots = tuple(range(1 + len(reads)))
+        elif backward:  # grad_input | grad_output, argmax bytes
+            strides, slots = [written.strides, reads[0].strides, idx], (0, 1, "ws")
+        else:  # argmax bytes | input
+            strides, slots = [idx, reads[1].strides], ("ws", 2)
+        m = PoolFastMetaC()
+        for j, st in enumerate(strides):
+            m.st[j][:] = st
+        m.H, m.W, m.OH, m.OW, m.C, m.items = H, W, OH, OW, C, items
+        for j in range(3):
+            m.d[j] = _fd(dims[j])
+        kernel = layout + ("_backward" if backward else "")
+        stages.append(FastStage(kernel, kmode, slots, V, dims, items, bytes(m)))
+    ws = align_up(N * idx[0]) if mode == MAX_BWD_TILED else 0
+    return FastPlan(layout, rule, stages, ws, idx)
 
 
-def fast_kernel_name(layout: str, backward: bool, mode: int, rule, dtype) -> str:
-    """mode: 0 max, 1 avg."""
+def fast_kernel_name(kernel: str, mode: int, rule, dtype) -> str:
     k, s, p = rule
-    return f"pool_fast_{layout}{'_backward' if backward else ''}<{ctype(dtype)}, {mode}, {k}, {s}, {p}>"
-
-
-def _fast_mode(mode: int) -> int:
-    return 0 if mode in (MAX_FWD, MAX_BWD_TILED) else 1
+    return f"pool_fast_{kernel}<{ctype(dtype)}, {mode}, {k}, {s}, {p}>"
 
 
 class PoolKernel(CudaKernel):
     def __init__(self, info, handle, mode: int, written: str, reads: tuple[str, ...]):
         super().__init__(handle)
         w = info[written]
-        self.launch_ = None
+        self.launches = []
         if w.numel == 0:
             return
         descs = [info[r] for r in reads]
         args = [Slot(0), Slot(1), Slot(2) if len(reads) > 1 else ctypes.c_uint64(0)]
-        fp = fast_plan(info.geom, w, descs, mode >= AVG_BWD)
+        fp = fast_plan(info.geom, w, descs, mode)
         if fp is not None:
-            self.plan = fp
-            self.name = name = fast_kernel_name(fp.layout, fp.backward, _fast_mode(mode), fp.rule, w.dtype)
-            mod = get_module(FAST_SOURCE, [name], handle.device_id)
-            grid = -(-fp.items // FAST_BLOCK)
-            self.launch_ = Launch(mod.ptr[name], (grid,), (FAST_BLOCK,), [*args[: 1 + len(reads)], fp.meta])
+            self.plan, self.workspace_size = fp, fp.workspace
+            names = [fast_kernel_name(st.kernel, st.mode, fp.rule, w.dtype) for st in fp.stages]
+            mod = get_module(FAST_SOURCE, names, handle.device_id)
+            self.name = names[-1]
+            self.launches = [
+                Launch(mod.ptr[name], (-(-st.items // FAST_BLOCK),), (FAST_BLOCK,), [*map(Slot, st.slots), st.meta])
+                for name, st in zip(names, fp.stages)
+            ]
             return
         p = plan(info.geom, w, descs, mode)
         self.plan = p
@@ -341,11 +374,11 @@ class PoolKernel(CudaKernel):
         grid = max(1, min(p.ntiles, int(properties(handle.device_id)["sm_count"]) * (2048 // p.block) * 2))
         if p.mode == MAX_BWD_TILED:
             args = [Slot(0), Slot(1), Slot(2)]
-        self.launch_ = Launch(mod.ptr[name], (grid,), (p.block,), [*args, p.meta], p.smem)
+        self.launches = [Launch(mod.ptr[name], (grid,), (p.block,), [*args, p.meta], p.smem)]
 
     def launch(self, ptrs, ws_ptr, rt, stream):
-        if self.launch_ is not None:
-            self.launch_(ptrs, ws_ptr, stream)
+        for launch in self.launches:
+            launch(ptrs, ws_ptr, stream)
 
 
 def nvidia_factory(mode: int, written: str, reads: tuple[str, ...]):
@@ -358,9 +391,10 @@ def nvidia_factory(mode: int, written: str, reads: tuple[str, ...]):
 
     modes = (MAX_BWD_TILED, MAX_BWD_GATHER) if mode == MAX_BWD_TILED else (mode,)
     fast = [
-        fast_kernel_name(layout, mode >= AVG_BWD, _fast_mode(mode), rule, dt)
+        fast_kernel_name(layout + ("_backward" if backward else ""), kmode, rule, dt)
         for rule in FAST_RULES
         for layout in (ROWS, CL)
+        for backward, kmode in FAST_STAGES[mode]
         for dt in sorted(F)
     ]
     factory.compile_units = lambda: [

@@ -10,32 +10,33 @@
 // L2 serve) and keeps the window results in registers:
 //   pool_fast_rows: PF_FH output rows x V adjacent outputs of one (n, c) plane;
 //   pool_fast_cl: PF_FH x PF_FW output pixels x V channels;
-//   pool_fast_rows_backward: strips of blocks of S grad_input rows x V adjacent positions of one
-//     plane; pool_fast_cl_backward: strips of blocks of S x S grad_input pixels x V channels.
-// The backward kernels gather grad_output over the windows covering a block, each element in
-// ascending window order; max recomputes each covering window's argmax from the x rows.
-// MODE 0 max, 1 avg. Every result is bitwise that of the generic kernels (pool.cu): windows are
-// scanned in row-major order with the same comparisons (a larger value or a NaN replaces the best:
-// the first maximum, the last NaN; the first in-bounds element when all are -inf), sums add in
-// the same order (padding adds +0, which changes no partial sum: one starting at +0 is never -0),
-// and divisors and quotients are computed the same way.
+//   pool_fast_rows_backward: S grad_input rows x V adjacent positions of one plane;
+//   pool_fast_cl_backward: S x S grad_input pixels x V channels.
+// MODE 0 max, 1 avg, 2 max backward in two launches: the forward kernels write each window's argmax
+// (its row-major offset in the window, one byte) into the workspace, then the backward kernels
+// gather, each grad_input element summing grad_output over the covering windows whose argmax it
+// is, in ascending window order (avg, MODE 1: grad_output / divisor over all covering windows).
+// Every result is bitwise that of the generic kernels (pool.cu): windows are scanned in row-major
+// order with the same comparisons (a larger value or a NaN replaces the best: the first maximum,
+// the last NaN; the first in-bounds element when all are -inf), sums add in the same order
+// (padding adds +0, which changes no partial sum: one starting at +0 is never -0), and divisors
+// and quotients are computed the same way.
 //
 // A work item is decomposed as e -> (q0, q1, q2, q3) with q0 fastest (FastDiv, items < 2^31):
-// rows kernels (column chunk, row block or strip, c, n); cl kernels (channel chunk, column block,
-// row block or strip, n).
+// rows kernels (column chunk, row block, c, n); cl kernels (channel chunk, column block, row
+// block, n).
 
 struct PoolFastMeta {
   long long st[3][4];  // strides (elements) of tensor 0 (written), 1 and 2 (read) for N, C, H, W
   int H, W, OH, OW, C, items;
   FastDiv d[3];        // work item -> (q0, q1, q2, q3)
-  int R;               // row blocks per strip of the backward kernels
+  int pad_;
 };
 static_assert(sizeof(PoolFastMeta) == 160, "PoolFastMeta layout (infiniop_py/pool/cuda.py)");
 
 #define PF_BLOCK 256  // threads per block (cuda.py FAST_BLOCK)
 #define PF_FH 1       // output rows per thread of the forward kernels (cuda.py FAST_FH)
 #define PF_FW 1       // output columns per thread of pool_fast_cl (cuda.py FAST_FW)
-#define PF_CLB_V 8    // channels per thread of pool_fast_cl_backward at most (cuda.py FAST_CLB_V)
 
 __host__ __device__ constexpr int pf_fdiv(int a, int b) { return a >= 0 ? a / b : -((b - 1 - a) / b); }
 __host__ __device__ constexpr int pf_cdiv(int a, int b) { return -pf_fdiv(-a, b); }
@@ -168,6 +169,33 @@ __device__ __forceinline__ void pf_store_px(T* __restrict__ p, int cn, const typ
   }
 }
 
+// The V argmax offsets (bytes) at p (cn of them exist).
+template <int V>
+__device__ __forceinline__ void pf_store_idx(uint8_t* __restrict__ p, int cn, const int (&v)[V]) {
+  if (cn >= V && ((unsigned long long)p & (V - 1)) == 0) {
+    Pack<uint8_t, V> q;
+#pragma unroll
+    for (int t = 0; t < V; ++t) q.v[t] = (uint8_t)v[t];
+    *reinterpret_cast<Pack<uint8_t, V>*>(p) = q;
+  } else {
+#pragma unroll
+    for (int t = 0; t < V; ++t)
+      if (t < cn) p[t] = (uint8_t)v[t];
+  }
+}
+
+template <int V>
+__device__ __forceinline__ void pf_load_idx(int (&v)[V], const uint8_t* __restrict__ p, int cn) {
+  if (cn >= V && ((unsigned long long)p & (V - 1)) == 0) {
+    const Pack<uint8_t, V> q = *reinterpret_cast<const Pack<uint8_t, V>*>(p);
+#pragma unroll
+    for (int t = 0; t < V; ++t) v[t] = q.v[t];
+  } else {
+#pragma unroll
+    for (int t = 0; t < V; ++t) v[t] = t < cn ? p[t] : 0;
+  }
+}
+
 // The NH x NW windows starting at output (oh0, ow0) of one plane (row stride sH): x tile rows
 // S*oh0 - P + r, columns base + XOFF + j = S*ow0 - P + j. MODE 0: the maximum and (ARG) its
 // row-major offset in the window; MODE 1: the sum.
@@ -249,9 +277,14 @@ __device__ __forceinline__ void pf_cl_tile(const T* __restrict__ xi, long long s
   }
 }
 
-// Forward, W innermost: PF_FH rows x V outputs per thread.
+// Forward, W innermost: PF_FH rows x V outputs per thread. MODE 2 writes each window's argmax
+// offset (one byte) instead of its maximum, for the max backward gather.
+template <class T, int MODE> struct PfOut { typedef T type; };
+template <class T> struct PfOut<T, 2> { typedef uint8_t type; };
+
 template <class T, int MODE, int K, int S, int P>
-__global__ void __launch_bounds__(PF_BLOCK) pool_fast_rows(T* __restrict__ y, const T* __restrict__ x, PoolFastMeta m) {
+__global__ void __launch_bounds__(PF_BLOCK) pool_fast_rows(typename PfOut<T, MODE>::type* __restrict__ y, const T* __restrict__ x,
+                                                          PoolFastMeta m) {
   typedef typename Compute<T>::type A;
   constexpr int V = 16 / sizeof(T);
   const unsigned e = blockIdx.x * PF_BLOCK + threadIdx.x;
@@ -261,9 +294,9 @@ __global__ void __launch_bounds__(PF_BLOCK) pool_fast_rows(T* __restrict__ y, co
   const int ow0 = q0 * V, oh0 = q1 * PF_FH;
   A r[PF_FH][V];
   int arg[PF_FH][V];
-  pf_rows_tile<T, MODE, false, K, S, P, PF_FH, V, -P>(x + n * m.st[1][0] + c * m.st[1][1], m.st[1][2], m.H, m.W, oh0, ow0, S * ow0,
-                                                      r, arg);
-  T* yp = y + n * m.st[0][0] + c * m.st[0][1];
+  pf_rows_tile<T, MODE == 1 ? 1 : 0, MODE == 2, K, S, P, PF_FH, V, -P>(x + n * m.st[1][0] + c * m.st[1][1], m.st[1][2], m.H, m.W, oh0,
+                                                                      ow0, S * ow0, r, arg);
+  typename PfOut<T, MODE>::type* yp = y + n * m.st[0][0] + c * m.st[0][1];
 #pragma unroll
   for (int wh = 0; wh < PF_FH; ++wh) {
     const int oh = oh0 + wh;
@@ -273,13 +306,18 @@ __global__ void __launch_bounds__(PF_BLOCK) pool_fast_rows(T* __restrict__ y, co
 #pragma unroll
       for (int v = 0; v < V; ++v) r[wh][v] = r[wh][v] / (A)(fh * pf_span<K, S, P>(ow0 + v, m.W));
     }
-    pf_store_row<T>(yp + (long long)oh * m.st[0][2], ow0, m.OW, r[wh]);
+    if constexpr (MODE == 2) {
+      pf_store_idx<V>(yp + (long long)oh * m.st[0][2] + ow0, m.OW - ow0, arg[wh]);
+    } else {
+      pf_store_row<T>(yp + (long long)oh * m.st[0][2], ow0, m.OW, r[wh]);
+    }
   }
 }
 
-// Forward, C innermost: PF_FH x PF_FW pixels x V channels per thread.
+// Forward, C innermost: PF_FH x PF_FW pixels x V channels per thread (MODE 2 as pool_fast_rows).
 template <class T, int MODE, int K, int S, int P>
-__global__ void __launch_bounds__(PF_BLOCK) pool_fast_cl(T* __restrict__ y, const T* __restrict__ x, PoolFastMeta m) {
+__global__ void __launch_bounds__(PF_BLOCK) pool_fast_cl(typename PfOut<T, MODE>::type* __restrict__ y, const T* __restrict__ x,
+                                                        PoolFastMeta m) {
   typedef typename Compute<T>::type A;
   constexpr int V = 16 / sizeof(T);
   const unsigned e = blockIdx.x * PF_BLOCK + threadIdx.x;
@@ -289,7 +327,8 @@ __global__ void __launch_bounds__(PF_BLOCK) pool_fast_cl(T* __restrict__ y, cons
   const int c0 = cv * V, cn = m.C - c0, oh0 = rb * PF_FH, ow0 = cb * PF_FW;
   A r[PF_FH][PF_FW][V];
   int arg[PF_FH][PF_FW][V];
-  pf_cl_tile<T, MODE, false, K, S, P, PF_FH, PF_FW>(x + n * m.st[1][0] + c0, m.st[1][2], m.st[1][3], m.H, m.W, oh0, ow0, cn, r, arg);
+  pf_cl_tile<T, MODE == 1 ? 1 : 0, MODE == 2, K, S, P, PF_FH, PF_FW>(x + n * m.st[1][0] + c0, m.st[1][2], m.st[1][3], m.H, m.W, oh0,
+                                                                    ow0, cn, r, arg);
 #pragma unroll
   for (int wh = 0; wh < PF_FH; ++wh) {
     const int oh = oh0 + wh;
@@ -297,275 +336,134 @@ __global__ void __launch_bounds__(PF_BLOCK) pool_fast_cl(T* __restrict__ y, cons
     for (int ww = 0; ww < PF_FW; ++ww) {
       const int ow = ow0 + ww;
       if (oh >= m.OH || ow >= m.OW) continue;
-      if (MODE == 1) {
-        const A f = (A)(pf_span<K, S, P>(oh, m.H) * pf_span<K, S, P>(ow, m.W));
+      const long long off = n * m.st[0][0] + (long long)oh * m.st[0][2] + (long long)ow * m.st[0][3] + c0;
+      if constexpr (MODE == 2) {
+        pf_store_idx<V>(y + off, cn, arg[wh][ww]);
+      } else {
+        if (MODE == 1) {
+          const A f = (A)(pf_span<K, S, P>(oh, m.H) * pf_span<K, S, P>(ow, m.W));
 #pragma unroll
-        for (int t = 0; t < V; ++t) r[wh][ww][t] = r[wh][ww][t] / f;
+          for (int t = 0; t < V; ++t) r[wh][ww][t] = r[wh][ww][t] / f;
+        }
+        pf_store_px<T, V>(y + off, cn, r[wh][ww]);
       }
-      pf_store_px<T, V>(y + n * m.st[0][0] + (long long)oh * m.st[0][2] + (long long)ow * m.st[0][3] + c0, cn, r[wh][ww]);
     }
   }
 }
 
-// Backward kernels: a work item is a strip of up to R row blocks (S grad_input rows each) of one
-// column chunk (rows) or one column block of S pixels x V channels (cl), walked downwards. The
-// window rows alive while a block is gathered (NA of them: the NWH covering it, complete, and the
-// later ones its x rows have started) keep their running maximum and argmax in registers, so each
-// x row is loaded and each window scanned once per strip: a block loads only its S new x rows.
-// Slot w holds window row a + OLO + w while block a is processed; the slots shift up after it.
-template <int K, int S, int P>
-struct PfStrip {
-  typedef PfCover<K, S, P, S> C;
-  static constexpr int NWH = C::NWIN;             // window rows covering a block
-  static constexpr int NXH = S * (NWH - 1) + K;   // x rows under them (from S * a + XLO)
-  static constexpr int NA = pf_fdiv(C::XLO + NXH - 1 + P, S) - C::OLO + 1;  // window rows alive
-};
-
-// Feed x row xr of block a's tile (row S*a + XLO + xr) into the alive window rows containing it.
-template <class A, int K, int S, int NA, int NW, int NXW>
-__device__ __forceinline__ void pf_feed_row(A (&best)[NA][NW], int (&arg)[NA][NW], const A (&xs)[NXW], const int xr) {
-#pragma unroll
-  for (int w = 0; w < NA; ++w) {
-    const int rr = xr - S * w;
-    if (rr < 0 || rr >= K) continue;
-#pragma unroll
-    for (int ww = 0; ww < NW; ++ww)
-#pragma unroll
-      for (int cc = 0; cc < K; ++cc) pf_combine<0, true>(best[w][ww], arg[w][ww], xs[S * ww + cc], rr * K + cc);
-  }
-}
-
-// Backward, W innermost: a strip of row blocks of grad_input rows S*a .. S*a + S - 1, columns
-// V*q0 .. V*q0 + V - 1 of one plane. Pointers: gi (written), go (grad_output), x (input; MODE 0).
+// Backward, W innermost: grad_input rows S*q1 .. S*q1 + S - 1, columns V*q0 .. V*q0 + V - 1 of one
+// plane, each element gathering grad_output over its covering windows in ascending order: MODE 1
+// avg (divided by the window's divisor), MODE 2 max (where the window's argmax offset in idx,
+// written by pool_fast_rows<T, 2, ...>, is the element's). Pointers: gi (written), go, idx.
 template <class T, int MODE, int K, int S, int P>
-__global__ void __launch_bounds__(PF_BLOCK) pool_fast_rows_backward(T* __restrict__ gi, const T* __restrict__ go, const T* __restrict__ x,
-                                                                   PoolFastMeta m) {
+__global__ void __launch_bounds__(PF_BLOCK) pool_fast_rows_backward(T* __restrict__ gi, const T* __restrict__ go,
+                                                                   const uint8_t* __restrict__ idx, PoolFastMeta m) {
   typedef typename Compute<T>::type A;
   constexpr int V = 16 / sizeof(T);
   static_assert(V % S == 0, "a column chunk holds whole strides");
-  typedef PfStrip<K, S, P> ST;
+  typedef PfCover<K, S, P, S> CH;
   typedef PfCover<K, S, P, V> CW;
-  constexpr int NWH = ST::NWH, NA = ST::NA, NXH = ST::NXH, NW = CW::NWIN, NXW = S * (NW - 1) + K, XLO = ST::C::XLO,
-                OLO = ST::C::OLO;
   const unsigned e = blockIdx.x * PF_BLOCK + threadIdx.x;
   if (e >= (unsigned)m.items) return;
   int q0, q1, c;
   const unsigned n = pf_split(m, e, q0, q1, c);
-  const int w0 = q0 * V, ow0 = w0 / S + CW::OLO, a0 = q1 * m.R;
-  const int a1 = a0 + m.R < (m.H + S - 1) / S ? a0 + m.R : (m.H + S - 1) / S;
-  const T* xp = x + n * m.st[2][0] + c * m.st[2][1];
+  const int w0 = q0 * V, i0 = q1 * S, oh0 = q1 + CH::OLO, ow0 = w0 / S + CW::OLO;
   const T* gp = go + n * m.st[1][0] + c * m.st[1][1];
-  T* gw = gi + n * m.st[0][0] + c * m.st[0][1];
-  const A ninf = pf_neg_inf<A>();
-  A best[NA][NW];
-  int arg[NA][NW];
-  A g[NWH][NW];  // grad_output (divided by the divisor for avg) of window rows a + OLO + wh; 0 outside
+  const uint8_t* ip = idx + n * m.st[2][0] + c * m.st[2][1];
+  A acc[S][V];
 #pragma unroll
-  for (int w = 0; w < NA; ++w)
+  for (int ri = 0; ri < S; ++ri)
 #pragma unroll
-    for (int ww = 0; ww < NW; ++ww) {
-      best[w][ww] = ninf;
-      arg[w][ww] = pf_first<K, S, P>(a0 + OLO + w, ow0 + ww);
-    }
-  auto feed = [&](int a, int xr) {
-    const int i = S * a + XLO + xr;
-    if (i < 0 || i >= m.H) return;
-    A xs[NXW];
-    pf_load_row<T, NXW, CW::XLO>(xs, xp + (long long)i * m.st[2][2], w0, m.W, ninf);
-    pf_feed_row<A, K, S, NA, NW, NXW>(best, arg, xs, xr);
-  };
-  auto load_g = [&](A (&gr)[NW], int oh) {
-    const bool okh = oh >= 0 && oh < m.OH;
-    const int fh = MODE == 1 ? pf_span<K, S, P>(oh, m.H) : 1;
+    for (int ci = 0; ci < V; ++ci) acc[ri][ci] = A(0);
 #pragma unroll
-    for (int ww = 0; ww < NW; ++ww) {
+  for (int wh = 0; wh < CH::NWIN; ++wh) {
+    const int oh = oh0 + wh;
+    if (oh < 0 || oh >= m.OH) continue;
+#pragma unroll
+    for (int ww = 0; ww < CW::NWIN; ++ww) {
       const int ow = ow0 + ww;
-      A v = A(0);
-      if (okh && ow >= 0 && ow < m.OW) {
-        v = iop_load(gp[(long long)oh * m.st[1][2] + ow]);
-        if (MODE == 1) v = pf_div(v, (A)(fh * pf_span<K, S, P>(ow, m.W)));
-      }
-      gr[ww] = v;
-    }
-  };
-  if (MODE == 0) {
+      if (ow < 0 || ow >= m.OW) continue;
+      A g = iop_load(gp[(long long)oh * m.st[1][2] + ow]);
+      const int am = MODE == 2 ? ip[(long long)oh * m.st[2][2] + ow] : 0;
+      if (MODE == 1) g = pf_div(g, (A)(pf_span<K, S, P>(oh, m.H) * pf_span<K, S, P>(ow, m.W)));
 #pragma unroll
-    for (int xr = 0; xr < NXH - S; ++xr) feed(a0, xr);
-  }
-#pragma unroll
-  for (int wh = 0; wh < NWH - 1; ++wh) load_g(g[wh], a0 + OLO + wh);
-  for (int a = a0; a < a1; ++a) {
-    if (MODE == 0) {
-#pragma unroll
-      for (int t = 0; t < S; ++t) feed(a, NXH - S + t);
-    }
-    load_g(g[NWH - 1], a + OLO + NWH - 1);
-    A acc[S][V];
-#pragma unroll
-    for (int ri = 0; ri < S; ++ri)
-#pragma unroll
-      for (int ci = 0; ci < V; ++ci) acc[ri][ci] = A(0);
-#pragma unroll
-    for (int wh = 0; wh < NWH; ++wh) {
-      const int oh = a + OLO + wh;
-      if (oh < 0 || oh >= m.OH) continue;
-#pragma unroll
-      for (int ww = 0; ww < NW; ++ww) {
-        const int ow = ow0 + ww;
-        if (ow < 0 || ow >= m.OW) continue;
-#pragma unroll
-        for (int ri = 0; ri < S; ++ri) {
-          const int rr = ri - XLO - S * wh;
-          if (rr < 0 || rr >= K) continue;
-#pragma unroll
-          for (int ci = 0; ci < V; ++ci) {
-            const int cc = ci - CW::XLO - S * ww;
-            if (cc < 0 || cc >= K) continue;
-            if (MODE == 1 || arg[wh][ww] == rr * K + cc) acc[ri][ci] += g[wh][ww];
-          }
-        }
-      }
-    }
-#pragma unroll
-    for (int ri = 0; ri < S; ++ri)
-      if (S * a + ri < m.H) pf_store_row<T>(gw + (long long)(S * a + ri) * m.st[0][2], w0, m.W, acc[ri]);
-#pragma unroll
-    for (int ww = 0; ww < NW; ++ww) {
-#pragma unroll
-      for (int w = 0; w + 1 < NA; ++w) {
-        best[w][ww] = best[w + 1][ww];
-        arg[w][ww] = arg[w + 1][ww];
-      }
-      best[NA - 1][ww] = ninf;
-      arg[NA - 1][ww] = pf_first<K, S, P>(a + 1 + OLO + NA - 1, ow0 + ww);
-#pragma unroll
-      for (int wh = 0; wh + 1 < NWH; ++wh) g[wh][ww] = g[wh + 1][ww];
-    }
-  }
-}
-
-// Backward, C innermost: a strip of row blocks of grad_input pixels (S*a .. S*a + S - 1) x
-// (S*cb .. S*cb + S - 1), V channels from V*cv (V = min(16 / sizeof(T), PF_CLB_V)). The argmax offsets (< 16) of the V channels of a
-// window pack into one word, 4 bits each.
-template <class T, int MODE, int K, int S, int P>
-__global__ void __launch_bounds__(PF_BLOCK) pool_fast_cl_backward(T* __restrict__ gi, const T* __restrict__ go, const T* __restrict__ x,
-                                                                 PoolFastMeta m) {
-  typedef typename Compute<T>::type A;
-  constexpr int V = 16 / sizeof(T) < PF_CLB_V ? 16 / sizeof(T) : PF_CLB_V;
-  static_assert(K * K <= 16 && V <= 8, "4-bit argmax offsets");
-  typedef PfStrip<K, S, P> ST;
-  constexpr int NWH = ST::NWH, NA = ST::NA, NW = ST::C::NWIN, NXH = ST::NXH, NXW = S * (NW - 1) + K, XLO = ST::C::XLO,
-                OLO = ST::C::OLO;
-  const unsigned e = blockIdx.x * PF_BLOCK + threadIdx.x;
-  if (e >= (unsigned)m.items) return;
-  int cv, cb, q2;
-  const unsigned n = pf_split(m, e, cv, cb, q2);
-  const int c0 = cv * V, cn = m.C - c0, j0 = cb * S, ow0 = cb + OLO, a0 = q2 * m.R;
-  const int a1 = a0 + m.R < (m.H + S - 1) / S ? a0 + m.R : (m.H + S - 1) / S;
-  const T* xp = x + n * m.st[2][0] + c0;
-  const T* gp = go + n * m.st[1][0] + c0;
-  T* gw = gi + n * m.st[0][0] + c0;
-  const A ninf = pf_neg_inf<A>();
-  A best[NA][NW][V];
-  unsigned arg[NA][NW];
-  auto init = [&](int w, int oh) {
-#pragma unroll
-    for (int ww = 0; ww < NW; ++ww) {
-      arg[w][ww] = 0x11111111u * (unsigned)pf_first<K, S, P>(oh, ow0 + ww);
-#pragma unroll
-      for (int t = 0; t < V; ++t) best[w][ww][t] = ninf;
-    }
-  };
-#pragma unroll
-  for (int w = 0; w < NA; ++w) init(w, a0 + OLO + w);
-  auto feed = [&](int a, int xr) {
-    const int i = S * a + XLO + xr;
-    if (i < 0 || i >= m.H) return;
-#pragma unroll
-    for (int xc = 0; xc < NXW; ++xc) {
-      const int j = S * ow0 - P + xc;
-      if (j < 0 || j >= m.W) continue;
-      A px[V];
-      pf_load_px<T, V>(px, xp + (long long)i * m.st[2][2] + (long long)j * m.st[2][3], cn, ninf);
-#pragma unroll
-      for (int w = 0; w < NA; ++w) {
-        const int rr = xr - S * w;
+      for (int ri = 0; ri < S; ++ri) {
+        const int rr = ri - CH::XLO - S * wh;
         if (rr < 0 || rr >= K) continue;
 #pragma unroll
-        for (int ww = 0; ww < NW; ++ww) {
-          const int cc = xc - S * ww;
+        for (int ci = 0; ci < V; ++ci) {
+          const int cc = ci - CW::XLO - S * ww;
+          if (cc < 0 || cc >= K) continue;
+          if (MODE == 1 || am == rr * K + cc) acc[ri][ci] += g;
+        }
+      }
+    }
+  }
+  T* gw = gi + n * m.st[0][0] + c * m.st[0][1];
+#pragma unroll
+  for (int ri = 0; ri < S; ++ri)
+    if (i0 + ri < m.H) pf_store_row<T>(gw + (long long)(i0 + ri) * m.st[0][2], w0, m.W, acc[ri]);
+}
+
+// Backward, C innermost: grad_input pixels (S*rb .. S*rb + S - 1) x (S*cb .. S*cb + S - 1), V
+// channels from V*cv; as pool_fast_rows_backward (idx written by pool_fast_cl<T, 2, ...>).
+template <class T, int MODE, int K, int S, int P>
+__global__ void __launch_bounds__(PF_BLOCK) pool_fast_cl_backward(T* __restrict__ gi, const T* __restrict__ go,
+                                                                 const uint8_t* __restrict__ idx, PoolFastMeta m) {
+  typedef typename Compute<T>::type A;
+  constexpr int V = 16 / sizeof(T);
+  typedef PfCover<K, S, P, S> CB;
+  const unsigned e = blockIdx.x * PF_BLOCK + threadIdx.x;
+  if (e >= (unsigned)m.items) return;
+  int cv, cb, rb;
+  const unsigned n = pf_split(m, e, cv, cb, rb);
+  const int c0 = cv * V, cn = m.C - c0, i0 = rb * S, j0 = cb * S, oh0 = rb + CB::OLO, ow0 = cb + CB::OLO;
+  const T* gp = go + n * m.st[1][0] + c0;
+  const uint8_t* ip = idx + n * m.st[2][0] + c0;
+  A acc[S][S][V];
+#pragma unroll
+  for (int ri = 0; ri < S; ++ri)
+#pragma unroll
+    for (int ci = 0; ci < S; ++ci)
+#pragma unroll
+      for (int t = 0; t < V; ++t) acc[ri][ci][t] = A(0);
+#pragma unroll
+  for (int wh = 0; wh < CB::NWIN; ++wh) {
+    const int oh = oh0 + wh;
+    if (oh < 0 || oh >= m.OH) continue;
+#pragma unroll
+    for (int ww = 0; ww < CB::NWIN; ++ww) {
+      const int ow = ow0 + ww;
+      if (ow < 0 || ow >= m.OW) continue;
+      A g[V];
+      int am[V];
+      pf_load_px<T, V>(g, gp + (long long)oh * m.st[1][2] + (long long)ow * m.st[1][3], cn, A(0));
+      if (MODE == 2) pf_load_idx<V>(am, ip + (long long)oh * m.st[2][2] + (long long)ow * m.st[2][3], cn);
+      if (MODE == 1) {
+        const A f = (A)(pf_span<K, S, P>(oh, m.H) * pf_span<K, S, P>(ow, m.W));
+#pragma unroll
+        for (int t = 0; t < V; ++t) g[t] = pf_div(g[t], f);
+      }
+#pragma unroll
+      for (int ri = 0; ri < S; ++ri) {
+        const int rr = ri - CB::XLO - S * wh;
+        if (rr < 0 || rr >= K) continue;
+#pragma unroll
+        for (int ci = 0; ci < S; ++ci) {
+          const int cc = ci - CB::XLO - S * ww;
           if (cc < 0 || cc >= K) continue;
 #pragma unroll
-          for (int t = 0; t < V; ++t) {
-            if (px[t] > best[w][ww][t] || px[t] != px[t]) {
-              best[w][ww][t] = px[t];
-              arg[w][ww] = (arg[w][ww] & ~(15u << (4 * t))) | ((unsigned)(rr * K + cc) << (4 * t));
-            }
-          }
+          for (int t = 0; t < V; ++t)
+            if (MODE == 1 || am[t] == rr * K + cc) acc[ri][ci][t] += g[t];
         }
       }
     }
-  };
-  if (MODE == 0) {
-#pragma unroll
-    for (int xr = 0; xr < NXH - S; ++xr) feed(a0, xr);
   }
-  for (int a = a0; a < a1; ++a) {
-    if (MODE == 0) {
 #pragma unroll
-      for (int t = 0; t < S; ++t) feed(a, NXH - S + t);
-    }
-    A acc[S][S][V];
+  for (int ri = 0; ri < S; ++ri)
 #pragma unroll
-    for (int ri = 0; ri < S; ++ri)
-#pragma unroll
-      for (int ci = 0; ci < S; ++ci)
-#pragma unroll
-        for (int t = 0; t < V; ++t) acc[ri][ci][t] = A(0);
-#pragma unroll
-    for (int wh = 0; wh < NWH; ++wh) {
-      const int oh = a + OLO + wh;
-      if (oh < 0 || oh >= m.OH) continue;
-#pragma unroll
-      for (int ww = 0; ww < NW; ++ww) {
-        const int ow = ow0 + ww;
-        if (ow < 0 || ow >= m.OW) continue;
-        A g[V];
-        pf_load_px<T, V>(g, gp + (long long)oh * m.st[1][2] + (long long)ow * m.st[1][3], cn, A(0));
-        if (MODE == 1) {
-          const A f = (A)(pf_span<K, S, P>(oh, m.H) * pf_span<K, S, P>(ow, m.W));
-#pragma unroll
-          for (int t = 0; t < V; ++t) g[t] = pf_div(g[t], f);
-        }
-#pragma unroll
-        for (int ri = 0; ri < S; ++ri) {
-          const int rr = ri - XLO - S * wh;
-          if (rr < 0 || rr >= K) continue;
-#pragma unroll
-          for (int ci = 0; ci < S; ++ci) {
-            const int cc = ci - XLO - S * ww;
-            if (cc < 0 || cc >= K) continue;
-#pragma unroll
-            for (int t = 0; t < V; ++t)
-              if (MODE == 1 || ((arg[wh][ww] >> (4 * t)) & 15u) == (unsigned)(rr * K + cc)) acc[ri][ci][t] += g[t];
-          }
-        }
-      }
-    }
-#pragma unroll
-    for (int ri = 0; ri < S; ++ri)
-#pragma unroll
-      for (int ci = 0; ci < S; ++ci)
-        if (S * a + ri < m.H && j0 + ci < m.W)
-          pf_store_px<T, V>(gw + (long long)(S * a + ri) * m.st[0][2] + (long long)(j0 + ci) * m.st[0][3], cn, acc[ri][ci]);
-#pragma unroll
-    for (int w = 0; w + 1 < NA; ++w)
-#pragma unroll
-      for (int ww = 0; ww < NW; ++ww) {
-        arg[w][ww] = arg[w + 1][ww];
-#pragma unroll
-        for (int t = 0; t < V; ++t) best[w][ww][t] = best[w + 1][ww][t];
-      }
-    init(NA - 1, a + 1 + OLO + NA - 1);
-  }
+    for (int ci = 0; ci < S; ++ci)
+      if (i0 + ri < m.H && j0 + ci < m.W)
+        pf_store_px<T, V>(gi + n * m.st[0][0] + (long long)(i0 + ri) * m.st[0][2] + (long long)(j0 + ci) * m.st[0][3] + c0, cn,
+                          acc[ri][ci]);
 }
