@@ -490,3 +490,37 @@ def row_max(x, out, r0, r1):
             nan |= v != v
         r = F(np.nan) if nan else _unorder(k)
         st(out, i, r)
+
+
+@_jit
+def rope(x, pos, sin, cos, neox, y, r0, r1):
+    """Rotary embedding of rows r0..r1 of x (batch, seq, nhead, dhead) (row = batch * seq + s):
+    for p = pos[b, s] and i < dhead/2, (x0, x1) = (x[i], x[i + dhead/2]) (``neox``) or
+    (x[2i], x[2i+1]) -> (x0 c - x1 s, x0 s + x1 c) with c, s = cos[p, i], sin[p, i] (float32
+    tables); a position outside the tables writes zeros."""
+    _, ns, nh, dh = x.shape
+    half = dh // 2
+    n = sin.shape[0]
+    zero = F(0.0)
+    for r in range(r0, r1):
+        b = r // ns
+        t = r - b * ns
+        p = pos[b, t]
+        if p < 0 or p >= n:
+            for h in range(nh):
+                for j in range(dh):
+                    st(y, (b, t, h, j), zero)
+            continue
+        for h in range(nh):
+            if neox:
+                for i in range(half):
+                    x0 = ld(x[b, t, h, i])
+                    x1 = ld(x[b, t, h, i + half])
+                    st(y, (b, t, h, i), x0 * cos[p, i] - x1 * sin[p, i])
+                    st(y, (b, t, h, i + half), x0 * sin[p, i] + x1 * cos[p, i])
+            else:
+                for i in range(half):
+                    x0 = ld(x[b, t, h, 2 * i])
+                    x1 = ld(x[b, t, h, 2 * i + 1])
+                    st(y, (b, t, h, 2 * i), x0 * cos[p, i] - x1 * sin[p, i])
+                    st(y, (b, t, h, 2 * i + 1), x0 * sin[p, i] + x1 * cos[p, i])

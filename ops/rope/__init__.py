@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from infiniop_py.cpu import jit
+from infiniop_py.cpu.rows import Outputs, bits, contiguous, run_rows, split
 from infiniop_py.dtypes import SI, UI, F
+from infiniop_py.halfconv import to_f32
 from infiniop_py.spec import Attr, Info, OpSpec, inp, out
 from infiniop_py.status import Status
 
@@ -69,6 +72,22 @@ def cpu(info):
     x_desc = info["x"]
     f64 = x_desc.itemsize == 8
 
+    def compiled(k, views, p) -> bool:
+        """The compiled kernel (cpu/kernels.py: rope) on f32/f16/bf16, any layout."""
+        x, y = views["x"], views["y"]
+        if bits(x) is None:
+            return False
+        x4 = x if x.ndim == 4 else x[None]
+        p2 = np.ascontiguousarray(np.broadcast_to(p if p.ndim == 2 else p[None], x4.shape[:2]))
+        out = Outputs()
+        y4 = out.full(y if y.ndim == 4 else y[None])
+        xb, yb = bits(contiguous(x4)), bits(y4)
+        sin, cos = (np.ascontiguousarray(to_f32(views[t])) for t in ("sin_table", "cos_table"))
+        rows = x4.shape[0] * x4.shape[1]
+        run_rows(lambda _, r0, r1: k.rope(xb, p2, sin, cos, algo == GPT_NEOX, yb, r0, r1), split(rows, x4[0, 0].size))
+        out.done()
+        return True
+
     def run(views, ws, rt):
         x, y = views["x"], views["y"]
         if y.size == 0:
@@ -77,6 +96,9 @@ def cpu(info):
         pos = views["pos_ids"]
         # uint64 positions above the int64 range reinterpret as negative: out of range, row -> 0.
         p = pos.view(np.int64) if pos.dtype == np.uint64 else pos.astype(np.int64)
+        k = jit.kernels()
+        if k is not None and n and compiled(k, views, p):
+            return
         valid = (p >= 0) & (p < n)
         pc = np.where(valid, p, 0)
         if n:
