@@ -524,3 +524,52 @@ def rope(x, pos, sin, cos, neox, y, r0, r1):
                     x1 = ld(x[b, t, h, 2 * i + 1])
                     st(y, (b, t, h, 2 * i), x0 * cos[p, i] - x1 * sin[p, i])
                     st(y, (b, t, h, 2 * i + 1), x0 * sin[p, i] + x1 * cos[p, i])
+
+
+_RANK_NAN = np.int32(-(2**31))  # ranks below every number (NaN last, as a stable descending argsort)
+
+
+@_rows
+def topk_softmax(x, norm, vals, idx, r0, r1):
+    """Per row of x: softmax (max-subtracted, float64 sum), then the k = vals.shape[1] largest
+    entries, descending, ties -> lower index, -0 ranked with +0, NaN last (ranked on the exact
+    inputs by insertion into a sorted list of k); ``norm``: the k values divided by their sum."""
+    e = x.shape[1]
+    k = vals.shape[1]
+    keys = np.empty(k, np.int32)
+    where = np.empty(k, np.int32)
+    for i in range(r0, r1):
+        top = _order(ld(x[i, 0]))
+        for j in range(1, e):
+            top = max(top, _order(ld(x[i, j])))
+        m = _unorder(top)
+        s = 0.0
+        for j in range(e):
+            s += exp32(ld(x[i, j]) - m)
+        n = 0
+        for j in range(e):
+            v = ld(x[i, j]) + F(0.0)  # -0 -> +0
+            key = _order(v) if v == v else _RANK_NAN
+            if n < k:
+                pos = n
+                n += 1
+            elif key <= keys[k - 1]:
+                continue
+            else:
+                pos = k - 1  # the last one drops out
+            while pos > 0 and keys[pos - 1] < key:
+                keys[pos] = keys[pos - 1]
+                where[pos] = where[pos - 1]
+                pos -= 1
+            keys[pos] = key
+            where[pos] = j
+        inv = F(1.0 / s)
+        total = F(0.0)
+        for t in range(k):
+            p = exp32(ld(x[i, where[t]]) - m) * inv
+            vals[i, t] = p
+            idx[i, t] = where[t]
+            total += p
+        if norm:
+            for t in range(k):
+                vals[i, t] = vals[i, t] / total

@@ -84,8 +84,8 @@ class Outputs:
         return self._buffer(a).reshape(-1) if _supported(a) else None
 
     def full(self, a: np.ndarray | None):
-        """Output ``a`` in its own shape, C-contiguous, or None as :func:`rows2d`."""
-        return self._buffer(a) if _supported(a) else None
+        """Output ``a`` in its own shape, C-contiguous (any dtype)."""
+        return None if a is None else self._buffer(a)
 
     def done(self) -> None:
         for a, tmp in self.pending:

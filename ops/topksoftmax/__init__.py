@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from infiniop_py.cpu import jit
+from infiniop_py.cpu.rows import Outputs, bits, contiguous, run_rows, split
 from infiniop_py.cuda.compiler import Launch, Slot, get_module
 from infiniop_py.cuda.kernel import CudaKernel, ctype
 from infiniop_py.dtypes import DType, F
@@ -86,6 +88,14 @@ def cpu(info: Info):
         check_topk(info, topk)
         v = views["values"]
         if v.size == 0:
+            return
+        k = jit.kernels()
+        if k is not None and bits(views["x"]) is not None:
+            out = Outputs()
+            x2, v2, i2 = contiguous(views["x"]), out.full(v), out.full(views["indices"])
+            xb = bits(x2)
+            run_rows(lambda _, r0, r1: k.topk_softmax(xb, bool(norm), v2, i2, r0, r1), split(*x2.shape))
+            out.done()
             return
         vals, idx = compute(views["x"], info.topk, norm, acc)
         v[...] = vals
