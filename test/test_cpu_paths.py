@@ -180,3 +180,31 @@ def test_numpy_view_fast_path_checks_what_the_general_path_checks():
             with pytest.raises(InfiniopError) as ei:
                 d.calculate(None, base[3:67], src, b)  # shifted overlap
             assert ei.value.status is Status.BAD_TENSOR_STRIDES
+
+
+@pytest.mark.parametrize("k", [1, 3, 16])
+def test_topksoftmax_compiled_ranks_like_the_numpy_path(k):
+    """Ties (lower index first), -0 with +0 and NaN (last): the same indices on both paths."""
+    _kernels()
+    rng = np.random.default_rng(7)
+    x = rng.integers(-3, 4, size=(64, 16)).astype(np.float32)  # many ties
+    x[::5, 2] = -0.0
+    x[::7, 5] = np.nan
+    x[3] = np.nan
+    h = iop.create_handle("cpu")
+    descs = dict(
+        values=iop.create_tensor_descriptor((64, k), None, DType.F32),
+        indices=iop.create_tensor_descriptor((64, k), None, DType.I32),
+        x=iop.create_tensor_descriptor(x.shape, None, DType.F32),
+    )
+    got = {}
+    for path in ("compiled", "pure"):
+        v, i = np.empty((64, k), np.float32), np.empty((64, k), np.int32)
+        with contextlib.ExitStack() as stack:
+            if path == "pure":
+                stack.enter_context(jit.pure_numpy())
+            with iop.create_descriptor("topksoftmax", h, **descs) as d:
+                d.calculate(None, v, i, x, k, True)
+        got[path] = v, i
+    assert np.array_equal(got["compiled"][1], got["pure"][1])
+    np.testing.assert_allclose(got["compiled"][0], got["pure"][0], rtol=1e-6, atol=0, equal_nan=True)
