@@ -395,9 +395,16 @@ def fake_gpu(sms=132):
         st.enter_context(mock.patch.object(runtime, "device_count", lambda: 1))
         st.enter_context(mock.patch.object(runtime, "properties", lambda device_id=0: props))
         st.enter_context(mock.patch.object(compiler, "Module", Module))
-        st.enter_context(mock.patch.object(compiler, "_modules", {}))
+        st.enter_context(mock.patch.object(compiler, "_modules", _fresh(compiler._modules)))
         st.enter_context(mock.patch.object(compiler, "_launch_fn", lambda: lambda *a: None))
         yield requested
+
+
+def _fresh(cache):
+    """An empty module cache of the same kind (a plain dict or the bounded LRU)."""
+    from infiniop_py.lru import LRU
+
+    return LRU(cache.limit) if isinstance(cache, LRU) else type(cache)()
 
 
 OPS = ("causal_conv1d", "causal_conv1d_backward", "causal_conv1d_update")

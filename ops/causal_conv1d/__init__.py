@@ -55,18 +55,20 @@ def cpu(info: Info):
     W, silu = info.W, info.silu  # noqa: N806
 
     def run(views, ws, rt):
-        x = views["x"]
+        x, o = views["x"], views["out"]
         xt = extended(x, views["initial_states"], W - 1)
         L = x.shape[2]  # noqa: N806
         store(views["final_states"], xt[..., L:])
         if x.size == 0:
             return
-        pre = conv_pre(xt, f32(views["weight"]), f32(views["bias"]), seq_masks(views["seq_idx"], W), L)
+        direct = o.dtype == np.float32  # accumulate straight into the output
+        pre = conv_pre(xt, f32(views["weight"]), f32(views["bias"]), seq_masks(views["seq_idx"], W), L, o if direct else None)
         if silu:
             silu_(pre)
         if views["seq_idx"] is not None:
-            pre[np.broadcast_to((views["seq_idx"] < 0)[:, None, :], pre.shape)] = 0.0
-        store(views["out"], pre)
+            np.copyto(pre, 0.0, where=(views["seq_idx"] < 0)[:, None, :])
+        if not direct:
+            store(o, pre)
 
     return run
 

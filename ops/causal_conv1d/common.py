@@ -119,10 +119,23 @@ def f32(a):
     return None if a is None else to_f32(np.asarray(a))
 
 
+def time_major(a) -> bool:
+    """Whether a (B, D, L) view steps through channels faster than through time (channel-last):
+    its f32 temporaries are then laid out the same way, so NumPy walks both in memory order."""
+    return a.shape[1] > 1 and a.shape[2] > 1 and a.strides[1] < a.strides[2]
+
+
+def empty_like_rows(B, D, L, cl: bool) -> np.ndarray:  # noqa: N803
+    """An uninitialised f32 (B, D, L) array, channel-last in memory when ``cl``."""
+    if cl:
+        return np.empty((B, L, D), np.float32).transpose(0, 2, 1)
+    return np.empty((B, D, L), np.float32)
+
+
 def extended(x, init, H: int) -> np.ndarray:  # noqa: N803
-    """x̃ in f32: (B, D, H + L), initial_states (or zeros) in front."""
+    """x̃ in f32: (B, D, H + L), initial_states (or zeros) in front, in x's memory order."""
     B, D, L = x.shape  # noqa: N806
-    xt = np.empty((B, D, H + L), np.float32)
+    xt = empty_like_rows(B, D, H + L, time_major(x))
     xt[..., :H] = 0.0 if init is None else f32(init)
     xt[..., H:] = f32(x)
     return xt
@@ -145,18 +158,22 @@ def seq_masks(seq, W: int):  # noqa: N803
     return masks
 
 
-def conv_pre(xt, w, bias, masks, L: int) -> np.ndarray:  # noqa: N803
-    """pre (B, D, L) in f32: bias + sum_k w[:, k]·x̃[..., k:k+L] (masked taps skipped)."""
+def conv_pre(xt, w, bias, masks, L: int, out=None) -> np.ndarray:  # noqa: N803
+    """pre (B, D, L) in f32: bias + sum_k w[:, k]·x̃[..., k:k+L], masked taps skipped; written
+    into ``out`` (an f32 view) when given, else into a new array in x̃'s memory order."""
     B, D, _ = xt.shape  # noqa: N806
-    pre = np.zeros((B, D, L), np.float32)
-    if bias is not None:
-        pre += bias[None, :, None]
-    tmp = np.empty((B, D, L), np.float32)
+    pre = empty_like_rows(B, D, L, time_major(xt)) if out is None else out
+    tmp = np.empty_like(pre)
     for k in range(w.shape[1]):
-        np.multiply(xt[..., k : k + L], w[None, :, k, None], out=tmp)
+        dst = pre if k == 0 else tmp
+        np.multiply(xt[..., k : k + L], w[None, :, k, None], out=dst)
         if masks is not None:
-            tmp[~np.broadcast_to(masks[k][:, None, :], tmp.shape)] = 0.0
-        pre += tmp
+            np.copyto(dst, 0.0, where=~masks[k][:, None, :])
+        if k == 0:
+            if bias is not None:
+                pre += bias[None, :, None]
+        else:
+            pre += tmp
     return pre
 
 

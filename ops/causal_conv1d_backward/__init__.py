@@ -24,6 +24,7 @@ from ..causal_conv1d.common import (
     check_x,
     conv_pre,
     dsilu,
+    empty_like_rows,
     extended,
     f32,
     is_silu,
@@ -32,6 +33,7 @@ from ..causal_conv1d.common import (
     ref_forward,
     seq_masks,
     store,
+    time_major,
 )
 from . import cuda
 
@@ -64,20 +66,25 @@ def cpu(info: Info):
 
     def run(views, ws, rt):
         x, seq = views["x"], views["seq_idx"]
-        L = x.shape[2]  # noqa: N806
+        B, D, L = x.shape  # noqa: N806
         xt = extended(x, views["initial_states"], H)
         w = f32(views["weight"])
         masks = seq_masks(seq, W)
-        g = np.array(f32(views["dout"]), dtype=np.float32, copy=True)
+        g = empty_like_rows(B, D, L, time_major(x))
+        np.copyto(g, f32(views["dout"]))
         if silu and g.size:
             g *= dsilu(conv_pre(xt, w, f32(views["bias"]), masks, L))
         if seq is not None:
-            g[np.broadcast_to((seq < 0)[:, None, :], g.shape)] = 0.0
-        dxt = np.zeros(xt.shape, np.float32)
+            np.copyto(g, 0.0, where=(seq < 0)[:, None, :])
+        dxt = np.zeros_like(xt)
         dw = np.zeros(w.shape, np.float64)
-        tmp = np.empty(g.shape, np.float32)
+        tmp, gk = np.empty_like(g), g
+        if masks is not None:
+            gk = np.empty_like(g)
         for k in range(W):
-            gk = g if masks is None else np.where(masks[k][:, None, :], g, np.float32(0.0))
+            if masks is not None:
+                np.copyto(gk, g)
+                np.copyto(gk, 0.0, where=~masks[k][:, None, :])
             np.multiply(gk, w[None, :, k, None], out=tmp)
             dxt[..., k : k + L] += tmp
             np.multiply(gk, xt[..., k : k + L], out=tmp)
