@@ -89,7 +89,7 @@ def forward_case(name, shape, layout, silu, dtype, quick=False, host_wall=False)
         def make_set():
             x = _lay(env, shape, tdt, layout)
             w, b = env.random((d, W), tdt, -1.0, 1.0), env.random((d,), tdt, -1.0, 1.0)
-            return [_lay(env, shape, tdt, layout, poisoned=True), None, x, w, b], (x, w, b)
+            return [_lay(env, shape, tdt, layout, poisoned=True), None, x, w, b, None, None], (x, w, b)
 
         attrs = {"activation": "silu" if silu else "none"}
         work = standard_workload(env, "causal_conv1d", make_set, conv, conv, attrs=attrs, assign=True)
