@@ -408,7 +408,14 @@ def test_one_call_at_a_time_per_descriptor(cpu_handle):
         with lock:
             state["now"] -= 1
 
-    d._kernel = kernel
+    class Kernel:  # both CPU entry points: raw pointers and the NumPy-view fast path
+        def __call__(self, ptrs, ws_ptr, rt, stream):
+            kernel(ptrs, ws_ptr, rt, stream)
+
+        def call_views(self, views, rt):
+            kernel(views, None, rt, None)
+
+    d._kernel = Kernel()
     bufs = [np.zeros(4, np.float32) for _ in range(3)]
     barrier = threading.Barrier(THREADS)
 
