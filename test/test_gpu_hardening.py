@@ -392,6 +392,19 @@ def test_launch_keeps_its_kernel_pointer_and_module(monkeypatch):
     assert ref() is None
 
 
+class _StubKernel:
+    """A CPU kernel stand-in with both entry points: raw pointers and the NumPy-view fast path."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, ptrs, ws_ptr, rt, stream):
+        self.fn(ptrs, ws_ptr, rt, stream)
+
+    def call_views(self, views, rt):
+        self.fn(views, None, rt, None)
+
+
 def test_one_call_at_a_time_per_descriptor(cpu_handle):
     """Calls of one descriptor from several threads enter its kernel one at a time (kernels keep
     per-call host state: packed pointers, parameter blocks, per-stream tickets)."""
@@ -408,14 +421,7 @@ def test_one_call_at_a_time_per_descriptor(cpu_handle):
         with lock:
             state["now"] -= 1
 
-    class Kernel:  # both CPU entry points: raw pointers and the NumPy-view fast path
-        def __call__(self, ptrs, ws_ptr, rt, stream):
-            kernel(ptrs, ws_ptr, rt, stream)
-
-        def call_views(self, views, rt):
-            kernel(views, None, rt, None)
-
-    d._kernel = Kernel()
+    d._kernel = _StubKernel(kernel)
     bufs = [np.zeros(4, np.float32) for _ in range(3)]
     barrier = threading.Barrier(THREADS)
 
@@ -434,10 +440,10 @@ def test_one_call_at_a_time_per_descriptor(cpu_handle):
     def boom(*a):
         raise RuntimeError("kernel failed")
 
-    d._kernel = boom
+    d._kernel = _StubKernel(boom)
     with pytest.raises(RuntimeError):
         d.calculate(None, *bufs)
-    d._kernel = kernel
+    d._kernel = _StubKernel(kernel)
     d.calculate(None, *bufs)  # a failed call leaves the descriptor usable (its turn is released)
 
 
