@@ -41,7 +41,7 @@ def _convert(fn, src: np.ndarray, dst: np.ndarray) -> None:
     if n < 2 * PART or not pool.parallel():
         fn(src, dst)
         return
-    parts = pool.bounds(n, min(pool.THREADS * 4, n // PART))
+    parts = pool.bounds(n, min(pool.PARTS_PER_THREAD * pool.THREADS, n // PART))
     pool.run_all(fn, [(src[lo:hi], dst[lo:hi]) for lo, hi in parts])
 
 

@@ -241,21 +241,14 @@ _rows = numba.njit(nogil=True, cache=True, error_model="numpy", boundscheck=Fals
 
 @_rows
 def layer_norm(x, w, b, eps, y, xh, sd, r0, r1):
-    """Per row: mean, sd = sqrt(var + eps) (biased), xh = (x - mean) / sd, y = xh * w + b."""
+    """Per row: mean, sd = sqrt(var + eps) (biased; sums as :func:`_row_sum`, the var from
+    deviations from the float32 mean), xh = (x - mean) / sd, y = xh * w + b."""
     d = x.shape[1]
     for i in range(r0, r1):
-        s = 0.0
-        for j in range(d):
-            s += ld(x[i, j])
-        mean = s / d
-        v = 0.0
-        for j in range(d):
-            t = ld(x[i, j]) - mean
-            v += t * t
-        sdev = np.sqrt(v / d + eps)
+        m = F(_row_sum(x[i]) / d)
+        sdev = np.sqrt(_row_sum_dev2(x[i], m) / d + eps)
         st(sd, i, F(sdev))
         inv = F(1.0 / sdev)
-        m = F(mean)
         for j in range(d):
             h = (ld(x[i, j]) - m) * inv
             st(xh, (i, j), h)
@@ -289,14 +282,10 @@ def layer_norm_backward(dy, w, xh, sd, gx, gw, gb, bounds, p0, p1):
 
 @_rows
 def rms_norm(x, w, eps, y, r0, r1):
-    """y = x w / sqrt(mean(x^2) + eps) per row."""
+    """y = x w / sqrt(mean(x^2) + eps) per row (the sum as :func:`_row_sum`)."""
     d = x.shape[1]
     for i in range(r0, r1):
-        s = 0.0
-        for j in range(d):
-            t = ld(x[i, j])
-            s += t * t
-        rinv = F(1.0 / np.sqrt(s / d + eps))
+        rinv = F(1.0 / np.sqrt(_row_sum_dev2(x[i], F(0.0)) / d + eps))
         for j in range(d):
             st(y, (i, j), ld(x[i, j]) * rinv * w[j])
 
@@ -383,6 +372,20 @@ def _row_sum(row):
     return s
 
 
+@numba.njit(inline="always", error_model="numpy", fastmath={"reassoc", "contract"})
+def _row_sum_dev2(row, m):
+    """Sum of (row - m)^2, blocked as :func:`_row_sum`."""
+    s = 0.0
+    for j in range(0, row.size, SUM_BLOCK):
+        seg = row[j : j + SUM_BLOCK]
+        b = F(0.0)
+        for t in range(seg.size):
+            d = ld(seg[t]) - m
+            b += d * d
+        s += b
+    return s
+
+
 @_rows
 def row_sums(x, out, scale, r0, r1):
     """out[i] = scale * sum of row i (stored by out's dtype)."""
@@ -394,25 +397,24 @@ def row_sums(x, out, scale, r0, r1):
 # --- channels (batch norm on (B, C, L)) -------------------------------------------------------
 @_rows
 def batch_norm(x, w, b, eps, y, mean, var, c0, c1):
-    """Per channel c in [c0, c1): float64 mean and biased var over (B, L), y = (x - mean) w rstd + b."""
+    """Per channel c in [c0, c1): mean and biased var over (B, L) (float32 block sums added in
+    float64, :func:`_row_sum`; the var from deviations from the float32 mean), then
+    y = (x - mean) w rstd + b."""
     nb, _, nl = x.shape
     n = nb * nl
     for c in range(c0, c1):
         s = 0.0
         for i in range(nb):
-            for j in range(nl):
-                s += ld(x[i, c, j])
+            s += _row_sum(x[i, c])
         mu = s / n
+        m = F(mu)
         v = 0.0
         for i in range(nb):
-            for j in range(nl):
-                t = ld(x[i, c, j]) - mu
-                v += t * t
+            v += _row_sum_dev2(x[i, c], m)
         v /= n
         mean[c] = mu
         var[c] = v
         a = F(w[c] / np.sqrt(v + eps))
-        m = F(mu)
         for i in range(nb):
             for j in range(nl):
                 st(y, (i, c, j), (ld(x[i, c, j]) - m) * a + b[c])

@@ -9,6 +9,7 @@ a helper that splits again) runs that work inline: the pool never waits on itsel
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -16,6 +17,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 THREADS = max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)))
+
+PARTS_PER_THREAD = 4  # parts of a split per thread: a late thread's share goes to the others
 
 _pool = None
 _lock = threading.Lock()
@@ -45,21 +48,45 @@ def parallel() -> bool:
 
 
 def run_all(fn: Callable, parts: Sequence[tuple]) -> None:
-    """``fn(*part)`` for every part: on the pool when :func:`parallel` and there are several
-    parts, else in order on the calling thread. Exceptions propagate (the first one raised)."""
-    if len(parts) < 2 or not parallel():
+    """``fn(*part)`` for every part: shared out over the pool when :func:`parallel` and there
+    are several parts, else in order on the calling thread. Exceptions propagate.
+
+    Parts are taken in order from a shared counter by the caller and by up to ``THREADS - 1``
+    helpers, whoever is free: a helper that the system is slow to schedule (a busy machine, or
+    another library's threads spinning on the cores) leaves its parts to the caller instead of
+    holding it up; one not yet started when the parts run out is cancelled, not waited for.
+    Which thread runs a part never changes its result: parts write disjoint outputs (or their
+    own partial results, combined in part order by the caller)."""
+    n = len(parts)
+    if n < 2 or not parallel():
         for p in parts:
             fn(*p)
         return
+    counter = itertools.count()
+    failed = []
+
+    def take():
+        _local.worker = True  # parts do not split again
+        try:
+            for i in counter:
+                if i >= n or failed:
+                    return
+                fn(*parts[i])
+        except BaseException as exc:
+            failed.append(exc)
+            raise
+
     pool = executor()
-    futures = [pool.submit(fn, *p) for p in parts[1:]]
-    _local.worker = True  # the caller works too, and like a worker does not split again
+    helpers = [pool.submit(take) for _ in range(min(THREADS, n) - 1)]
     try:
-        fn(*parts[0])
+        take()
     finally:
         _local.worker = False
-        for f in futures:
-            f.result()
+        for f in helpers:
+            if not f.cancel():
+                f.exception()  # wait; its error, if any, is in failed (the caller's first)
+    if failed:
+        raise failed[0]
 
 
 def bounds(length: int, pieces: int) -> list[tuple[int, int]]:
@@ -97,11 +124,11 @@ def scratch(key, shape, dtype) -> np.ndarray:
 
 def run_flat(fn: Callable, arrays: Sequence, min_part: int = 1 << 16) -> None:
     """``fn(*parts)`` where the parts are equal contiguous slices of the 1-D arrays ``arrays``
-    (all of one length): one slice per thread when the length is at least twice ``min_part``
-    and the pool may be used, else the whole arrays at once. For elementwise work, whose result
-    does not depend on the split."""
+    (all of one length): a few per thread when each is at least ``min_part`` elements and the
+    pool may be used, else the whole arrays at once. For elementwise work, whose result does
+    not depend on the split."""
     n = len(arrays[0])
-    pieces = min(THREADS, n // min_part) if parallel() else 1
+    pieces = min(PARTS_PER_THREAD * THREADS, n // min_part) if parallel() else 1
     if pieces < 2:
         fn(*arrays)
         return

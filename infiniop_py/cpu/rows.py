@@ -114,10 +114,10 @@ def f32vec(a: np.ndarray | None, n: int, fill: float = 0.0) -> np.ndarray:
 
 
 def split(rows: int, cols: int) -> list[tuple[int, int]]:
-    """Row ranges for the pool: one per thread when there are at least ``MIN_PART`` elements per
-    thread, else one. For kernels whose results do not depend on the split (each row on its
-    own); one kernel call per range keeps the per-call overhead off small rows."""
-    n = min(pool.THREADS, rows, rows * cols // MIN_PART) if pool.parallel() else 1
+    """Row ranges for the pool: a few per thread (:data:`pool.PARTS_PER_THREAD`) of at least
+    ``MIN_PART`` elements, else one. For kernels whose results do not depend on the split (each
+    row on its own); a kernel call per range, not per row, keeps the call overhead off."""
+    n = min(pool.PARTS_PER_THREAD * pool.THREADS, rows, rows * cols // MIN_PART) if pool.parallel() else 1
     return pool.bounds(rows, max(1, n))
 
 
@@ -131,7 +131,7 @@ def parts(rows: int, cols: int) -> np.ndarray:
 
 
 def run_rows(fn, ranges: list[tuple[int, int]]) -> None:
-    """``fn(index, r0, r1)`` for every range, on the pool."""
+    """``fn(index, r0, r1)`` for every range, on the pool (:func:`pool.run_all`)."""
     if len(ranges) == 1:
         fn(0, *ranges[0])
         return

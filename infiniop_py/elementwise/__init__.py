@@ -222,8 +222,8 @@ def make_cpu(numpy_fn, attr_names, compute_dtype=None, cpu_kernel=None):
             if n < 2 * CHUNK:
                 compute(dst, *args)
                 return
-            # no temporaries on the direct path: one part per thread, not cache-sized blocks
-            parallel_chunks(compute, dst, args, block=-(-n // pool.THREADS) if direct else CHUNK)
+            # no temporaries on the direct path: a few parts per thread, not cache-sized blocks
+            parallel_chunks(compute, dst, args, block=-(-n // (pool.PARTS_PER_THREAD * pool.THREADS)) if direct else CHUNK)
 
         return run
 
@@ -251,8 +251,8 @@ def _executor():
 
 def parallel_chunks(fn, dst: np.ndarray, args, keep_axis: int | None = None, block: int = CHUNK) -> None:
     """``fn(dst_part, *arg_parts)`` over blocks of about ``block`` elements (at least
-    :data:`CHUNK`), slices of the longest axis (all operands share the shape); the blocks are
-    shared out in contiguous runs over the CPU thread pool. The slicing depends only on the
+    :data:`CHUNK`), slices of the longest axis (all operands share the shape), shared out over
+    the CPU thread pool (:func:`infiniop_py.cpu.pool.run_all`). The slicing depends only on the
     shape, not on the threads.
 
     ``keep_axis``: an axis that must stay whole in every part (e.g. the one a row-wise op reduces)."""
@@ -266,15 +266,12 @@ def parallel_chunks(fn, dst: np.ndarray, args, keep_axis: int | None = None, blo
         return
     axis = int(np.argmax(shape))
     head = (slice(None),) * axis
-    blocks = pool.bounds(dst.shape[axis], -(-n // block))
 
-    def run(first, last):
-        for lo, hi in blocks[first:last]:
-            idx = (*head, slice(lo, hi))
-            fn(dst[idx], *(a[idx] for a in args))
+    def run(lo, hi):
+        idx = (*head, slice(lo, hi))
+        fn(dst[idx], *(a[idx] for a in args))
 
-    workers = pool.THREADS if pool.parallel() else 1
-    pool.run_all(run, pool.bounds(len(blocks), workers))
+    pool.run_all(run, pool.bounds(dst.shape[axis], -(-n // block)))
 
 
 def elementwise_op(
