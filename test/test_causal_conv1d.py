@@ -6,7 +6,8 @@
 - the seed report's ten configurations meet its own error bars against float64 (dx 1e-4 f32,
   1e-2 f16; dweight/dbias 1.2e-3 f32, 1.2e-1 f16), the larger ones with INFINIOP_FULL=1;
 - bad input raises InfiniopError with the right status naming the argument (both backends);
-- a state index outside conv_state is a padding slot: out 0, nothing read or written outside;
+- a state index outside conv_state, or a slot named by several rows, is a padding slot: out 0,
+  nothing read or written outside conv_state, the shared slot untouched;
 - the NVIDIA planners request only kernels their ``compile_units()`` list (checked on a fake
   sm_90 device, so on any machine), and pick the channel-first / channel-last paths;
 - NVIDIA only: unaligned buffers and longer warp runs give the same results.
@@ -313,13 +314,13 @@ def test_update_bad_input(device):
     iop.create_descriptor(op, h, *upd_descs(T=None)).destroy()
 
 
-# -- state indices are data: outside conv_state they are padding slots ---------------------------
+# -- state indices are data: outside conv_state, or shared by rows, they are padding slots ----------
 @pytest.mark.parametrize("device", DEVICES)
-def test_update_out_of_range_indices_are_padding_slots(device):
+def test_update_out_of_range_and_shared_indices_are_padding_slots(device):
     rng = np.random.default_rng(5)
-    B, D, T, W, S = 6, 16, 3, 4, 3  # noqa: N806
+    B, D, T, W, S = 8, 16, 3, 4, 3  # noqa: N806
     x, w, b = rand(rng, (B, D, T)), rand(rng, (D, W)), rand(rng, (D,))
-    idx = np.array([2, 3, -1, 1 << 30, -(1 << 30), 0], np.int32)
+    idx = np.array([2, 3, -1, 1 << 30, -(1 << 30), 0, 1, 1], np.int32)  # rows 6 and 7 share slot 1
     guard = 7
     # conv_state lives inside a larger poisoned buffer: nothing outside its S rows may change
     buf = np.full((S + 2 * guard, D, W - 1), np.nan, np.float32)
@@ -344,8 +345,9 @@ def test_update_out_of_range_indices_are_padding_slots(device):
         {},
         {"out": F32, "conv_state": F32},
     )
-    for r in (1, 2, 3, 4):  # index S (out of range), -1, 2^30, -2^30: padding slots
+    for r in (1, 2, 3, 4, 6, 7):  # index S (out of range), -1, 2^30, -2^30, a shared slot: padding
         assert not got[r].any(), r
+    np.testing.assert_array_equal(after[guard + 1], state[1])  # the shared slot is untouched
     np.testing.assert_allclose(got, ref["out"], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(after[guard : guard + S], ref["conv_state"], rtol=0, atol=0)
     assert np.isnan(after[:guard]).all() and np.isnan(after[guard + S :]).all()

@@ -64,9 +64,9 @@ def seq_values(rng: np.random.Generator, B: int, L: int) -> np.ndarray:  # noqa:
     return out
 
 
-def index_values(rng: np.random.Generator, B: int, S: int, pad=True, oob=False) -> np.ndarray:  # noqa: N803
-    """conv_state_indices: distinct state slots, with padding slots (-1) and, with ``oob``, slots
-    >= S (treated as padding)."""
+def index_values(rng: np.random.Generator, B: int, S: int, pad=True, oob=False, dup=False) -> np.ndarray:  # noqa: N803
+    """conv_state_indices: distinct state slots, with padding slots (-1); with ``oob``, slots >= S;
+    with ``dup``, rows 3 and 4 naming one slot (both of these are padding slots too)."""
     idx = rng.permutation(max(S, B))[:B].astype(np.int64)
     idx[idx >= S] = -1
     if pad and B > 1:
@@ -75,10 +75,12 @@ def index_values(rng: np.random.Generator, B: int, S: int, pad=True, oob=False) 
     if oob and B > 2:
         idx[1] = S
         idx[2] = S + 1000
+    if dup and B > 4:
+        idx[3] = idx[4] = S - 1
     return idx
 
 
-def make_data(states: int = 0, oob: bool = False):
+def make_data(states: int = 0, oob: bool = False, dup: bool = False):
     """The ``data`` function of a case table: seq_idx rows, conv_state_indices over ``states``
     slots; the defaults otherwise."""
 
@@ -88,7 +90,7 @@ def make_data(states: int = 0, oob: bool = False):
         if name == "seq_idx":
             return seq_values(rng, *shape).astype(to_numpy(dtype))
         if name == "conv_state_indices":
-            return index_values(rng, shape[0], states, oob=oob).astype(to_numpy(dtype))
+            return index_values(rng, shape[0], states, oob=oob, dup=dup).astype(to_numpy(dtype))
         return None
 
     return data

@@ -33,6 +33,10 @@ ccf_cf(T* out, T* fin, const T* x, const void* wt, const void* bias, const T* in
     const long long sb = b * a.sq[0];
     float cur[E], prv[E];
     long long scur[ES], sprv[ES];
+#pragma unroll
+    for (int i = 0; i < E; ++i) prv[i] = 0.f;  // read (and discarded) by the first run's shuffles
+#pragma unroll
+    for (int i = 0; i < ES; ++i) sprv[i] = -1;
     cc_load_run<T, E>(xr, s0 * 32 * E + lane * E, a.L, vec, cur);
     if constexpr (SEQ) cc_seq_run<E>(seq, sb, a.sq[1], s0 * 32 * E + lane * E, a, scur);
 #pragma unroll 1

@@ -91,6 +91,10 @@ ccb_cf(T* dx, float* part, T* dinit, const T* x, const void* wt, const void* bia
     for (int k = 0; k <= W; ++k) acc[k] = 0.f;
     float xcur[E], xprv[E], dcur[E], gprv[E];
     long long scur[ES], sprv[ES];
+#pragma unroll
+    for (int i = 0; i < E; ++i) xprv[i] = gprv[i] = 0.f;  // read (and discarded) by the first run's shuffles
+#pragma unroll
+    for (int i = 0; i < ES; ++i) sprv[i] = -1;
     cc_load_run<T, E>(xr, s0 * 32 * E + lane * E, a.L, vec, xcur);
     cc_load_run<T, E>(dr, s0 * 32 * E + lane * E, a.L, vec, dcur);
     if constexpr (SEQ) cc_seq_run<E>(seq, sb, a.sq[1], s0 * 32 * E + lane * E, a, scur);

@@ -4,9 +4,9 @@ x and out are (B, D) or (B, D, T); conv_state (S, D, W-1) is read and written in
 in/out tensor: it is passed once, among the outputs). For each token in order: window =
 [state, x_t], out_t = act(bias + sum_k weight[:, k]·window[k]), then the state shifts left and
 takes x_t. conv_state_indices (B,) (i32, i64 accepted) picks row b's state; an index < 0 marks
-a padding slot (out 0, no state touched). Indices are data, never validated: one >= S is
-treated as a padding slot too, so no index reaches outside conv_state. Two rows naming the same
-slot leave that slot with one of their results (which one is unspecified).
+a padding slot (out 0, no state touched). Indices are data, never validated; two more cases
+are padding slots as well, so that no index reaches outside conv_state and every result is the
+same run to run: an index >= S, and a slot that more than one row names (each of those rows).
 """
 
 from __future__ import annotations
@@ -32,6 +32,13 @@ from ..causal_conv1d.common import (
     store,
 )
 from . import cuda
+
+
+def padding_free(idx: np.ndarray, S: int) -> np.ndarray:  # noqa: N803
+    """Rows that update a state: index in [0, S) and named by no other row."""
+    live = (idx >= 0) & (idx < S)
+    vals, counts = np.unique(idx[live], return_counts=True)
+    return live & ~np.isin(idx, vals[counts > 1])
 
 
 def validate(check: Checker) -> Info:
@@ -72,7 +79,7 @@ def cpu(info: Info):
         if o.size == 0:
             return
         idx = np.arange(B, dtype=np.int64) if ind is None else np.asarray(ind).astype(np.int64)
-        live = (idx >= 0) & (idx < S)
+        live = padding_free(idx, S)
         rows = idx[live]
         win = np.zeros((B, D, H + T), np.float32)
         win[live, :, :H] = f32(cs[rows])
@@ -106,9 +113,11 @@ def reference(x, conv_state, weight, bias=None, conv_state_indices=None, activat
     S = conv_state.shape[0]  # noqa: N806
     state = conv_state.clone()
     out_ = x3.new_zeros(B, D, T)
+    idx = np.arange(B) if conv_state_indices is None else conv_state_indices.detach().cpu().numpy().astype(np.int64)
+    live = padding_free(idx, S)
     for b in range(B):
-        s = b if conv_state_indices is None else int(conv_state_indices[b])
-        if not 0 <= s < S:
+        s = int(idx[b])
+        if not live[b]:
             continue  # padding slot: out 0, no state touched
         win = state[s].clone()
         for t in range(T):

@@ -22,9 +22,9 @@ def upd(B, D, T_=None, W=4, S=None, idx=None, wdt=None, bias=True, x=None, o=Non
     }
 
 
-def C(tensors, desc, dtypes=X3, silu=False, oob=False):  # noqa: N802
+def C(tensors, desc, dtypes=X3, silu=False, oob=False, dup=False):  # noqa: N802
     attrs = {"activation": "silu"} if silu else {}
-    return Case(tensors, dtypes, desc, attrs=attrs, data=make_data(tensors["conv_state"].shape[0], oob))
+    return Case(tensors, dtypes, desc, attrs=attrs, data=make_data(tensors["conv_state"].shape[0], oob, dup))
 
 
 CASES = [
@@ -39,6 +39,7 @@ CASES = [
     C(upd(6, 48, 1, S=10, idx=I32), "conv_state_indices i32 with padding slots"),
     C(upd(6, 48, 4, S=9, idx=I64, W=8), "conv_state_indices i64, 4 tokens", silu=True),
     C(upd(6, 16, 2, S=7, idx=I32), "indices >= S are padding slots (no access outside conv_state)", oob=True),
+    C(upd(7, 16, 3, S=9, idx=I64), "rows naming one slot are padding slots", dup=True),
     C(upd(64, 64, None), "B=64 decode step"),
     C(upd(3, 40, 3, wdt=F32), "f16 x, f32 weight", dtypes=(F16,)),
     C(upd(3, 40, 3, wdt=BF16), "f32 x, bf16 weight", dtypes=(F32,), silu=True),

@@ -1,4 +1,5 @@
-"""NVIDIA causal_conv1d_update: one launch of ``ccu`` (a thread per (batch, channel))."""
+"""NVIDIA causal_conv1d_update: one launch of ``ccu`` (a block per batch row and channel range, a
+thread per channel)."""
 
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ class CausalConv1dUpdateKernel(CudaKernel):
         if B * D:
             name = names("ccu", T, W)
             fn = get_module(SOURCE, [name], handle.device_id).ptr[name]
-            grid = (plan.gen_grid(B * D, sm_count(handle)),)
+            grid = (max(1, min(-(-D // GEN_BLOCK), 8 * sm_count(handle))), min(B, plan.MAX_GRID_Y))
             runs.append(launch(fn, grid, (GEN_BLOCK,), [Slot(i) for i in range(6)], a))
         self.pick = Pick(None, runs, [])
 
