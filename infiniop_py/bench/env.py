@@ -49,8 +49,18 @@ class Env:
     def random(self, shape, dtype, low=-2.0, high=2.0):
         """A contiguous tensor of uniform values in [low, high), already in ``dtype``."""
         t = self.torch.empty(shape, dtype=self.torch.float32, device=self.device)
-        t.uniform_(low, high)
+        t.uniform_(low, high, generator=self.generator())
         return t.to(dtype)
+
+    def generator(self):
+        """The run's own random generator: a peer's graph capture that fails part-way leaves the
+        device's default generator marked as capturing ("Offset increment outside graph capture"),
+        which would fail every later case; this one is never used inside a capture."""
+        gen = self.__dict__.get("_gen")
+        if gen is None:
+            gen = self._gen = self.torch.Generator(device=self.device)
+            gen.manual_seed(0)
+        return gen
 
     def poisoned(self, shape, dtype):
         """A contiguous tensor of NaN (floats) or 0xA5 bytes, so an unwritten output fails the check."""
@@ -279,8 +289,8 @@ class GpuEnv(Env):
         torch = self.torch
         out = {"how": f"torch.matmul {n}^3, CUDA events, median of {reps}, TF32 off"}
         for name, dt in (("f32", torch.float32), ("f16", torch.float16), ("bf16", torch.bfloat16)):
-            a = torch.rand(n, n, dtype=dt, device=self.device)
-            b = torch.rand(n, n, dtype=dt, device=self.device)
+            a = torch.rand(n, n, dtype=dt, device=self.device, generator=self.generator())
+            b = torch.rand(n, n, dtype=dt, device=self.device, generator=self.generator())
             c = torch.empty(n, n, dtype=dt, device=self.device)
             for _ in range(3):
                 torch.matmul(a, b, out=c)

@@ -131,7 +131,7 @@ def gather_case(dtype, rows, cols):
 
         def make_set():
             x = env.random((rows, cols), tdt)
-            idx = torch.randint(0, cols, (rows, cols), device=env.device)
+            idx = torch.randint(0, cols, (rows, cols), device=env.device, generator=env.generator())
             out = env.poisoned((rows, cols), tdt)
             return [out, x, idx], (x, idx)
 
@@ -155,7 +155,9 @@ def scatter_case(dtype, rows, cols):
 
         def make_set():
             x = env.random((rows, cols), tdt)
-            idx = torch.rand((rows, cols), device=env.device).argsort(dim=1)  # one write per destination
+            idx = torch.rand((rows, cols), device=env.device, generator=env.generator()).argsort(
+                dim=1
+            )  # one write per destination
             upd = env.random((rows, cols), tdt)
             out = env.poisoned((rows, cols), tdt)
             return [out, x, idx, upd], (x, idx, upd)

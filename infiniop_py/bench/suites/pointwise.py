@@ -126,9 +126,9 @@ def where_case(dtype, shape, layout=CONTIGUOUS) -> BenchCase:
 
         def make_set():
             if layout == BCAST_ROW:
-                cond = (torch.rand(shape[-1:], device=env.device) > 0.5).expand(shape)
+                cond = (torch.rand(shape[-1:], device=env.device, generator=env.generator()) > 0.5).expand(shape)
             else:
-                cond = torch.rand(shape, device=env.device) > 0.5
+                cond = torch.rand(shape, device=env.device, generator=env.generator()) > 0.5
             a, b = env.random(shape, tdt), env.random(shape, tdt)
             return [env.poisoned(shape, tdt), cond, a, b], (cond, a, b)
 
@@ -183,7 +183,7 @@ def rope_case(dtype, seq=4096, nhead=32, dhead=128, algo=1, quick=False) -> Benc
         def make_set():
             x = env.random(shape, tdt)
             pos = torch.randperm(seq, device=env.device).to(torch.int32)
-            ang = torch.rand(table_len, half, device=env.device) * 6.28
+            ang = torch.rand(table_len, half, device=env.device, generator=env.generator()) * 6.28
             sin, cos = ang.sin().to(tdt), ang.cos().to(tdt)
             return [env.poisoned(shape, tdt), x, pos, sin, cos], (x, pos.long(), sin, cos)
 

@@ -153,7 +153,7 @@ def ce_case(dtype, shape, quick=False):
 
         def make_set():
             x = env.random(shape, tdt, -8.0, 8.0)
-            t = torch.randint(0, shape[-1], shape[:-1], device="cuda", dtype=torch.int64)
+            t = torch.randint(0, shape[-1], shape[:-1], device="cuda", dtype=torch.int64, generator=env.generator())
             return [env.poisoned(shape[:-1], tdt), x, t], (x, t)
 
         return _workload(env, "cross_entropy", make_set, lambda x, t: F.cross_entropy(x, t, reduction="none"), assign=True)
