@@ -481,11 +481,11 @@ def dense(cg: int, ng: int, kvol: int) -> bool:
 
 
 def cudnn_preferred(dtype: DType, tf32: bool) -> bool:
-    """Whether the rule tables put cuDNN first for a dense problem: for every dtype. cuDNN's f32
-    accumulates in f32 like torch (TF32 stays off unless ``allow_tf32``); our implicit-GEMM
-    kernels accumulate f32 in f64 and stay reachable by pinning (``plan="igemm128x64"``) for
-    callers who need the exact sum rounded once (docs/perf/conv.md has both)."""
-    return True
+    """Whether the rule tables put cuDNN first: for half types and f64, whose accumulation
+    matches ours (f32, f64); for f32 only with allow_tf32. cuDNN's f32 accumulates in f32
+    (1.1e-6 norm-relative error on the seed case against our f64-accumulated 2.5e-8), so
+    f32 stays on our kernels unless pinned (``plan="cudnn"``) or measured."""
+    return dtype is not DType.F32 or tf32
 
 
 class _CudnnLaunch:
