@@ -1,4 +1,4 @@
-"""Normalization family (issue 5) against torch eager on the same buffers.
+"""Normalization family against torch eager on the same buffers.
 
 GPU: rms_norm and layer_norm forward and backward on (8192, N), N in 1024, 4096, 8192;
 batch_norm forward and backward (training mode) on (64, 256, 4096); f32, f16, bf16.

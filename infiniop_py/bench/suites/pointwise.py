@@ -1,4 +1,4 @@
-"""Pointwise family (issue 3): unary/binary activations, backward ops, swiglu, clip, where,
+"""Pointwise family: unary/binary activations, backward ops, swiglu, clip, where,
 equal, logical_and, casts and rope, against torch eager writing into an ``out=`` buffer (one
 kernel where torch has one: ``aten.<op>.out`` / ``grad_input`` overloads).
 

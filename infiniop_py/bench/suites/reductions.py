@@ -1,6 +1,6 @@
 """Reductions and the row-wise family against torch eager on the same buffers.
 
-GPU shapes (issue 4 / perf.md): sum, reduce_max, reduce_mean on (4, 512, 896) over axis None,
+GPU shapes (perf.md): sum, reduce_max, reduce_mean on (4, 512, 896) over axis None,
 -1 and (0, 1) (max/mean take one dim: -1 and 1) and on 8192x8192 over each axis (sum also over
 None); softmax and log_softmax over the last dim of (4096, N), N in 128, 1000, 2048, 2049,
 4096, 4097, 32000; causal_softmax (32, 512, 512) against the masked_fill + softmax +
