@@ -78,7 +78,7 @@ def cpu(info):
         if bits(x) is None:
             return False
         x4 = x if x.ndim == 4 else x[None]
-        p2 = np.ascontiguousarray(np.broadcast_to(p if p.ndim == 2 else p[None], x4.shape[:2]))
+        p2 = np.array(np.broadcast_to(p if p.ndim == 2 else p[None], x4.shape[:2]), np.int64)  # writable: one kernel type
         out = Outputs()
         y4 = out.full(y if y.ndim == 4 else y[None])
         xb, yb = bits(contiguous(x4)), bits(y4)
