@@ -118,6 +118,40 @@ def _fused(numpy_fn, cpu_kernel, info: Info, attrs):
     return lambda k, out, a, b: k.binary(code, a, b, out)
 
 
+SMALL = 1 << 14  # elements: below this the compiled kernel runs with the least Python around it
+
+
+def _small_fused(fused, reads, fbits):
+    """``f(views, dst) -> bool``: the compiled kernel on small 1-D dense half-precision operands
+    of a unary or binary op, with the least glue (per-call overhead is most of such a call);
+    False when the operands do not qualify (the general path then runs)."""
+    if fused is None or fbits is None or len(reads) not in (1, 2):
+        return None
+    if len(reads) == 1:
+        (ra,) = reads
+
+        def small(views, dst):
+            a = views[ra]
+            k = jit.kernels()
+            if k is None or not (dst.flags.c_contiguous and a.flags.c_contiguous):
+                return False
+            fused(k, dst.view(fbits), a.view(fbits))
+            return True
+
+        return small
+    ra, rb = reads
+
+    def small(views, dst):
+        a, b = views[ra], views[rb]
+        k = jit.kernels()
+        if k is None or not (dst.flags.c_contiguous and a.flags.c_contiguous and b.flags.c_contiguous):
+            return False
+        fused(k, dst.view(fbits), a.view(fbits), b.view(fbits))
+        return True
+
+    return small
+
+
 def _flat_bits(a: np.ndarray, bits) -> np.ndarray:
     """A C-contiguous operand as the compiled kernels read it: 1-D, halves as integer ``bits``."""
     if bits is not None:
@@ -157,6 +191,8 @@ def make_cpu(numpy_fn, attr_names, compute_dtype=None, cpu_kernel=None):
         ufunc_f32 = isinstance(numpy_fn, np.ufunc) and out_dt in H and not attrs and cdt is None and numpy_fn.nout == 1
         ufunc_f32 = ufunc_f32 and all(info.tensors[r].dtype in H | {DType.F32} for r in reads)
 
+        small_fused = _small_fused(fused, reads, fbits)
+
         def compute_into(dst, *args):
             if not bitwise:
                 args = [_upcast(a, i) for i, a in enumerate(args)]
@@ -190,6 +226,8 @@ def make_cpu(numpy_fn, attr_names, compute_dtype=None, cpu_kernel=None):
             dst = views[out_name]
             n = dst.size
             if not n:
+                return
+            if small_fused is not None and n < SMALL and dst.ndim == 1 and small_fused(views, dst):
                 return
             args = [views[r] for r in reads]
             if direct and n < 2 * CHUNK:  # small, one NumPy call: the least Python around it
