@@ -4,7 +4,9 @@
   L + T steps, for its outputs and the state it leaves;
 - the backward is bitwise reproducible run to run (dweight/dbias from fixed-order sums);
 - the seed report's ten configurations meet its own error bars against float64 (dx 1e-4 f32,
-  1e-2 f16; dweight/dbias 1.2e-3 f32, 1.2e-1 f16), the larger ones with INFINIOP_FULL=1;
+  1e-2 f16; dweight/dbias 1.2e-3 f32, 1.2e-1 f16; like the report's, the bars of the long sums
+  grow with the result: never below half an ulp of the stored value), the larger ones with
+  INFINIOP_FULL=1;
 - bad input raises InfiniopError with the right status naming the argument (both backends);
 - a state index outside conv_state, or a slot named by several rows, is a padding slot: out 0,
   nothing read or written outside conv_state, the shared slot untouched;
@@ -183,9 +185,16 @@ def test_seed_configurations_within_the_seed_reports_bars(device, case, dt):
     got = run("causal_conv1d_backward", device, args, {n: (layouts[n][0], out_dt[n]) for n in out_dt}, case.attrs, descs)
     if lay == "cl":
         got["dx"] = got["dx"].reshape(layouts["dx"][0][0], layouts["dx"][0][2], -1).transpose(0, 2, 1)
+    half_ulp = {F32: 2.0**-24, F16: 2.0**-11}[dt]  # the rounding of the stored result itself
     for n, bar in SEED_BARS[dt].items():
-        err = float(np.max(np.abs(got[n].astype(np.float64) - want[n]))) if got[n].size else 0.0
-        assert err <= bar, f"{n}: max abs error {err:.3g} > {bar}"
+        if not got[n].size:
+            continue
+        err = np.abs(got[n].astype(np.float64) - want[n])
+        allowed = np.maximum(bar, half_ulp * np.abs(want[n]))  # the report's bars are adaptive for sums
+        worst = int(np.argmax(err - allowed))
+        assert (err <= allowed).all(), (
+            f"{n}: error {err.flat[worst]:.3g} > {allowed.flat[worst]:.3g} (max abs error {err.max():.3g})"
+        )
 
 
 # -- bad input -------------------------------------------------------------------------------------
