@@ -108,7 +108,8 @@ class Descriptor:
         self._present = [info.tensors.get(n) is not None for n in order]
         self._facts = list(zip(order, self._nbytes, self._write, self._present, strict=True))
         self._pairs = overlap_pairs(spec, info, order)
-        self._np_slots = None if gpu else numpy_slots(spec, info, order)
+        # CPU, no workspace: the NumPy-view fast path of calculate (None: always the general path)
+        self._np_slots = None if gpu or self._ws_size else numpy_slots(spec, info, order)
         self._np_last = None  # weak references to the arrays of the last NumPy-view call
         self._last = [None] * len(order)  # (weakref, address) of the last buffer per tensor
         self._ws_last = None  # (weakref, address, revalidator) of the last checked workspace
@@ -197,7 +198,7 @@ class Descriptor:
             rt = self._rt_defaults
         else:
             args, rt = self._bind_call(args, kwargs)
-        if self._np_slots is not None and not self._ws_size:
+        if self._np_slots is not None:
             views = self._numpy_views(args)
             if views is not None:
                 self._acquire()
@@ -452,7 +453,11 @@ class _CpuKernel:
         except InfiniopError:
             raise
         except Exception as exc:  # never let a NumPy error escape the public API
-            raise error(Status.INTERNAL_ERROR, f"{self.info.op}: CPU backend failed: {type(exc).__name__}: {exc}") from exc
+            raise self.internal(exc) from exc
+
+    def internal(self, exc: Exception) -> InfiniopError:
+        """The INTERNAL_ERROR a NumPy failure of this kernel becomes."""
+        return error(Status.INTERNAL_ERROR, f"{self.info.op}: CPU backend failed: {type(exc).__name__}: {exc}")
 
     def __call__(self, ptrs, ws_ptr, rt, stream):
         views = {}
@@ -478,7 +483,7 @@ class _CpuKernel:
         except InfiniopError:
             raise
         except Exception as exc:  # never let a NumPy error escape the public API
-            raise error(Status.INTERNAL_ERROR, f"{self.info.op}: CPU backend failed: {type(exc).__name__}: {exc}") from exc
+            raise self.internal(exc) from exc
 
 
 def create_descriptor(name: str, handle: Handle, *tensors, **kwargs) -> Descriptor:
