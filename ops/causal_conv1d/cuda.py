@@ -3,14 +3,13 @@ Paths and grids: plan.py; kernels: kernel.cu after common.cuh."""
 
 from __future__ import annotations
 
-from infiniop_py.cuda.compiler import Slot, get_module
-from infiniop_py.cuda.kernel import CudaKernel
+from infiniop_py.cuda.compiler import Slot
 from infiniop_py.dtypes import DType, itemsize
 from infiniop_py.norm import sm_count
 from infiniop_py.spec import Info
 
 from . import plan
-from .plan import CF_WARPS, CL_BLOCK, CL_E, GEN_BLOCK, Pick, launch, names
+from .plan import CF_WARPS, CL_BLOCK, CL_E, GEN_BLOCK, CcKernel, Pick, launch, names
 
 SOURCE = plan.source(plan.HERE / "kernel.cu")
 
@@ -27,7 +26,9 @@ def flags_of(info: Info, final: str) -> int:
     return f
 
 
-class CausalConv1dKernel(CudaKernel):
+class CausalConv1dKernel(CcKernel):
+    SOURCE = SOURCE
+
     def __init__(self, info: Info, handle):
         super().__init__(handle)
         ti = info.tensors
@@ -50,7 +51,6 @@ class CausalConv1dKernel(CudaKernel):
             w=ti["weight"].strides,
             bs=ti["bias"].strides[0] if ti["bias"] is not None else 0,
         )
-        self.pick = Pick(None, [], [])
         if B * D == 0:
             return
         sms = sm_count(handle)
@@ -59,37 +59,29 @@ class CausalConv1dKernel(CudaKernel):
         self.path = path = plan.path_for(W, L, [xs, os_])
         if path == "cf":
             e, nseg, rseg, ntask, blocks = plan.cf_plan(B, D, L, T, sms)
-            fn = self._fn(names("ccf_cf", T, W, seq))
+            fn = self.fn(names("ccf_cf", T, W, seq))
             a = plan.with_(a, nseg=nseg, ntask=ntask, rseg=rseg)
             grid, block = (blocks,), (32 * CF_WARPS,)
             ok = plan.vec_ok((B, D, L), [xs, os_], (0, 1), e)
             align = [(0, 16), (2, 16)]
         elif path == "cl":
             rseg, ntile, ntask, grid = plan.cl_plan(B, D, L, sms)
-            fn = self._fn(names("ccf_cl", T, W, seq))
+            fn = self.fn(names("ccf_cl", T, W, seq))
             a = plan.with_(a, nseg=ntile, ntask=ntask, rseg=rseg)
             block = CL_BLOCK
             ok = plan.vec_ok((B, D, L), [xs, os_], (0, 2), CL_E)
             align = [(0, CL_E * itemsize(T)), (2, CL_E * itemsize(T))]
         if path in ("cf", "cl"):
-            plain = [launch(fn, grid, block, slots, a)]
-            vec = [launch(fn, grid, block, slots, plan.with_(a, flags=flags | plan.VEC))] if ok else None
-            self.pick = Pick(vec, plain, align)
+            self.pick = plan.pick_vec(fn, grid, block, slots, a, ok, align)
             return
         runs = []
         if L:
             a = plan.with_(a, rseg=1 if os_[1] < os_[2] else 0)  # channels fastest for channel-last outputs
-            runs.append(launch(self._fn(names("ccf_gen", T)), (plan.gen_grid(B * D * L, sms),), (GEN_BLOCK,), slots, a))
+            runs.append(launch(self.fn(names("ccf_gen", T)), (plan.gen_grid(B * D * L, sms),), (GEN_BLOCK,), slots, a))
         if ti["final_states"] is not None:
-            fn = self._fn(names("cc_final", T))
+            fn = self.fn(names("cc_final", T))
             runs.append(launch(fn, (plan.gen_grid(B * D * (W - 1), sms),), (GEN_BLOCK,), [Slot(1), Slot(2), Slot(5)], a))
         self.pick = Pick(None, runs, [])
-
-    def _fn(self, name: str) -> int:
-        return get_module(SOURCE, [name], self.device_id).ptr[name]
-
-    def launch(self, ptrs, ws, rt, stream):
-        self.pick(ptrs, ws, stream)
 
 
 def factory(info: Info, handle):

@@ -16,8 +16,8 @@ from __future__ import annotations
 import ctypes
 from pathlib import Path
 
-from infiniop_py.cuda.compiler import Launch
-from infiniop_py.cuda.kernel import ctype
+from infiniop_py.cuda.compiler import Launch, get_module
+from infiniop_py.cuda.kernel import CudaKernel, ctype
 from infiniop_py.dtypes import DType, itemsize
 
 from .common import FAST_W, XDT
@@ -171,6 +171,31 @@ class Pick:
 
 def launch(fn_ptr: int, grid, block, args: list, cc: CcArgs) -> Launch:
     return Launch(fn_ptr, grid, block, [*args, bytes(cc)])
+
+
+def pick_vec(fn_ptr: int, grid, block, args: list, cc: CcArgs, ok: bool, align: list, tail=()) -> Pick:
+    """The launch of ``fn_ptr`` with CC_VEC where the layout allows it (``ok``, at create) and the
+    pointers of ``align`` are aligned (at each call), else without; ``tail`` follows either."""
+    plain = [launch(fn_ptr, grid, block, args, cc), *tail]
+    vec = [launch(fn_ptr, grid, block, args, with_(cc, flags=cc.flags | VEC)), *tail] if ok else None
+    return Pick(vec, plain, align)
+
+
+class CcKernel(CudaKernel):
+    """The family's NVIDIA kernel object: ``pick`` (set at create) runs the launches of a call;
+    ``fn(name)`` compiles one kernel of ``SOURCE``."""
+
+    SOURCE = ""
+
+    def __init__(self, handle):
+        super().__init__(handle)
+        self.pick = Pick(None, [], [])
+
+    def fn(self, name: str) -> int:
+        return get_module(self.SOURCE, [name], self.device_id).ptr[name]
+
+    def launch(self, ptrs, ws, rt, stream):
+        self.pick(ptrs, ws, stream)
 
 
 def names(kernel: str, T: DType, W: int | None = None, seq: bool | None = None) -> str:  # noqa: N803

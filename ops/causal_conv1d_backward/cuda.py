@@ -8,21 +8,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from infiniop_py.cuda.compiler import Slot, get_module
-from infiniop_py.cuda.kernel import CudaKernel
+from infiniop_py.cuda.compiler import Slot
 from infiniop_py.dtypes import itemsize
 from infiniop_py.norm import align_up, sm_count
 from infiniop_py.spec import Info
 
 from ..causal_conv1d import plan
 from ..causal_conv1d.cuda import flags_of
-from ..causal_conv1d.plan import CF_WARPS, CL_BLOCK, CLB_E, GEN_BLOCK, Pick, launch, names
+from ..causal_conv1d.plan import CF_WARPS, CL_BLOCK, CLB_E, GEN_BLOCK, CcKernel, Pick, launch, names
 
 SOURCE = plan.source(Path(__file__).parent / "kernel.cu")
 CL_MAX_PARTS = 1024  # channel-last: at most this many partial rows (time groups loop beyond)
 
 
-class CausalConv1dBackwardKernel(CudaKernel):
+class CausalConv1dBackwardKernel(CcKernel):
+    SOURCE = SOURCE
+
     def __init__(self, info: Info, handle):
         super().__init__(handle)
         ti = info.tensors
@@ -48,7 +49,6 @@ class CausalConv1dBackwardKernel(CudaKernel):
             dw=ti["dweight"].strides,
             dbs=ti["dbias"].strides[0] if ti["dbias"] is not None else 0,
         )
-        self.pick = Pick(None, [], [])
         self.workspace_size = 0
         if D == 0:
             return
@@ -59,7 +59,7 @@ class CausalConv1dBackwardKernel(CudaKernel):
         if path == "cf":
             e, nseg, rseg, ntask, blocks = plan.cf_plan(B, D, L, T, sms)
             nparts = B * -(-nseg // rseg)
-            fn = self._fn(names("ccb_cf", T, W, seq))
+            fn = self.fn(names("ccb_cf", T, W, seq))
             a = plan.with_(a, nseg=nseg, ntask=ntask, rseg=rseg, nparts=nparts)
             grid, block = (blocks,), (32 * CF_WARPS,)
             ok = plan.vec_ok((B, D, L), [xs, gs, os_], (0, 1), e)
@@ -68,41 +68,33 @@ class CausalConv1dBackwardKernel(CudaKernel):
             rseg, ntile, ntask, (gx, gy) = plan.cl_plan(B, D, L, sms, CLB_E)
             gy = min(gy, CL_MAX_PARTS)
             nparts = gy
-            fn = self._fn(names("ccb_cl", T, W, seq))
+            fn = self.fn(names("ccb_cl", T, W, seq))
             a = plan.with_(a, nseg=ntile, ntask=ntask, rseg=rseg, nparts=nparts)
             grid, block = (gx, gy), CL_BLOCK
             ok = plan.vec_ok((B, D, L), [xs, gs, os_], (0, 2), CLB_E)
             align = [(i, CLB_E * itemsize(T)) for i in (0, 4, 7)]
         if path in ("cf", "cl"):
             self.workspace_size = align_up(nparts * D * (W + 1) * 4)
-            red = self._fn(names("cc_reduce", TW))
+            red = self.fn(names("cc_reduce", TW))
             rgrid = (max(1, min(-(-D * (W + 1) // 256), sms * 16)),)
             reduce_ = launch(red, rgrid, (256,), [Slot(1), Slot(2), Slot("ws")], a)
-            plain = [launch(fn, grid, block, main, a), reduce_]
-            vec = [launch(fn, grid, block, main, plan.with_(a, flags=flags | plan.VEC)), reduce_] if ok else None
-            self.pick = Pick(vec, plain, align)
+            self.pick = plan.pick_vec(fn, grid, block, main, a, ok, align, tail=[reduce_])
             return
         a = plan.with_(a, rseg=1 if os_[1] < os_[2] else 0)  # channels fastest for channel-last dx
         self.workspace_size = align_up(B * D * L * 4)
         runs = []
         if B * L:
-            g = self._fn(names("ccb_g", T))
+            g = self.fn(names("ccb_g", T))
             runs.append(launch(g, (plan.gen_grid(B * D * L, sms),), (GEN_BLOCK,), [Slot("ws"), *main[3:]], a))
         ndx = B * D * (L + W - 1) if ti["dinitial_states"] is not None else B * D * L
         if ndx:
-            fn = self._fn(names("ccb_dx", T))
+            fn = self.fn(names("ccb_dx", T))
             runs.append(launch(fn, (plan.gen_grid(ndx, sms),), (GEN_BLOCK,), [Slot(0), Slot(3), Slot("ws"), Slot(5), Slot(9)], a))
-        dw = self._fn(names("ccb_dw", T))
+        dw = self.fn(names("ccb_dw", T))
         runs.append(
             launch(dw, (min(D * (W + 1), sms * 64),), (256,), [Slot(1), Slot(2), Slot("ws"), Slot(4), Slot(8), Slot(9)], a)
         )
         self.pick = Pick(None, runs, [])
-
-    def _fn(self, name: str) -> int:
-        return get_module(SOURCE, [name], self.device_id).ptr[name]
-
-    def launch(self, ptrs, ws, rt, stream):
-        self.pick(ptrs, ws, stream)
 
 
 def factory(info: Info, handle):

@@ -110,25 +110,7 @@ ccb_cf(T* dx, float* part, T* dinit, const T* x, const void* wt, const void* bia
       }
       float comb[N];
       long long scomb[SEQ ? N : 1];
-#pragma unroll
-      for (int j = 0; j < H; ++j) {
-        const int dist = H - j, back = (dist + E - 1) / E, idx = back * E - dist;
-        float h = __shfl_up_sync(CC_FULL, xcur[idx], back);
-        const float hp = __shfl_sync(CC_FULL, xprv[idx], (lane - back) & 31);
-        if (lane < back) h = s > s0 ? hp : cc_xt(xr, 1, ir, a.is[2], p0 - dist, a);
-        comb[j] = h;
-        if constexpr (SEQ) {
-          long long hs = __shfl_up_sync(CC_FULL, scur[idx], back);
-          const long long hsp = __shfl_sync(CC_FULL, sprv[idx], (lane - back) & 31);
-          if (lane < back) hs = s > s0 ? hsp : (p0 - dist >= 0 ? cc_seq(seq, sb + (p0 - dist) * a.sq[1], a.flags) : -1);
-          scomb[j] = hs;
-        }
-      }
-#pragma unroll
-      for (int i = 0; i < E; ++i) {
-        comb[H + i] = xcur[i];
-        if constexpr (SEQ) scomb[H + i] = scur[i];
-      }
+      cc_run_taps<T, W, SEQ, E>(xcur, xprv, scur, sprv, s == s0, p0, lane, xr, ir, seq, sb, a, comb, scomb);
       float g[E];
 #pragma unroll
       for (int i = 0; i < E; ++i) {

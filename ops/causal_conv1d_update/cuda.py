@@ -5,19 +5,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from infiniop_py.cuda.compiler import Slot, get_module
-from infiniop_py.cuda.kernel import CudaKernel
+from infiniop_py.cuda.compiler import Slot
 from infiniop_py.dtypes import DType
 from infiniop_py.norm import sm_count
 from infiniop_py.spec import Info
 
 from ..causal_conv1d import plan
-from ..causal_conv1d.plan import GEN_BLOCK, Pick, launch, names
+from ..causal_conv1d.plan import GEN_BLOCK, CcKernel, Pick, launch, names
 
 SOURCE = plan.source(Path(__file__).parent / "kernel.cu")
 
 
-class CausalConv1dUpdateKernel(CudaKernel):
+class CausalConv1dUpdateKernel(CcKernel):
+    SOURCE = SOURCE
+
     def __init__(self, info: Info, handle):
         super().__init__(handle)
         ti = info.tensors
@@ -49,14 +50,10 @@ class CausalConv1dUpdateKernel(CudaKernel):
         )
         runs = []
         if B * D:
-            name = names("ccu", T, W)
-            fn = get_module(SOURCE, [name], handle.device_id).ptr[name]
+            fn = self.fn(names("ccu", T, W))
             grid = (max(1, min(-(-D // GEN_BLOCK), 8 * sm_count(handle))), min(B, plan.MAX_GRID_Y))
             runs.append(launch(fn, grid, (GEN_BLOCK,), [Slot(i) for i in range(6)], a))
         self.pick = Pick(None, runs, [])
-
-    def launch(self, ptrs, ws, rt, stream):
-        self.pick(ptrs, ws, stream)
 
 
 def factory(info: Info, handle):

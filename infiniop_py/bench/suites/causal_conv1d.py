@@ -75,6 +75,33 @@ def _lay(env, shape, tdt, layout, poisoned=False):
     return make(shape, tdt)
 
 
+def _own_workload(env, op, sets, attrs, dtype, dao, why) -> Workload:
+    """A workload over ``sets`` = [(buffers in calculate order, torch eager call, Dao call)]: our
+    descriptor from the first set's layouts, torch's and Dao's calls returning the checked output."""
+    descs = [None if t is None else env.descriptor_of(t) for t in sets[0][0]]
+    desc = env.iop.create_descriptor(op, env.handle, *descs, **attrs)
+    results = {}
+
+    def run(s):
+        results[s] = sets[s][1]()
+        return results[s]
+
+    work = Workload(
+        descriptor=desc,
+        buffers=[s[0] for s in sets],
+        torch_eager=run,
+        out_torch=results,
+        inputs=[() for _ in sets],
+        attrs=attrs,
+    )
+    work.atol, work.rtol = TOL[dtype]
+    if dao is None:
+        work.peer_notes["dao"] = why
+    else:
+        work.peers["dao"] = Peer(lambda s: sets[s][2]())
+    return work
+
+
 def _tag(name, shape, layout, silu):
     return f"{name} {'x'.join(map(str, shape))} W{W} {layout}" + (" SiLU" if silu else "")
 
@@ -165,28 +192,7 @@ def backward_case(name, shape, layout, silu, dtype, quick=False, host_wall=False
         set_bytes, _ = traffic(reads=[t for t in first[0] if t is not None])
         sets = [first] + [make_set() for _ in range(rotation(env, set_bytes) - 1)]
         attrs = {"activation": "silu" if silu else "none", "deterministic": True}
-        descs = [None if t is None else env.descriptor_of(t) for t in first[0]]
-        desc = env.iop.create_descriptor("causal_conv1d_backward", env.handle, *descs, **attrs)
-        results = {}
-
-        def run(s):
-            results[s] = sets[s][1]()
-            return results[s]
-
-        work = Workload(
-            descriptor=desc,
-            buffers=[s[0] for s in sets],
-            torch_eager=run,
-            out_torch=results,
-            inputs=[() for _ in sets],
-            attrs=attrs,
-        )
-        work.atol, work.rtol = TOL[dtype]
-        if dao is None:
-            work.peer_notes["dao"] = why
-        else:
-            work.peers["dao"] = Peer(lambda s: sets[s][2]())
-        return work
+        return _own_workload(env, "causal_conv1d_backward", sets, attrs, dtype, dao, why)
 
     return BenchCase(
         NAME, "causal_conv1d_backward", _tag(name, shape, layout, silu), dtype, shape, build, quick=quick, host_wall=host_wall,
@@ -228,29 +234,9 @@ def update_case(shape, silu, dtype, quick=False) -> BenchCase:
 
         sets = [make_set()]
         attrs = {"activation": "silu" if silu else "none"}
-        descs = [None if t is None else env.descriptor_of(t) for t in sets[0][0]]
-        desc = env.iop.create_descriptor("causal_conv1d_update", env.handle, *descs, **attrs)
-        results = {}
-
-        def run(s):
-            results[s] = sets[s][1]()
-            return results[s]
-
-        work = Workload(
-            descriptor=desc,
-            buffers=[s[0] for s in sets],
-            torch_eager=run,
-            out_torch=results,
-            inputs=[() for _ in sets],
-            attrs=attrs,
-        )
-        work.atol, work.rtol = TOL[dtype]
-        x, state, out = sets[0][0][2], sets[0][0][1], sets[0][0][0]
+        work = _own_workload(env, "causal_conv1d_update", sets, attrs, dtype, dao, why)
+        out, state, x = sets[0][0][:3]
         work.nbytes = traffic(reads=[x, state, *sets[0][0][3:5]], writes=[out, state])[0]
-        if dao is None:
-            work.peer_notes["dao"] = why
-        else:
-            work.peers["dao"] = Peer(lambda s: sets[s][2]())
         return work
 
     return BenchCase(
