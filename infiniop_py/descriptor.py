@@ -446,18 +446,15 @@ class _CpuKernel:
         if self.workspace_size:
             self.ws_desc = TensorDescriptor((self.workspace_size,), (1,), DType.U8)
 
-    def call_views(self, views: dict, rt) -> None:
-        """Run on views the caller's arrays already are (see Descriptor._numpy_views)."""
+    def call_views(self, views: dict, rt, ws=None) -> None:
+        """Run on ``views``: the caller's arrays themselves (see Descriptor._numpy_views) or the
+        views :meth:`__call__` made from addresses."""
         try:
-            self.fn(views, None, rt)
+            self.fn(views, ws, rt)
         except InfiniopError:
             raise
         except Exception as exc:  # never let a NumPy error escape the public API
-            raise self.internal(exc) from exc
-
-    def internal(self, exc: Exception) -> InfiniopError:
-        """The INTERNAL_ERROR a NumPy failure of this kernel becomes."""
-        return error(Status.INTERNAL_ERROR, f"{self.info.op}: CPU backend failed: {type(exc).__name__}: {exc}")
+            raise error(Status.INTERNAL_ERROR, f"{self.info.op}: CPU backend failed: {type(exc).__name__}: {exc}") from exc
 
     def __call__(self, ptrs, ws_ptr, rt, stream):
         views = {}
@@ -478,12 +475,7 @@ class _CpuKernel:
             import numpy as np
 
             ws = host_view(ws_ptr, self.ws_desc) if ws_ptr else np.empty(self.workspace_size, np.uint8)
-        try:
-            self.fn(views, ws, rt)
-        except InfiniopError:
-            raise
-        except Exception as exc:  # never let a NumPy error escape the public API
-            raise self.internal(exc) from exc
+        self.call_views(views, rt, ws)
 
 
 def create_descriptor(name: str, handle: Handle, *tensors, **kwargs) -> Descriptor:

@@ -326,16 +326,23 @@ def _unorder(k):
     return _as_float(k ^ ((k >> 31) & types.int32(0x7FFFFFFF)))
 
 
+@numba.njit(inline="always", error_model="numpy")
+def _row_top(row):
+    """The largest value of a 1-D row as the softmax shift (an integer max of :func:`_order`
+    keys, vectorised; a NaN in the row gives a NaN sum afterwards whatever this returns)."""
+    k = _order(ld(row[0]))
+    for j in range(1, row.size):
+        k = max(k, _order(ld(row[j])))
+    return _unorder(k)
+
+
 @_rows
 def softmax(x, y, log, tmp, r0, r1):
     """Max-subtracted softmax (``log``: log-softmax) along each row; ``tmp``: a float32 row of
     scratch. A NaN in a row makes the row's sum, and so the whole row, NaN."""
     d = x.shape[1]
     for i in range(r0, r1):
-        k = _order(ld(x[i, 0]))
-        for j in range(1, d):
-            k = max(k, _order(ld(x[i, j])))
-        m = _unorder(k)
+        m = _row_top(x[i])
         s = 0.0
         if log:
             for j in range(d):
@@ -541,10 +548,7 @@ def topk_softmax(x, norm, vals, idx, r0, r1):
     keys = np.empty(k, np.int32)
     where = np.empty(k, np.int32)
     for i in range(r0, r1):
-        top = _order(ld(x[i, 0]))
-        for j in range(1, e):
-            top = max(top, _order(ld(x[i, j])))
-        m = _unorder(top)
+        m = _row_top(x[i])
         s = 0.0
         for j in range(e):
             s += exp32(ld(x[i, j]) - m)
