@@ -10,9 +10,7 @@ fastest wins, so near-ties resolve to the caller's order of preference and do no
 runs. The answer is cached per (key, device) in an LRU: later descriptors of the same problem
 pay nothing.
 
-``pin=name`` returns ``name`` without measuring (an unknown name is BAD_PARAM), and the
-environment variable ``INFINIOP_AUTOTUNE=0`` makes every unpinned choice the first candidate
-(no measuring), for reproducing a run without the timing noise.
+``pin=name`` returns ``name`` without measuring (an unknown name is BAD_PARAM).
 
 Nothing here imports CuPy until a measurement is actually needed; ``timer`` replaces the
 CUDA-event clock (tests pass a fake one).
@@ -20,7 +18,6 @@ CUDA-event clock (tests pass a fake one).
 
 from __future__ import annotations
 
-import os
 import statistics
 import threading
 from collections.abc import Callable, Hashable, Sequence
@@ -122,7 +119,7 @@ def choose(
         if pin not in names:
             raise error(Status.BAD_PARAM, f"autotune: pinned candidate {pin!r} is not one of {list(names)}")
         return pin
-    if len(names) == 1 or os.environ.get("INFINIOP_AUTOTUNE", "1").strip().lower() in ("0", "off", "false", "no"):
+    if len(names) == 1:
         return names[0]
     try:
         hash(key)
