@@ -367,8 +367,7 @@ SUM_BLOCK = 128  # float32 partial sums over this many elements, added up in flo
 def _row_sum(row):
     """Sum of a 1-D row: a float32 sum per block of SUM_BLOCK elements (vectorised: each vector
     lane adds a few terms), the block sums added in float64. At least as accurate as a pairwise
-    sum, at the speed of a float32 loop (896-wide rows: 85 us per 2048 rows with blocks of 128
-    or 4096, 158 with 64)."""
+    sum, at the speed of a float32 loop (docs/perf/cpu.md)."""
     s = 0.0
     for j in range(0, row.size, SUM_BLOCK):
         seg = row[j : j + SUM_BLOCK]

@@ -482,9 +482,9 @@ def dense(cg: int, ng: int, kvol: int) -> bool:
 
 def cudnn_preferred(dtype: DType, tf32: bool) -> bool:
     """Whether the rule tables put cuDNN first: for half types and f64, whose accumulation
-    matches ours (f32, f64); for f32 only with allow_tf32. cuDNN's f32 accumulates in f32
-    (1.1e-6 norm-relative error on the seed case against our f64-accumulated 2.5e-8), so
-    f32 stays on our kernels unless pinned (``plan="cudnn"``) or measured."""
+    matches ours (f32, f64); for f32 only with allow_tf32. cuDNN's f32 accumulates in f32, ours
+    in f64 (docs/perf/conv.md has both errors), so f32 stays on our kernels unless pinned
+    (``plan="cudnn"``) or measured."""
     return dtype is not DType.F32 or tf32
 
 
