@@ -501,6 +501,28 @@ class _CudnnLaunch:
         self.conv(ptrs[x], ptrs[w], ptrs[y], ws_ptr + self.ws_offset if ws_ptr else 0, stream, ptrs[b] if b is not None else None)
 
 
+class _BiasAdd:
+    """y += b[channel] in place, through the library's own elementwise add (output aliasing its
+    first input, the bias broadcast by zero strides): follows a cuDNN call that could not fuse it."""
+
+    def __init__(self, c: Conv, device_id: int, y_slot: int, b_slot: int):
+        from infiniop_py import create_handle
+        from infiniop_py.descriptor import create_descriptor
+
+        y = c.y
+        bstride = c.b.strides[0]
+        b = TensorDescriptor(y.shape, tuple(bstride if i == 1 else 0 for i in range(y.ndim)), y.dtype)
+        self.desc = create_descriptor("add", create_handle(f"nvidia:{device_id}"), y, y, b)
+        if self.desc.workspace_size:  # pragma: no cover - the elementwise add needs none
+            raise error(Status.INTERNAL_ERROR, "conv_transpose: the bias add asks for a workspace")
+        self.kernel = self.desc._kernel
+        self.slots = (y_slot, b_slot)
+
+    def __call__(self, ptrs, ws_ptr: int, stream: int) -> None:
+        y, b = self.slots
+        self.kernel([ptrs[y], ptrs[y], ptrs[b]], 0, (), stream)
+
+
 class Cudnn:
     """cuDNN's forward (conv) or data-gradient (conv_transpose, grad_input) convolution, the
     plan chosen by cuDNN's heuristics and timing (deterministic plans only; f32 without TF32
@@ -520,7 +542,15 @@ class Cudnn:
         y_slot, x_slot, w_slot, b_slot = c.slots
         kw = dict(bias=c.b, allow_tf32=c.tf32, deterministic=True, device_id=device_id)
         if c.transposed:  # cuDNN's dgrad: its x is our output, its y our input
-            conv = cudnn.CudnnConv("dgrad", c.y, c.w, c.x, c.p, c.s, c.d, c.groups, **kw)
+            try:
+                conv = cudnn.CudnnConv("dgrad", c.y, c.w, c.x, c.p, c.s, c.d, c.groups, **kw)
+            except InfiniopError as exc:
+                if c.b is None or exc.status != Status.NOT_IMPLEMENTED:
+                    raise
+                # cuDNN has few dgrad engines with a fused bias: dgrad alone, then y += b[channel]
+                conv = cudnn.CudnnConv("dgrad", c.y, c.w, c.x, c.p, c.s, c.d, c.groups, **{**kw, "bias": None})
+                launch = _CudnnLaunch(conv, y_slot, w_slot, x_slot, None, ws_base)
+                return [launch, _BiasAdd(c, device_id, y_slot, b_slot)], int(conv.workspace_size)
             launch = _CudnnLaunch(conv, y_slot, w_slot, x_slot, b_slot if c.b is not None else None, ws_base)
         else:
             conv = cudnn.CudnnConv("fprop", c.x, c.w, c.y, c.p, c.s, c.d, c.groups, **kw)
