@@ -49,7 +49,7 @@ def _few_channels(c: engine.Conv) -> bool:
 
 # Shared with conv_transpose and conv_backward's grad_input.
 GEMM_RULES = (
-    ("dense-cudnn", lambda c: engine.cudnn_preferred(c.dtype, c.tf32) and CONFIGS["cudnn"].applies(c), "cudnn"),
+    ("dense-cudnn", _applies("cudnn"), "cudnn"),
     ("narrow", lambda c: c.ng <= 16, "igemm64x16"),
     ("large", lambda c: CONFIGS["igemm128x128"].applies(c) and _blocks("igemm128x128", c) >= WAVE, "igemm128x128"),
     ("medium", lambda c: _blocks("igemm128x64", c) >= WAVE, "igemm128x64"),

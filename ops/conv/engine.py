@@ -480,14 +480,6 @@ def dense(cg: int, ng: int, kvol: int) -> bool:
     return cg >= 8 and ng >= 8 and cg * kvol >= 32
 
 
-def cudnn_preferred(dtype: DType, tf32: bool) -> bool:
-    """Whether the rule tables put cuDNN first: for half types and f64, whose accumulation
-    matches ours (f32, f64); for f32 only with allow_tf32. cuDNN's f32 accumulates in f32, ours
-    in f64 (docs/perf/conv.md has both errors), so f32 stays on our kernels unless pinned
-    (``plan="cudnn"``) or measured."""
-    return dtype is not DType.F32 or tf32
-
-
 class _CudnnLaunch:
     """A cuDNN call in a plan's launch list: ``(ptrs, ws_ptr, stream)`` like ``Launch``."""
 

@@ -33,7 +33,7 @@ def _wgrad_tiles(name: str, p: engine.WeightGrad) -> int:
 
 DGRAD_RULES = GEMM_RULES
 WGRAD_RULES = (
-    ("dense-cudnn", lambda p: engine.cudnn_preferred(p.dtype, p.tf32) and WGRAD["cudnn"].applies(p), "cudnn"),
+    ("dense-cudnn", lambda p: WGRAD["cudnn"].applies(p), "cudnn"),
     ("narrow", lambda p: p.ng <= 16, "wgrad16x64"),
     ("large", lambda p: _wgrad_tiles("wgrad128x64", p) >= WAVE, "wgrad128x64"),
     ("default", lambda p: True, "wgrad64x64"),
