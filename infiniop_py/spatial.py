@@ -68,3 +68,19 @@ def expect_spatial_shape(check: Checker, name: str, want: tuple[int, ...]) -> No
     got = tuple(check[name].shape)
     if got != tuple(want):
         check.fail(Status.BAD_TENSOR_SHAPE, f"tensor '{name}' shape {list(got)} does not match the expected {list(want)}")
+
+
+def packed_channel_order(shape, strides) -> bool:
+    """Whether an (N, C, *S) tensor is packed in channel-first (N, C, *S) or channel-last
+    (N, *S, C) order; dimensions of extent 1 may have any stride."""
+    shape, strides = tuple(shape), tuple(strides)
+    n = len(shape)
+    for order in (tuple(range(n)), (0, *range(2, n), 1)):
+        step = 1
+        for i in reversed(order):
+            if shape[i] != 1 and strides[i] != step:
+                break
+            step *= shape[i]
+        else:
+            return True
+    return False

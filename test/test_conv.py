@@ -374,7 +374,7 @@ ACCURACY = {  # device: (N, C, H, W, Cout): the seed case on the GPU, scaled dow
 # f64, each result its exact sum rounded about once: the seed report's < 1e-7).
 ACCURACY_PLANS = {
     "cpu": [(None, None, 1e-7)],
-    "nvidia": [(None, None, 2e-6), ("igemm128x64", "igemm128x64+wgrad128x64", 1e-7)],
+    "nvidia": [(None, None, 4e-6), ("igemm128x64", "igemm128x64+wgrad128x64", 1e-7)],
 }
 
 
@@ -517,7 +517,8 @@ def test_measured_plan_runs(op):
 def test_workspace_one_byte_short_writes_nothing():
     rng = np.random.default_rng(3)
     arrays = _backward_arrays(rng)
-    _, need = _run_raw("nvidia", "conv_backward", arrays, {})
+    pin = {"plan": "igemm128x64+wgrad128x64"}  # our split-row weight gradient: a workspace to shorten
+    _, need = _run_raw("nvidia", "conv_backward", arrays, pin)
     assert need > 0
     backend = backend_for("nvidia")
     spec = get_spec("conv_backward")
@@ -528,7 +529,7 @@ def test_workspace_one_byte_short_writes_nothing():
         descs[r.name] = td(a.shape if isinstance(a, np.ndarray) else a, None, F32)
         flat = a.reshape(-1) if isinstance(a, np.ndarray) else np.full(int(np.prod(a)), 7.0, np.float32)
         bufs[r.name] = backend.upload(flat)
-    with create_descriptor("conv_backward", h, **descs) as d:
+    with create_descriptor("conv_backward", h, **descs, **pin) as d:
         ws = backend.empty_bytes(need - 1)
         with pytest.raises(InfiniopError) as e:
             d.calculate(ws, *(bufs[r.name] for r in spec.tensors))
@@ -630,3 +631,17 @@ def test_named_output_fixture_binds_grad_bias_only_with_bias(tmp_path):
             assert (t.tensors["grad_bias"] is not None) == case[-1]
             assert t.attrs["strides"] == tuple(case[2]) and t.attrs["groups"] == case[5]
             assert t.tensors["grad_input"].dtype is DType.F32
+
+
+def test_cudnn_gets_only_packed_channel_orders():
+    """cuDNN is offered channel-first or channel-last packed tensors only: a weight with its
+    spatial axes swapped gave wrong results from one of its dgrad engines."""
+    from infiniop_py.spatial import packed_channel_order as packed
+
+    assert packed((2, 12, 7, 7), (588, 49, 7, 1))  # channel-first
+    assert packed((2, 12, 7, 7), (588, 1, 84, 12))  # channel-last
+    assert packed((1, 3, 1, 1), (5, 1, 9, 9))  # extent-1 axes: any stride
+    assert packed((2, 5, 9), (45, 1, 5))  # 1-d channel-last
+    assert not packed((40, 12, 3, 3), (108, 9, 1, 3))  # spatial axes swapped
+    assert not packed((2, 12, 7, 7), (600, 49, 7, 1))  # padded batch stride
+    assert not packed((2, 12, 7, 7), (588, 49, 7, 2))  # strided

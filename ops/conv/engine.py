@@ -20,6 +20,7 @@ from pathlib import Path
 from infiniop_py.cuda.compiler import Launch, Slot, get_module
 from infiniop_py.cuda.kernel import CudaKernel, ctype
 from infiniop_py.dtypes import DType
+from infiniop_py.spatial import packed_channel_order
 from infiniop_py.status import InfiniopError, Status, error
 from infiniop_py.tensor import TensorDescriptor
 
@@ -475,6 +476,12 @@ def cudnn_available() -> bool:
         return False
 
 
+def packed(*tensors: TensorDescriptor) -> bool:
+    """cuDNN gets only tensors packed channel-first or channel-last: with other strides (a
+    weight with its spatial axes swapped, say) some of its engines return wrong results."""
+    return all(packed_channel_order(t.shape, t.strides) for t in tensors)
+
+
 def dense(cg: int, ng: int, kvol: int) -> bool:
     """Groups small relative to the channels: enough of a GEMM per group for cuDNN."""
     return cg >= 8 and ng >= 8 and cg * kvol >= 32
@@ -523,7 +530,14 @@ class Cudnn:
     name = "cudnn"
 
     def applies(self, c: Conv) -> bool:
-        return c.dtype in GPU_DTYPES and c.x.numel > 0 and c.y.numel > 0 and dense(c.cg, c.ng, c.kvol) and cudnn_available()
+        return (
+            c.dtype in GPU_DTYPES
+            and c.x.numel > 0
+            and c.y.numel > 0
+            and dense(c.cg, c.ng, c.kvol)
+            and packed(c.x, c.w, c.y)
+            and cudnn_available()
+        )
 
     def kernel_names(self, c: Conv) -> list[str]:
         return []
@@ -557,7 +571,12 @@ class CudnnWGrad:
 
     def applies(self, p: WeightGrad) -> bool:
         return (
-            p.dtype in GPU_DTYPES and p.x.numel > 0 and p.go.numel > 0 and dense(p.cg, p.ng, math.prod(p.k)) and cudnn_available()
+            p.dtype in GPU_DTYPES
+            and p.x.numel > 0
+            and p.go.numel > 0
+            and dense(p.cg, p.ng, math.prod(p.k))
+            and packed(p.x, p.go, p.gw)
+            and cudnn_available()
         )
 
     def applies_dtype(self, dtype: DType) -> bool:

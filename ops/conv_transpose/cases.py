@@ -79,8 +79,9 @@ _TABLE = [
         (64, 32, 4, 4),
         True,
         DT,
-        "2-d 64->32 stride 2 k4 pad 1",
+        "2-d 64->32 stride 2 k4 pad 1 (K = 256)",
         {"strides": (2,), "pads": (1,)},
+        f32_atol=f32_long(256),
         suites=("full",),
     ),
 ]
