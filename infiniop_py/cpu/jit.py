@@ -9,13 +9,14 @@ caches the machine code on disk (``cache=True``), so later processes only load t
 
 from __future__ import annotations
 
-import os
 import threading
 from contextlib import contextmanager
 
+from ..tuning import knob
+
 _state: dict = {"module": None, "tried": False}
 _lock = threading.Lock()
-_forced_pure = 1 if os.environ.get("INFINIOP_CPU_PURE", "") not in ("", "0") else 0
+_forced_pure = int(knob("INFINIOP_CPU_PURE"))
 
 
 def _load():

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import time
 import traceback
@@ -21,6 +20,7 @@ from ..status import InfiniopError, Status
 from ..tensor import create_tensor_descriptor, destroy_tensor_descriptor
 from ..testing.compare import compare, compare_index, compare_mode, default_tolerance
 from ..testing.data import gaps_intact, gather, layout, poisoned, span
+from ..tuning import knob
 from .container import GGUFFile, TestError
 from .overlap import ill_defined
 from .testcase import ParsedTest, load_test, test_header
@@ -77,7 +77,7 @@ class TestResult:
 
 
 def _traceback_wanted() -> bool:
-    return os.environ.get("INFINIOP_TEST_TRACEBACK", "") not in ("", "0")
+    return knob("INFINIOP_TEST_TRACEBACK")
 
 
 def describe_error(exc: BaseException) -> str:
