@@ -20,6 +20,7 @@ from pathlib import Path
 from infiniop_py.cuda.compiler import Launch, Slot, get_module
 from infiniop_py.cuda.kernel import CudaKernel, ctype
 from infiniop_py.dtypes import DType
+from infiniop_py.planner import first_match, matching
 from infiniop_py.spatial import packed_channel_order
 from infiniop_py.status import InfiniopError, Status, error
 from infiniop_py.tensor import TensorDescriptor
@@ -631,14 +632,6 @@ class ConvKernel(CudaKernel):
 MEASURE = "measure"  # the plan attribute's value that asks for a create-time measurement
 
 
-def first_match(rules, problem) -> tuple[str, str]:
-    """(rule id, config name) of the first rule whose condition holds for ``problem``."""
-    for rule_id, condition, config in rules:
-        if condition(problem):
-            return rule_id, config
-    raise error(Status.INTERNAL_ERROR, "convolution planner: no rule matched")  # the last rule is unconditional
-
-
 def key(op: str, c: Conv) -> tuple:
     """What a measured choice is cached by: everything the kernels' speed depends on."""
     return (
@@ -666,15 +659,6 @@ def factory(cfg, c, handle):
         return ConvKernel(handle, launches, ws, cfg.name)
 
     return make
-
-
-def matching(rules, problem) -> list[str]:
-    """Config names of every rule whose condition holds, in table order (first = preferred)."""
-    out = []
-    for _, condition, config in rules:
-        if condition(problem) and config not in out:
-            out.append(config)
-    return out
 
 
 def first_buildable(op: str, ordered: list[str], build):
