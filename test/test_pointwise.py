@@ -421,20 +421,46 @@ def test_rope_kernel_shapes_cases(device, monkeypatch, shape):
     assert not bad, f"rope {shape}: " + " | ".join(bad)
 
 
-@pytest.mark.parametrize("shape", ["vec1", "vec2", "vec1m8", "pipe", "ex1", "ex2", "ex4", "ex2w"])
-@pytest.mark.parametrize("dt", [F32, F16])
-def test_dense_shapes_odd_sizes(device, monkeypatch, shape, dt):
-    """Each dense elementwise kernel shape (IOP_EW_DENSE) on sizes with partial blocks and tails."""
-    monkeypatch.setenv("IOP_EW_DENSE", shape)
+def _dense_plans():
+    """(op, dtype, config) of the dense-path config each floating elementwise operator's rule
+    table chooses for each of its dtypes, one per config (the default config through exp)."""
+    from infiniop_py.dtypes import itemsize
+    from infiniop_py.elementwise.cuda import dense_config
+    from infiniop_py.registry import all_specs
+
+    seen, out = set(), []
+    for spec in all_specs():
+        rules = getattr(spec.nvidia, "dense_rules", None)
+        if rules is None or not spec.dtypes <= {F32, F16, BF16, F64}:
+            continue
+        for dt in sorted(spec.dtypes):
+            config = dense_config(rules, itemsize(dt))
+            if config not in seen and (config != "ex1" or spec.name == "exp"):
+                seen.add(config)
+                out.append((spec.name, dt, config))
+    return out
+
+
+DENSE_PLANS = _dense_plans()
+
+
+def test_dense_rules_reach_every_config():
+    from infiniop_py.elementwise.cuda import DENSE
+
+    assert {c for _, _, c in DENSE_PLANS} == set(DENSE)
+
+
+@pytest.mark.parametrize("op, dt, config", DENSE_PLANS, ids=[f"{o}-{d.name}-{c}" for o, d, c in DENSE_PLANS])
+def test_dense_configs_odd_sizes(device, op, dt, config):
+    """Each dense-path config, through an operator and dtype whose rules choose it, on sizes with
+    partial blocks and tails, against the CPU backend."""
     npd = to_numpy(dt)
     rng = np.random.default_rng(2)
+    tol = {F64: 1e-12, F32: 1e-6, F16: 2e-3, BF16: 2e-2}[dt]
+    spec = iop.registry.get_spec(op)
     for n in (1, 7, 8, 129, 1031, 4 * 128 * 8, 4 * 128 * 8 + 5, 3 * 4 * 256 * 8 + 13, 100003):
-        a = rng.uniform(-3, 3, n).astype(npd)
-        b = rng.uniform(-3, 3, n).astype(npd)
-        got = run("exp", device, {"output": ((n,), dt)}, {"input": a}).astype(np.float64)
-        np.testing.assert_allclose(
-            got, np.exp(a.astype(np.float64)), rtol=2e-3 if dt is F16 else 1e-6, err_msg=f"exp {shape} n={n}"
-        )
-        got = run("add", device, {"c": ((n,), dt)}, {"a": a, "b": b}).astype(np.float64)
-        want = (a.astype(np.float64) + b.astype(np.float64)).astype(npd).astype(np.float64)
-        np.testing.assert_allclose(got, want, rtol=1e-3 if dt is F16 else 1e-6, atol=1e-3, err_msg=f"add {shape} n={n}")
+        ins = {t.name: rng.uniform(-3, 3, n).astype(npd) for t in spec.inputs}
+        outs = {spec.outputs[0].name: ((n,), dt)}
+        got = run(op, device, outs, ins).astype(np.float64)
+        want = run(op, "cpu", outs, ins).astype(np.float64)
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"{op} {config} {dt.name} n={n}")

@@ -334,6 +334,7 @@ def elementwise_op(
     kernel_types: Callable | None = None,
     cuda_variant: Callable | None = None,
     cpu_kernel: str | None = None,
+    dense_rules: tuple | None = None,
     **extra,
 ) -> OpSpec:
     """Build the OpSpec of an elementwise operator.
@@ -361,12 +362,16 @@ def elementwise_op(
             ``(*read_inputs, out)``, run instead of ``numpy`` when numba is available, every
             operand is C-contiguous and all share one dtype among f32/f16/bf16; its results must
             stay within the dtype's tolerance of ``numpy``'s.
+        dense_rules: the rule table (``infiniop_py.planner.Rule`` over
+            ``elementwise.cuda.DenseProblem``) choosing the NVIDIA dense-path kernel config
+            (``elementwise.cuda.DENSE``) by operand width; default: ``elementwise.cuda.DENSE_RULES``.
 
     A ``str`` attribute with ``choices`` reaches the C++ expression as the index of its value
     in ``choices`` (e.g. gelu's ``approximate``: "none" -> 0, "tanh" -> 1); NumPy gets the string.
     """
-    from .cuda import make_nvidia
+    from .cuda import DENSE_RULES, make_nvidia
 
+    dense_rules = dense_rules or DENSE_RULES
     out_name = out
     reads = tuple(ins) if reads is None else tuple(reads)
     aliases = tensor_aliases or {}
@@ -386,9 +391,9 @@ def elementwise_op(
         validate=elementwise_validate(out_name, tuple(ins), reads, rule),
         cpu=make_cpu(numpy, attr_names, cpu_kernel=cpu_kernel),
         nvidia=_nvidia_adapter(
-            variant_nvidia(name, cuda_variant, reads, attrs, combos)
+            variant_nvidia(name, cuda_variant, reads, attrs, combos, dense_rules)
             if cuda_variant is not None
-            else make_nvidia(name, cuda, reads, attr_names, combos),
+            else make_nvidia(name, cuda, reads, attr_names, combos, dense_rules),
             attrs,
             kernel_types,
         ),
@@ -420,10 +425,11 @@ def _nvidia_adapter(factory, attrs, kernel_types):
         return factory(Info(info.op, tensors, attrs_, **extra), handle)
 
     adapted.compile_units = factory.compile_units
+    adapted.dense_rules = factory.dense_rules
     return adapted
 
 
-def variant_nvidia(name: str, variant: Callable, reads, attrs, combos):
+def variant_nvidia(name: str, variant: Callable, reads, attrs, combos, dense_rules):
     """NVIDIA factory choosing the C++ expression per descriptor with ``variant(out_dtype, choices)``
     (see ``elementwise_op(cuda_variant=...)``); ``compile_units`` covers every dtype combination
     with every choice value."""
@@ -446,7 +452,7 @@ def variant_nvidia(name: str, variant: Callable, reads, attrs, combos):
         expr = variant(info.tensors[info.out_name].dtype, choices)
         f = factories.get(expr)
         if f is None:
-            f = factories[expr] = make_nvidia(tag(expr), expr, reads, attr_names, combos, op=name)
+            f = factories[expr] = make_nvidia(tag(expr), expr, reads, attr_names, combos, dense_rules)
         return f(info, handle)
 
     def compile_units():
@@ -459,10 +465,11 @@ def variant_nvidia(name: str, variant: Callable, reads, attrs, combos):
                     group.append(combo)
         units = []
         for expr, group in groups.items():
-            units += make_nvidia(tag(expr), expr, reads, attr_names, lambda g=group: g, op=name).compile_units()
+            units += make_nvidia(tag(expr), expr, reads, attr_names, lambda g=group: g, dense_rules).compile_units()
         return units
 
     factory.compile_units = compile_units
+    factory.dense_rules = dense_rules
     return factory
 
 

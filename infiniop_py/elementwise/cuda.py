@@ -7,56 +7,56 @@ checks pointer alignment for the vectorised paths and launches a pre-packed call
 from __future__ import annotations
 
 import ctypes
-import os
 import struct
 from pathlib import Path
+from typing import NamedTuple
 
 from ..cuda.compiler import Launch, Slot, get_module
 from ..cuda.kernel import BLOCK, CudaKernel, ctype, grid_for
 from ..cuda.runtime import current_stream_ptr, stream_ptr
 from ..dtypes import itemsize
 from ..layout import collapse, max_offset, pack_strided_meta
+from ..planner import Rule, always, first_match
 from ..spec import Info
 
 TEMPLATE = (Path(__file__).parent / "elementwise.cuh").read_text()
-UNROLL = 1  # 16-byte packs per thread per step on the dense path (1, 2, 4, 8 measured within 1%; 1 best)
-# Dense-path kernel shape: "vec1" (ew_vec, one pack per thread), "vec2" (two packs in flight),
-# "vec1m8" (ew_vec asking ptxas for 8 resident blocks, i.e. <= 32 registers: full occupancy; a
-# kernel that would spill under that cap falls back to "vec1"), "pipe" (ew_pipe: one wave, next
-# pack loaded ahead). Measured on the H200 at 8192^2 (docs/perf/pointwise.md): vec1m8 is the best
-# or within 1% on cheap ops (exp, relu, add, tanh: vec1 used 36-40 registers, 75% occupancy);
-# "pipe" is best for the long gelu bodies and vec2 for sigmoid/silu. DENSE_BY_OP maps an
-# operator to its shape; IOP_EW_DENSE overrides both per descriptor (read at create, for A/B).
-# Default since the final H200 check of this round (every elementwise/pointwise op at 8192^2,
-# f32/f16/bf16, one process per shape, docs/perf/pointwise.md "Default dense shape"): "ex1" is
-# never slower than vec1m8 by more than noise and fixes where (f16/bf16 128 -> 111 us), equal
-# (f32 163 -> 140, bf16 94 -> 80), clip f32 (269 -> 245) and div f32 (199 -> 188).
-DENSE = "ex1"
-DENSE_SHAPES = ("vec1", "vec2", "vec1m8", "pipe", "ex1", "ex2", "ex4", "ex2w")
-# ew_exact shapes: (packs per thread U, threads per block NT).
-EXACT = {"ex1": (1, 128), "ex2": (2, 128), "ex4": (4, 128), "ex2w": (2, 256)}
-# The "exN" shapes (ew_exact: 128 threads, N packs each, all loads first, exact grid; "ex2w": 256
-# threads) measured on the H200 at 8192^2 (docs/perf/pointwise.md, second round); keys "op/<bytes
-# of the widest operand>" map the measured winners per dtype class.
-DENSE_BY_OP: dict[str, str] = {
-    "gelu": "pipe",
-    "gelu_backward": "pipe",
-    "sigmoid": "vec2",
-    "silu": "vec2",
-    "exp/4": "ex1",
-    "exp/2": "ex1",
-    "relu/4": "ex1",
-    "sigmoid/4": "ex1",
-    "sigmoid/2": "ex2",
-    "silu/4": "ex1",
-    "silu/2": "ex2",
-    "gelu/4": "ex1",
-    "gelu/2": "ex4",
-    "gelu_backward/4": "ex4",
-    "gelu_backward/2": "ex2w",
-    "tanh/4": "ex1",
-    "tanh/2": "ex1",
+
+
+class Dense(NamedTuple):
+    """A kernel of the dense path (every operand dense in one order): ``kernel`` "exact"
+    (ew_exact: ``packs`` 16-byte packs per thread, ``threads`` per block, a grid covering the
+    packs exactly), "vec" (ew_vec: a grid-stride loop with ``packs`` packs in flight per thread)
+    or "pipe" (ew_pipe over about one resident wave, the next pack loaded ahead)."""
+
+    kernel: str
+    packs: int
+    threads: int
+
+
+# The named dense configs the rule tables choose from (docs/perf/pointwise.md, "Default dense shape").
+DENSE = {
+    "ex1": Dense("exact", 1, 128),
+    "ex2": Dense("exact", 2, 128),
+    "ex4": Dense("exact", 4, 128),
+    "ex2w": Dense("exact", 2, 256),
+    "vec2": Dense("vec", 2, BLOCK),
+    "pipe": Dense("pipe", 1, BLOCK),
 }
+
+
+class DenseProblem(NamedTuple):
+    """What a dense-path rule looks at: ``width``, the bytes of the widest operand."""
+
+    width: int
+
+
+def widest(nbytes: int):
+    """Rule condition: the widest operand has ``nbytes`` bytes (4: f32, 2: f16/bf16)."""
+    return lambda p: p.width == nbytes
+
+
+# The default table; an operator declares its own with ``elementwise_op(dense_rules=...)``.
+DENSE_RULES = (Rule("ew.dense", always, "ex1"),)
 ROWS = 8  # tile rows per block on the tiled path
 MAX_BATCH = 6
 
@@ -82,40 +82,24 @@ def _targs(name, tout, tins):
     return ", ".join([f"Op_{name}", tout, *tins])
 
 
-def chosen_shape(op: str | None, width: int) -> str:
-    """The measured dense shape for an operator (DENSE_BY_OP keys: "op" or "op/<widest operand
-    bytes>"), without the IOP_EW_DENSE override."""
-    return DENSE_BY_OP.get(f"{op}/{width}") or DENSE_BY_OP.get(op, DENSE)
+def dense_config(rules, width: int) -> str:
+    """The dense config ``rules`` choose for operands whose widest has ``width`` bytes."""
+    return first_match(rules, DenseProblem(width), "elementwise dense path")[1]
 
 
-def dense_shape(op: str | None = None, width: int = 0) -> str:
-    """The dense shape a descriptor uses: IOP_EW_DENSE (A/B runs) or ``chosen_shape``."""
-    shape = os.environ.get("IOP_EW_DENSE") or chosen_shape(op, width)
-    return shape if shape in DENSE_SHAPES else DENSE
-
-
-def _spills(mod, name: str) -> bool:
-    try:
-        return int(mod.kernels[name].local_size_bytes) > 0
-    except Exception:  # noqa: BLE001 - attribute unavailable: trust the cap
-        return False
-
-
-def dense_name(name, tout, tins, nin, vec, shape):
+def dense_name(name, tout, tins, nin, vec, config: str) -> str:
     t = _targs(name, tout, tins)
-    if shape == "pipe":
+    c = DENSE[config]
+    if c.kernel == "pipe":
         return f"ew_pipe<{t}, {nin}, {vec}>"
-    if shape == "vec1m8":
-        return f"ew_vec<{t}, {nin}, {vec}, 1, 8>"
-    if shape in EXACT:
-        u, nt = EXACT[shape]
-        return f"ew_exact<{t}, {nin}, {vec}, {u}, {nt}>"
-    return f"ew_vec<{t}, {nin}, {vec}, {2 if shape == 'vec2' else UNROLL}>"
+    if c.kernel == "exact":
+        return f"ew_exact<{t}, {nin}, {vec}, {c.packs}, {c.threads}>"
+    return f"ew_vec<{t}, {nin}, {vec}, {c.packs}>"
 
 
-def vec_names(name, tout, tins, nin, vec, shape=None):
-    t = _targs(name, tout, tins)
-    return [dense_name(name, tout, tins, nin, vec, shape or dense_shape()), f"ew_vec<{t}, {nin}, 1, 1>"]
+def vec_names(name, tout, tins, nin, vec, config: str) -> list[str]:
+    """The dense kernel of ``config`` and the one-element ew_vec taken for unaligned pointers."""
+    return [dense_name(name, tout, tins, nin, vec, config), f"ew_vec<{_targs(name, tout, tins)}, {nin}, 1, 1>"]
 
 
 def resident_blocks(func_ptr: int, device_id: int) -> int:
@@ -215,7 +199,7 @@ def pack_tiled_meta(shape, strides, a, b, batch) -> bytes:
 class ElementwiseKernel(CudaKernel):
     """Plans one elementwise call at create; ``launch`` is bound to the chosen path."""
 
-    def __init__(self, info: Info, handle, name: str, expr: str, reads, attr_names):
+    def __init__(self, info: Info, handle, name: str, expr: str, reads, attr_names, dense_rules=DENSE_RULES):
         super().__init__(handle)
         dev = handle.device_id
         order = list(info.tensors)
@@ -240,26 +224,21 @@ class ElementwiseKernel(CudaKernel):
         self.align = []
         if len(shape) <= 1 and all(all(s == 1 for s in st) for st in strides):
             vec = max(1, 16 // max(sizes))
-            shape_ = dense_shape(info.op, max(sizes))
-            names = vec_names(name, tout, tins, nin, vec, shape_)
+            config = dense_config(dense_rules, max(sizes))
+            c = DENSE[config]
+            names = vec_names(name, tout, tins, nin, vec, config)
             mod = get_module(src, names, dev)
-            if shape_ == "vec1m8" and _spills(mod, names[0]):
-                shape_ = "vec1"
-                names = vec_names(name, tout, tins, nin, vec, shape_)
-                mod = get_module(src, names, dev)
             n_arg = ctypes.c_longlong(n)
-            if shape_ in EXACT:
-                u, nt = EXACT[shape_]
-                blocks, threads = max(1, -(-(n // vec) // (u * nt))), nt
+            if c.kernel == "exact":
+                blocks = max(1, -(-(n // vec) // (c.packs * c.threads)))
             else:
-                per = BLOCK * (2 if shape_ == "vec2" else UNROLL)
-                blocks, threads = max(1, min(-(-(n // vec) // per), 1 << 20)), BLOCK
-            if shape_ == "pipe":
+                blocks = max(1, min(-(-(n // vec) // (c.packs * c.threads)), 1 << 20))
+            if c.kernel == "pipe":
                 blocks = max(1, min(blocks, resident_blocks(mod.ptr[names[0]], dev)))
-            self.fast = Launch(mod.ptr[names[0]], (blocks,), (threads,), [*args, n_arg, scal])
+            self.fast = Launch(mod.ptr[names[0]], (blocks,), (c.threads,), [*args, n_arg, scal])
             self.slow = Launch(mod.ptr[names[1]], (grid_for(n, BLOCK, dev),), (BLOCK,), [*args, n_arg, scal])
             self.align = [(i, vec * sz) for i, sz in zip(idx, sizes, strict=True)]
-            self.path = f"vec{vec}" if shape_ == "vec1" else f"vec{vec}-{shape_}"
+            self.path = f"vec{vec}-{config}"
             self._set_align(len(order))
             self.launch = self._launch_aligned
             return
@@ -330,19 +309,17 @@ class ElementwiseKernel(CudaKernel):
         self.launch(ptrs, ws_ptr, rt, current_stream_ptr() if stream is None else stream_ptr(stream))
 
 
-def make_nvidia(name: str, expr: str, reads, attr_names, combos, op: str | None = None):
+def make_nvidia(name: str, expr: str, reads, attr_names, combos, dense_rules=DENSE_RULES):
     """Factory for the descriptor; ``factory.compile_units()`` lists instantiations for the compile check.
 
     Every dtype combination is compiled on each path; the broadcast/staging masks, which do
     not change the types involved, are represented by the first input's mask. The dense path
-    is checked in the shapes a descriptor of ``op`` (default ``name``) selects: the default and
-    the op's measured entry. Other shapes, reachable only through the IOP_EW_DENSE tuning
-    switch, compile on demand at create (the GPU tests run every shape on a few ops).
+    is compiled in the config ``dense_rules`` choose for each combination, the one a
+    descriptor of that combination launches.
     """
-    op = op or name
 
     def factory(info: Info, handle):
-        return ElementwiseKernel(info, handle, name, expr, reads, attr_names)
+        return ElementwiseKernel(info, handle, name, expr, reads, attr_names, dense_rules)
 
     def compile_units():
         names = []
@@ -352,10 +329,7 @@ def make_nvidia(name: str, expr: str, reads, attr_names, combos, op: str | None 
             tins = [ctype(d) for d in in_dts] + ["char"] * (3 - nin)
             sizes = [itemsize(d) for d in (out_dt, *in_dts)]
             vec = max(1, 16 // max(sizes))
-            names += vec_names(name, tout, tins, nin, vec, DENSE)
-            chosen = chosen_shape(op, max(sizes))
-            if chosen != DENSE:
-                names.append(dense_name(name, tout, tins, nin, vec, chosen))
+            names += vec_names(name, tout, tins, nin, vec, dense_config(dense_rules, max(sizes)))
             names += [strided_name(name, tout, tins, nin, ix) for ix in ("unsigned int", "long long")]
             if vec > 1:
                 names += [rowvec_name(name, tout, tins, nin, vec, m) for m in ((0, 2) if nin else (0,))]
@@ -364,4 +338,5 @@ def make_nvidia(name: str, expr: str, reads, attr_names, combos, op: str | None 
         return [(source_for(name, expr, reads, attr_names), names)]
 
     factory.compile_units = compile_units
+    factory.dense_rules = dense_rules
     return factory

@@ -6,9 +6,8 @@
 // output storage type. Inputs not read by the op are passed as null `const char*`.
 //
 // The host collapses dims (innermost last, ordered by the output's strides) and picks one of:
-//  ew_vec<.., V, U, MINB> every operand dense in the same order: V elements per 16-byte pack,
-//                        U packs in flight per thread (loads issued before any store),
-//                        MINB resident blocks asked of ptxas (8: at most 32 registers).
+//  ew_vec<.., V, U>      every operand dense in the same order: V elements per 16-byte pack,
+//                        U packs in flight per thread (loads issued before any store).
 //  ew_pipe<.., V>        the same over a grid of about one wave, next pack loaded ahead.
 //  ew_exact<.., V, U, NT> NT threads, U packs each, all loads first, grid covering n exactly.
 //  ew_rowvec<.., V, BM>  innermost dim contiguous (stride 1) or broadcast (stride 0, bit k of
@@ -32,8 +31,8 @@ __device__ __forceinline__ TO ew_apply(const Scalars& s, T0 x0, T1 x1, T2 x2) {
   }
 }
 
-template <class Op, class TO, class T0, class T1, class T2, int NIN, int V, int U, int MINB = 1>
-__global__ void __launch_bounds__(256, MINB) ew_vec(TO* out, const T0* __restrict__ in0, const T1* __restrict__ in1,
+template <class Op, class TO, class T0, class T1, class T2, int NIN, int V, int U>
+__global__ void __launch_bounds__(256) ew_vec(TO* out, const T0* __restrict__ in0, const T1* __restrict__ in1,
                                               const T2* __restrict__ in2, long long n, Scalars s) {
   const long long nvec = n / V;
   const long long chunk = (long long)blockDim.x * U;

@@ -6,10 +6,12 @@ exact form (the attribute's default); ``gelutanh`` is the tanh form as its own o
 
 from infiniop_py.dtypes import DType, F, H
 from infiniop_py.elementwise import elementwise_op, float_expr
+from infiniop_py.elementwise.cuda import widest
+from infiniop_py.planner import Rule, always
 from infiniop_py.spec import Attr
 
 from .npmath import INV_SQRT2, SQRT_2_OVER_PI, erf
-from .phi import gelu_half_body, phi_parts, to_f32, use_old
+from .phi import gelu_half_body, phi_parts, to_f32
 
 # GELU(x) = 0.5 x (1 + erf(x / sqrt 2)); tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 ERF_FORM = "T(0.5) * input * (T(1) + {erf}(input * T(0.70710678118654752440)))"
@@ -28,7 +30,7 @@ def gelu_variant(dtype, choices) -> str:
         return HALF_TANH_FORM if dtype in H else float_expr(TANH_FORM)
     # f16/bf16 outputs: Phi from the cancellation-free erfc form (ops/gelu/phi.py), ~20 f32
     # instructions and two MUFU ops instead of erff's two polynomial branches
-    return gelu_half_body() if dtype in H and not use_old("gelu") else float_expr(ERF_FORM)
+    return gelu_half_body() if dtype in H else float_expr(ERF_FORM)
 
 
 def gelu_numpy(x, approximate="none"):
@@ -60,6 +62,12 @@ SPEC = elementwise_op(
     torch="F.gelu(input, approximate)",
     summary='output = GELU(x), approximate "none" (erf) or "tanh"',
     tensor_aliases={"x": "input", "y": "output"},
+    dense_rules=(
+        # NVIDIA dense-path configs by operand width (docs/perf/pointwise.md, "Default dense shape")
+        Rule("gelu.dense.f32", widest(4), "ex1"),
+        Rule("gelu.dense.half", widest(2), "ex4"),
+        Rule("gelu.dense.f64", always, "pipe"),
+    ),
 )
 
 

@@ -135,10 +135,3 @@ def phi_parts(x: np.ndarray, cdf: np.ndarray, e: np.ndarray, tmp: np.ndarray) ->
 def to_f32(x: np.ndarray) -> np.ndarray:
     """f32 values of an f32/f16/bf16 array (infiniop_py.halfconv.to_f32)."""
     return halfconv.to_f32(x)
-
-
-def use_old(op: str) -> bool:
-    """A/B switch read at create: ``IOP_PW_OLD=gelu,gelu_backward,...`` selects the previous kernels."""
-    import os
-
-    return op in os.environ.get("IOP_PW_OLD", "").split(",")

@@ -4,11 +4,13 @@ import numpy as np
 
 from infiniop_py.dtypes import F, H
 from infiniop_py.elementwise import elementwise_op, float_expr
+from infiniop_py.elementwise.cuda import widest
 from infiniop_py.halfconv import copy_into
+from infiniop_py.planner import Rule, always
 from infiniop_py.spec import Attr
 
 from ..gelu.npmath import INV_SQRT2, INV_SQRT_2PI, SQRT_2_OVER_PI, erf
-from ..gelu.phi import gelu_backward_half_body, use_old
+from ..gelu.phi import gelu_backward_half_body
 
 # none: g (Phi(x) + x phi(x)); tanh: t = tanh(k (x + 0.044715 x^3)),
 # g (0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 0.134145 x^2)), k = sqrt(2/pi)
@@ -40,7 +42,7 @@ def _variant(dtype, choices) -> str:
     if choices["approximate"] == "tanh":
         return float_expr(_TANH_BODY)
     # f16/bf16 outputs: Phi(x) + x phi(x) with one exp shared by both (ops/gelu/phi.py)
-    return gelu_backward_half_body() if dtype in H and not use_old("gelu_backward") else float_expr(_ERF_BODY)
+    return gelu_backward_half_body() if dtype in H else float_expr(_ERF_BODY)
 
 
 def _numpy(x, g, approximate="none"):
@@ -82,6 +84,12 @@ SPEC = elementwise_op(
     reference=_reference,
     torch="torch.ops.aten.gelu_backward(grad_output, input, approximate=approximate)",
     summary='grad_input = grad_output * GELU\'(input), approximate "none" or "tanh"',
+    dense_rules=(
+        # NVIDIA dense-path configs by operand width (docs/perf/pointwise.md, "Default dense shape")
+        Rule("gelu_backward.dense.f32", widest(4), "ex4"),
+        Rule("gelu_backward.dense.half", widest(2), "ex2w"),
+        Rule("gelu_backward.dense.f64", always, "pipe"),
+    ),
 )
 
 

@@ -4,6 +4,8 @@ import numpy as np
 
 from infiniop_py.dtypes import F, H
 from infiniop_py.elementwise import elementwise_op, writes_into
+from infiniop_py.elementwise.cuda import widest
+from infiniop_py.planner import Rule, always
 
 
 @writes_into
@@ -20,6 +22,12 @@ def sigmoid_into(out, x):
 
 
 ACCURATE = "if constexpr (sizeof(T) == 8) { return T(1) / (T(1) + exp(-input)); } else { return __frcp_rn(1.0f + expf(-input)); }"
+# NVIDIA dense-path configs by operand width (docs/perf/pointwise.md, "Default dense shape")
+DENSE_RULES = (
+    Rule("sigmoid.dense.f32", widest(4), "ex1"),
+    Rule("sigmoid.dense.half", widest(2), "ex2"),
+    Rule("sigmoid.dense.f64", always, "vec2"),
+)
 
 SPEC = elementwise_op(
     name="sigmoid",
@@ -37,4 +45,5 @@ SPEC = elementwise_op(
     torch="torch.sigmoid(input)",
     summary="output = 1/(1+e^-x)",
     tensor_aliases={"x": "input", "y": "output"},
+    dense_rules=DENSE_RULES,
 )

@@ -4,6 +4,8 @@ import numpy as np
 
 from infiniop_py.dtypes import F, H
 from infiniop_py.elementwise import elementwise_op, writes_into
+from infiniop_py.elementwise.cuda import widest
+from infiniop_py.planner import Rule, always
 
 
 @writes_into
@@ -17,6 +19,12 @@ def _numpy(out, x):
 # f32: x * (correctly rounded 1/(1 + e^-x)) (<= 1.5 ulp, no IEEE division); f64 divides;
 # f16/bf16 outputs: __expf (relative error <= (2 + 1.16|x|) 2^-24, far below 2^-11)
 ACCURATE = "if constexpr (sizeof(T) == 8) { return input / (T(1) + exp(-input)); } else { return input * __frcp_rn(1.0f + expf(-input)); }"
+# NVIDIA dense-path configs by operand width (docs/perf/pointwise.md, "Default dense shape")
+DENSE_RULES = (
+    Rule("silu.dense.f32", widest(4), "ex1"),
+    Rule("silu.dense.half", widest(2), "ex2"),
+    Rule("silu.dense.f64", always, "vec2"),
+)
 
 SPEC = elementwise_op(
     name="silu",
@@ -31,4 +39,5 @@ SPEC = elementwise_op(
     torch="F.silu(input)",
     summary="output = x*sigmoid(x)",
     tensor_aliases={"x": "input", "y": "output"},
+    dense_rules=DENSE_RULES,
 )

@@ -1,7 +1,5 @@
 """tanh: output = tanh x (ops.md §1.2)."""
 
-import os
-
 import numpy as np
 
 from infiniop_py.dtypes import DType, F
@@ -20,12 +18,7 @@ F16_FAST = cuda_expr()
 
 
 def _variant(dtype, _choices) -> str:
-    old = os.environ.get("IOP_PW_OLD", "").split(",")  # A/B switches, read at create
-    if dtype == DType.BF16 and "tanh" not in old:
-        return BF16_FAST
-    if dtype == DType.F16 and "tanh" not in old and "tanh16" not in old:
-        return F16_FAST
-    return ACCURATE
+    return {DType.BF16: BF16_FAST, DType.F16: F16_FAST}.get(dtype, ACCURATE)
 
 
 SPEC = elementwise_op(
