@@ -1,7 +1,7 @@
 from infiniop_py.spatial import conv_transpose_out_size
 from infiniop_py.testing.cases import Case, T
 
-from ..conv.cases import cases, f32_long
+from ..conv.cases import cases, f32_long, half_long
 from ..conv.geometry import full_lists
 from . import SPEC
 
@@ -16,13 +16,16 @@ def out_shape(x, w, groups, attrs) -> tuple:
     return (x[0], w[1] * groups, *(conv_transpose_out_size(x[2 + i], w[2 + i], s[i], p[i], d[i], op[i]) for i in range(nd)))
 
 
-def ct(x, w, bias: bool, dtypes, description, attrs=None, xs=None, ws=None, ys=None, f32_atol=None, **kw) -> list[Case]:
-    """One case (y's shape from the formula); with ``f32_atol`` f32 gets its own case."""
+def ct(
+    x, w, bias: bool, dtypes, description, attrs=None, xs=None, ws=None, ys=None, f32_atol=None, half_atol=None, **kw
+) -> list[Case]:
+    """One case (y's shape from the formula); with ``f32_atol`` (``half_atol``) f32 (f16, bf16)
+    get their own case."""
     attrs = attrs or {}
     groups = attrs.get("groups", 1)
     y = out_shape(x, w, groups, attrs)
     t = {"y": T(y, ys), "x": T(x, xs), "w": T(w, ws), "b": T((y[1],)) if bias else None}
-    return cases(t, dtypes, description, attrs, f32_atol, **kw)
+    return cases(t, dtypes, description, attrs, f32_atol, half_atol, **kw)
 
 
 _TABLE = [
@@ -73,7 +76,7 @@ _TABLE = [
     ),
     ct((0, 3, 5, 6), (3, 4, 3, 3), True, DT, "empty batch"),
     ct((2, 16, 6, 6), (16, 8, 4, 4), True, DT, "2-d 16->8 stride 2 k4 (K = 64)", {"strides": (2,), "pads": (1,)}),
-    ct((2, 40, 5, 5), (40, 12, 3, 3), True, DT, "2-d 40->12 k3 (K = 360)", f32_atol=f32_long(360)),
+    ct((2, 40, 5, 5), (40, 12, 3, 3), True, DT, "2-d 40->12 k3 (K = 360)", f32_atol=f32_long(360), half_atol=half_long(360)),
     ct(
         (4, 64, 14, 14),
         (64, 32, 4, 4),
@@ -82,6 +85,7 @@ _TABLE = [
         "2-d 64->32 stride 2 k4 pad 1 (K = 256)",
         {"strides": (2,), "pads": (1,)},
         f32_atol=f32_long(256),
+        half_atol=half_long(256),
         suites=("full",),
     ),
 ]
