@@ -319,3 +319,47 @@ def test_short_create_descriptor_after_destroy_raises(cpu_handle):
     iop.infiniopDestroyTopksoftmaxDescriptor(d)
     assert status_of(lambda: iop.infiniopGetTopksoftmaxWorkspaceSize(d)) is Status.BAD_PARAM
     assert status_of(lambda: d.workspace_size) is Status.BAD_PARAM
+
+
+def test_compiles_of_one_module_take_turns(tmp_path, monkeypatch):
+    """Processes (here: threads with their own lock descriptors) compiling the same module wait
+    for each other through a lock file in CuPy's cache folder; without CuPy no lock is taken."""
+    import sys
+    import threading
+    import time
+    import types
+
+    from infiniop_py.cuda import compiler
+
+    with compiler._disk_turn("src", (), ("k",)):  # no CuPy here (or a real one): never raises
+        pass
+    fake = types.ModuleType("cupy.cuda.compiler")
+    fake.get_cache_dir = lambda: str(tmp_path / "cache")
+    cuda = types.ModuleType("cupy.cuda")
+    cuda.compiler = fake
+    cupy = types.ModuleType("cupy")
+    cupy.cuda = cuda
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setitem(sys.modules, "cupy.cuda", cuda)
+    monkeypatch.setitem(sys.modules, "cupy.cuda.compiler", fake)
+    order = []
+    first_in = threading.Event()
+
+    def first():
+        with compiler._disk_turn("src", ("-O3",), ("k<float>",)):
+            first_in.set()
+            time.sleep(0.3)
+            order.append("first done")
+
+    def second():
+        first_in.wait()
+        with compiler._disk_turn("src", ("-O3",), ("k<float>",)):
+            order.append("second in")
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(5)
+    assert order == ["first done", "second in"]
+    assert len(list((tmp_path / "cache").glob("infiniop-compile-*.lock"))) == 1

@@ -5,7 +5,9 @@ in a least-recently-used cache of at most ``MODULE_CACHE_LIMIT`` modules. A modu
 while anything holds one of its kernel pointers (``Module.ptr`` values keep their module alive,
 and ``Launch`` keeps the pointer): evicting it from the cache unloads it only once no descriptor
 uses it. Many threads asking for the same new module compile it once; different modules compile
-in parallel. CuPy's compiler caches the binaries on disk. Every source gets
+in parallel. CuPy's compiler caches the binaries on disk; processes that ask for the same new
+module at the same time (pytest workers, one process per GPU) take turns through a file lock in
+that cache folder (``_disk_turn``), so one compiles and the others load its binary. Every source gets
 ``include/iop_common.cuh`` prepended, so no CUDA toolkit headers are needed.
 """
 
@@ -13,7 +15,9 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import os
 import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..lru import LRU
@@ -103,6 +107,30 @@ def _cupy_compile():
     return getattr(core, "compile_with_cache", None)
 
 
+@contextmanager
+def _disk_turn(code: str, opts: tuple, names: tuple):
+    """Holds one of 256 lock files in CuPy's cache folder (chosen by the module's hash) while a
+    module compiles, so processes compiling the same module wait for the first one's binary. No
+    lock (and no waiting) where the folder or ``fcntl`` is unavailable."""
+    try:
+        import fcntl
+
+        from cupy.cuda import compiler
+
+        folder = compiler.get_cache_dir()
+        os.makedirs(folder, exist_ok=True)
+        bucket = hashlib.sha1(repr((code, opts, names)).encode()).hexdigest()[:2]
+        fd = os.open(os.path.join(folder, f"infiniop-compile-{bucket}.lock"), os.O_CREAT | os.O_RDWR, 0o644)
+    except Exception:  # noqa: BLE001 - no lock: compile without taking turns
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 class Module:
     """A compiled module: ``kernels`` (``Kernel`` by name expression) and ``ptr`` (their function
     pointers, ``KernelPtr`` values that keep this module loaded)."""
@@ -133,7 +161,8 @@ class Module:
         compile_with_cache = _cupy_compile()
         if compile_with_cache is None:
             return None
-        mod = compile_with_cache(code, opts, prepend_cupy_headers=False, name_expressions=names)
+        with _disk_turn(code, opts, names):
+            mod = compile_with_cache(code, opts, prepend_cupy_headers=False, name_expressions=names)
         mapping = getattr(mod, "mapping", None) or {}
         if any(n not in mapping for n in names):  # pragma: no cover - no lowered names: use RawModule
             return None
