@@ -349,39 +349,25 @@ def test_rope_positions(device, algo, dt):
     assert np.all(y.astype(np.float64) == 0), f"rope {tag}: empty table must give zeros, got {y.tolist()}"
 
 
-@pytest.mark.parametrize(
-    "shape",
-    [
-        "rows",
-        "flat",
-        "pers",
-        "pers2",
-        "ex1",
-        "ex2",
-        "ex4",
-        "ex2cs",
-        "ex1w",
-        "ex2w",
-        "g1",
-        "g2",
-        "g1b",
-        "g2b",
-        "g1c",
-        "g4",
-        "g2s",
-        "g2r",
-    ],
-)
-@pytest.mark.parametrize("dt", [F32, F16, BF16])
+def _small_rope_grids(monkeypatch):
+    """rope_grid puts rows past 3 in grid.z, rope_units walks 3 rows per block: the paths large
+    tensors take, on small ones."""
+    rope_cuda = iop.registry.get_spec("rope").module.cuda
+    monkeypatch.setattr(rope_cuda, "GRID_ROWS", 3)
+    monkeypatch.setattr(rope_cuda, "wave_rows", lambda *a: 3)
+
+
+@pytest.mark.parametrize("dt", [F32, F16, BF16, F64])
 @pytest.mark.parametrize("algo", [0, 1])
-def test_rope_kernel_shapes(device, monkeypatch, shape, dt, algo):
-    """Every packed rope kernel (IOP_ROPE) against the CPU backend; IOP_ROPE_GRID=3 makes the
-    persistent kernels walk several rows per block; several head groups; out-of-range positions."""
-    monkeypatch.setenv("IOP_ROPE", shape)
-    monkeypatch.setenv("IOP_ROPE_GRID", "3")
+def test_rope_kernels(device, monkeypatch, dt, algo):
+    """The kernel each rule and its fallbacks choose (grid, heads, units, rows; every pair-group
+    width) against the CPU backend, with small grid caps; several head groups; out-of-range
+    positions; heads too wide for the grid and heads configs (dhead 1024 and 2048)."""
+    _small_rope_grids(monkeypatch)
     npd = to_numpy(dt)
     rng = np.random.default_rng(1)
-    shapes = ((37, 40, 128), (37,)), ((2, 19, 3, 64), (2, 19)), ((11, 7, 16), (11,)), ((13, 5, 24), (13,)), ((3, 33, 8), (3,))
+    shapes = [((37, 40, 128), (37,)), ((2, 19, 3, 64), (2, 19)), ((11, 7, 16), (11,)), ((13, 5, 24), (13,))]
+    shapes += [((3, 33, 8), (3,)), ((5, 3, 1024), (5,)), ((4, 2, 2048), (4,)), ((3, 1, 2), (3,))]
     for xshape, pshape in shapes:
         half, table = xshape[-1] // 2, 30
         x = rng.uniform(-2, 2, xshape).astype(npd)
@@ -394,22 +380,19 @@ def test_rope_kernel_shapes(device, monkeypatch, shape, dt, algo):
         }
         got = run("rope", device, {"y": (xshape, dt)}, ins, algo=algo).astype(np.float64)
         want = run("rope", "cpu", {"y": (xshape, dt)}, ins, algo=algo).astype(np.float64)
-        tol = 1e-5 if dt is F32 else 1e-2
-        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"rope {shape} {dt.name} algo {algo} {xshape}")
+        tol = {F64: 1e-12, F32: 1e-5}.get(dt, 1e-2)
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"rope {dt.name} algo {algo} {xshape}")
 
 
-@pytest.mark.parametrize(
-    "shape", ["pers2", "ex1", "ex2", "ex4", "ex2cs", "ex2w", "g1", "g2", "g1b", "g2b", "g1c", "g4", "g2s", "g2r"]
-)
-def test_rope_kernel_shapes_cases(device, monkeypatch, shape):
+def test_rope_cases_small_grids(device, monkeypatch):
     """Every quick rope case (strided, permuted, padded, in-place, out-of-range, every pos dtype)
-    through each packed rope kernel (IOP_ROPE), against float64 torch."""
+    with small grid caps, against float64 torch."""
     from infiniop_py.registry import get_cases
     from infiniop_py.testing.run import run_case
 
     if device == "cpu":
-        pytest.skip("IOP_ROPE selects NVIDIA kernels")
-    monkeypatch.setenv("IOP_ROPE", shape)
+        pytest.skip("the grid caps are NVIDIA launch parameters")
+    _small_rope_grids(monkeypatch)
     bad = []
     for case in get_cases("rope"):
         if "quick" not in case.suites:
@@ -418,7 +401,21 @@ def test_rope_kernel_shapes_cases(device, monkeypatch, shape):
             r = run_case("rope", case, dt, device)
             if not (r.ok and r.comparisons):
                 bad.append(f"[{case.description}] {dt.name}: " + "; ".join(r.messages))
-    assert not bad, f"rope {shape}: " + " | ".join(bad)
+    assert not bad, " | ".join(bad)
+
+
+def test_rope_rules_and_compile_set():
+    """The rope planner's configs per (algorithm, dtype), and its compile list: exactly the
+    kernels of each rule's config and its fallbacks."""
+    rope_cuda = iop.registry.get_spec("rope").module.cuda
+    want = {(0, F16): "g2", (0, BF16): "g4", (0, F32): "g4", (1, F16): "ex2", (1, BF16): "ex2", (1, F32): "g2b"}
+    for (algo, dt), name in want.items():
+        assert rope_cuda.config_for(algo, dt) == rope_cuda.CONFIGS[name]
+    assert rope_cuda.config_for(0, F64).kind == rope_cuda.config_for(1, F64).kind == "units"
+    names = [n for _, ns in rope_cuda.compile_units() for n in ns]
+    assert len(names) == len(set(names))
+    assert {n.split("<")[0] for n in names} == {"rope_kernel", "rope_units", "rope_heads", "rope_grid"}
+    assert not any(n.startswith(("rope_grid", "rope_heads")) and "double" in n for n in names)
 
 
 def _dense_plans():

@@ -103,10 +103,10 @@ __global__ void __launch_bounds__(256) rope_kernel(T* y, const T* x, const void*
 
 // Packed (P > 1) variant with one (head, pair group) unit per thread: block (nj, heads per
 // group), grid (row blocks, head groups). Each block walks rows blockIdx.x, + gridDim.x, ...
-// (the host sizes gridDim.x to one resident wave, or to every row); the position of the next
-// row is loaded ahead, and the x packs of a row are issued before the table loads that depend
-// on its position. PF == 2 also loads the next row's x packs before storing the current row
-// (rows of y never overlap rows of x other than their own: in place means the same layout).
+// (the host sizes gridDim.x to one resident wave); the position and the x packs of the next
+// row are loaded before the current row is stored, and the x packs of a row are issued before
+// the table loads that depend on its position (rows of y never overlap rows of x other than
+// their own: in place means the same layout).
 template <class T, int ALGO, int P>
 struct RopeUnit {
   typedef typename Compute<T>::type C;
@@ -150,7 +150,7 @@ __device__ __forceinline__ void rope_row(const RopeMeta& m, long long row, long 
   if (m.seq == m.rows) { b = 0; s = row; } else { b = row / m.seq; s = row - b * m.seq; }
 }
 
-template <class T, int ALGO, int P, int PF>
+template <class T, int ALGO, int P>
 __global__ void __launch_bounds__(256) rope_units(T* y, const T* x, const void* pos, const T* __restrict__ sin_t,
                                                   const T* __restrict__ cos_t, RopeMeta m) {
   const int h = blockIdx.y * blockDim.y + threadIdx.y;
@@ -177,17 +177,11 @@ __global__ void __launch_bounds__(256) rope_units(T* y, const T* x, const void* 
       ps = *reinterpret_cast<const Pack<T, P>*>(sin_t + p * m.half + i0);
     }
     RopeUnit<T, ALGO, P> nxt;
-    if constexpr (PF == 2) {
-      if (more) nxt.load(x + bn * m.xs_b + sn * m.xs_s + h * m.xs_h, i0, m.half);
-    }
+    if (more) nxt.load(x + bn * m.xs_b + sn * m.xs_s + h * m.xs_h, i0, m.half);
     cur.rotate_store(y + b * m.ys_b + s * m.ys_s + h * m.ys_h, i0, m.half, pc, ps, valid);
     if (!more) break;
     row = next; b = bn; s = sn; p = pn;
-    if constexpr (PF == 2) {
-      cur = nxt;
-    } else {
-      cur.load(x + b * m.xs_b + s * m.xs_s + h * m.xs_h, i0, m.half);
-    }
+    cur = nxt;
   }
 }
 
@@ -195,34 +189,8 @@ __global__ void __launch_bounds__(256) rope_units(T* y, const T* x, const void* 
 // hb * U heads); each thread rotates one pair group of U heads of one row (heads h0, h0 + hb,
 // ...): the position and every x pack are loaded first, then the one table pack pair shared
 // by the U heads (it depends on the position), then the arithmetic, then every store. No loop:
-// one block per (row, head chunk). Heads past nhead (last chunk) are skipped. CS = 1 loads x
-// and stores y with the streaming (evict-first) cache hint for 16-byte packs.
-template <int CS, class PK>
-__device__ __forceinline__ PK rope_ldx(const void* p) {
-  if constexpr (CS && sizeof(PK) == 16) {
-    unsigned a, b, c, d;
-    asm("ld.global.cs.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "l"(p));
-    union { uint4 u; PK k; } r;
-    r.u = make_uint4(a, b, c, d);
-    return r.k;
-  } else {
-    return *reinterpret_cast<const PK*>(p);
-  }
-}
-
-template <int CS, class PK>
-__device__ __forceinline__ void rope_stx(void* p, const PK& v) {
-  if constexpr (CS && sizeof(PK) == 16) {
-    union { PK k; uint4 u; } r;
-    r.k = v;
-    asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(r.u.x), "r"(r.u.y), "r"(r.u.z), "r"(r.u.w)
-                 : "memory");
-  } else {
-    *reinterpret_cast<PK*>(p) = v;
-  }
-}
-
-template <class T, int ALGO, int P, int U, int CS>
+// one block per (row, head chunk). Heads past nhead (last chunk) are skipped.
+template <class T, int ALGO, int P, int U>
 __global__ void __launch_bounds__(256, U >= 4 ? 2 : 4) rope_heads(T* y, const T* x, const void* pos, const T* __restrict__ sin_t,
                                                   const T* __restrict__ cos_t, RopeMeta m) {
   typedef typename Compute<T>::type C;
@@ -240,8 +208,8 @@ __global__ void __launch_bounds__(256, U >= 4 ? 2 : 4) rope_heads(T* y, const T*
   for (int k = 0; k < U; ++k) {
     const int h = h0 + k * blockDim.y;
     if (h < m.nhead) {
-      a[k] = rope_ldx<CS, PX>(xr + h * m.xs_h);
-      if constexpr (ALGO == 1) c[k] = rope_ldx<CS, PX>(xr + h * m.xs_h + m.half);
+      a[k] = *reinterpret_cast<const PX*>(xr + h * m.xs_h);
+      if constexpr (ALGO == 1) c[k] = *reinterpret_cast<const PX*>(xr + h * m.xs_h + m.half);
     }
   }
   const bool valid = p >= 0 && p < m.table_len;
@@ -274,13 +242,13 @@ __global__ void __launch_bounds__(256, U >= 4 ? 2 : 4) rope_heads(T* y, const T*
           q1.v[j] = Conv<T>::from(r1);
         }
       }
-      rope_stx<CS, PX>(yr + h * m.ys_h, q0);
-      if constexpr (ALGO == 1) rope_stx<CS, PX>(yr + h * m.ys_h + m.half, q1);
+      *reinterpret_cast<PX*>(yr + h * m.ys_h) = q0;
+      if constexpr (ALGO == 1) *reinterpret_cast<PX*>(yr + h * m.ys_h + m.half) = q1;
     }
   }
 }
 
-// Round 4: rope_heads with 32-bit index math and the head chunks of a row in consecutive
+// rope_heads with 32-bit index math and the head chunks of a row in consecutive
 // blocks. Grid (head chunks, rows): blockIdx.x is the chunk, so the blocks dispatched together
 // cover whole rows of x/y (contiguous streams, like a copy) and share the table row; past
 // 65535 rows the row is blockIdx.y + blockIdx.z * gridDim.y (no loop). Block (nj, hb), NT threads at most;
