@@ -148,11 +148,10 @@ def test_random_sample_gpu_algorithm_matches_reference():
                 assert compare_index(np.array(got), np.array(want), x).ok, (case.description, dt, seed, got, want)
 
 
-# The multi-block path (kernel.cu rm_*) modelled in NumPy: the 11-bit top histogram, the
-# compacted 64-bit composites (value key << 32 | ~index) and the radix select over them, either
-# with the fixed 8-bit windows of rm_select (sel 0) or with rm_select2's windows from the highest
-# bit varying across the list down to a varying bit (IOP_SAMPLE_SEL with bit 1; the other bits
-# only change where survivors are read, how the histogram is picked and how loads are issued).
+# The multi-block path (multiblock.cu, sampled.cu) modelled in NumPy: the 11-bit top histogram,
+# the compacted 64-bit composites (value key << 32 | ~index) and the radix select over them,
+# either with the fixed 8-bit windows of rm_select (sel 0: f32) or with rm_select2's windows from
+# the highest bit varying across the list down to a varying bit (sel 1: f16 / bf16).
 def _mb_pick(c, w, need, ac, aw, mode):
     """rm_pick: bins descending, the first non-empty one where the running count / weight
     reaches need, else the last non-empty one (above = everything before it)."""
@@ -229,7 +228,7 @@ def _fixed_point_weights(x, temperature):
 
 
 def emulate_multi_block(x, random_val, topp, topk, temperature, sel):
-    """kernel.cu's multi-block path (sampled calls) step by step; returns the index."""
+    """The multi-block path (sampled calls) step by step; returns the index."""
     a, n, k, w = _fixed_point_weights(x, temperature)
     comp = (k << np.uint64(32)) | (~np.arange(n, dtype=np.uint64) & np.uint64(0xFFFFFFFF))
     top = (k >> np.uint64(21)).astype(np.int64)
@@ -289,7 +288,7 @@ SEL_PARAMS = [(0.8, 0.9, 50, 0.8), (0.95, 1.0, 10**9, 1.0), (0.3, 0.5, 1, 1.0), 
 @pytest.mark.parametrize("dt", ["bf16", "f16", "f32"])
 def test_random_sample_multi_block_select_windows_model(dt):
     """rm_select2's windows over the varying bits pick the same composite as rm_select's fixed
-    windows and as the rule on the same fixed-point weights (NumPy model of kernel.cu)."""
+    windows and as the rule on the same fixed-point weights (NumPy model of sampled.cu)."""
     rng = np.random.default_rng(11)
     for n in (2, 7, 300, 4097, 20011):
         for kind in ("uniform", "ties", "normal"):
@@ -302,7 +301,7 @@ def test_random_sample_multi_block_select_windows_model(dt):
 
 
 def _block_pick(c, w, need, mode, threads):
-    """kernel.cu rm_pick_hist: per-thread bins, block scan, the first thread where the running
+    """sampled.cu rm_pick_hist: per-thread bins, block scan, the first thread where the running
     count / weight reaches need walks its bins; else the last thread with entries."""
     nb = len(c)
     per = nb // threads
@@ -341,7 +340,7 @@ def _block_pick(c, w, need, mode, threads):
 
 
 def test_random_sample_block_histogram_pick_model():
-    """rm_pick_hist (IOP_SAMPLE_SEL bit 4) picks what rm_pick does on the 2048-bin histogram:
+    """rm_pick_hist (the top-level picks) picks what rm_pick does on the 2048-bin histogram:
     sparse / dense bins, zero weights, need 0, need beyond the total, 512 and 1024 threads."""
     rng = np.random.default_rng(4)
     for trial in range(100):
@@ -360,16 +359,30 @@ def test_random_sample_block_histogram_pick_model():
                     assert _block_pick(c, w, need, mode, threads) == want, (trial, mode, need, threads)
 
 
-SEL_NS = (1, 2, 7, 31, 1000, 4097, 20011, 32000, 50001, 151936)
+def test_random_sample_rules_and_compile_set():
+    """The planner's choices per dtype and vocabulary size, and the compile list: exactly the
+    kernels the rules can choose (one select per dtype, both greedy kernels, no two-pass greedy)."""
+    rs = iop.registry.get_spec("random_sample").module
+    F32, F16, BF16, F64 = iop.float32, iop.float16, iop.bfloat16, iop.float64
+    assert [rs.plan(rs.PATH_RULES, d) for d in (F64, F32, F16, BF16)] == ["one_block"] + ["multi_block"] * 3
+    assert [rs.plan(rs.SELECT_RULES, d) for d in (F32, F16, BF16)] == ["select", "select2", "select2"]
+    assert rs.plan(rs.GREEDY_RULES, F32, 65536) == "one_block" and rs.plan(rs.GREEDY_RULES, F32, 65537) == "last_block"
+    names = [n for _, ns in iop.registry.get_spec("random_sample").nvidia.compile_units() for n in ns]
+    assert len(names) == len(set(names))
+    assert not any(n.startswith("rm_greedy<") for n in names)
+    assert "rm_compact<float, 0, 0>" in names and "rm_compact<float, 0, 1>" not in names
+    assert {n for n in names if n.startswith("rm_final<iop_bf16, int64_t")} == {"rm_final<iop_bf16, int64_t, 1>"}
+
+
+SAMPLE_NS = (1, 2, 7, 31, 1000, 4097, 20011, 32000, 50001, 65536, 65537, 151936)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("sel", ["", "0", "1", "3", "12", "13", "15"])
 @pytest.mark.parametrize("dt", ["bf16", "f16", "f32"])
-def test_random_sample_nvidia_select_variants(monkeypatch, sel, dt):
-    """Every IOP_SAMPLE_SEL value on f32 / f16 / bf16, n = 1 .. 151936 (odd n, ties), topk 1 / 50
-    / n, topp 0.5 / 0.9 / 1, T 0.5 / 1 / 2, several random_val: the index equals the old select's
-    (sel 0, run in the same test), the CPU backend's (or an equal value) and repeats exactly."""
+def test_random_sample_nvidia_multi_block(monkeypatch, dt):
+    """The multi-block path on f32 / f16 / bf16, n = 1 .. 151936 (odd n, ties, both greedy
+    kernels), greedy and topk 1 / 50 / n, topp 0.5 / 0.9 / 1, T 0.5 / 1 / 2, several random_val:
+    the index is the CPU backend's (or an equal value) and repeats exactly."""
     import ml_dtypes
 
     cp = cupy_with_env(monkeypatch, {})
@@ -377,37 +390,30 @@ def test_random_sample_nvidia_select_variants(monkeypatch, sel, dt):
     hg, hc = iop.create_handle("nvidia"), iop.create_handle("cpu")
     rng = np.random.default_rng(5)
     params = [(0.8, 0.9, 50, 0.8), (0.95, 1.0, None, 1.0), (0.3, 0.5, 1, 1.0), (0.999, 0.9, 50, 0.5)]
-    params += [(0.5, 1.0, None, 2.0), (0.1, 0.9, None, 0.5), (0.7, 0.5, 50, 2.0), (1.5, 0.9, 50, 1.0)]
-    for n in SEL_NS:
+    params += [(0.5, 1.0, None, 2.0), (0.1, 0.9, None, 0.5), (0.7, 0.5, 50, 2.0), (1.5, 0.9, 50, 1.0), (0.0, 0.9, 50, 0.8)]
+    for n in SAMPLE_NS:
         for kind in ("uniform", "ties", "normal"):
             x = _half_data(kind, n, dt, rng)
             if dt == "bf16":
                 assert x.dtype == ml_dtypes.bfloat16
-            descs = {}
-            for s in ("0", sel):
-                monkeypatch.setenv("IOP_SAMPLE_SEL", s)
-                descs[s] = iop.create_descriptor("random_sample", hg, D((), None, iop.int64), D((n,), None, iop_dt))
+            d = iop.create_descriptor("random_sample", hg, D((), None, iop.int64), D((n,), None, iop_dt))
             dc = iop.create_descriptor("random_sample", hc, D((), None, iop.int64), D((n,), None, iop_dt))
-            ws = cp.empty(max(1, max(d.workspace_size for d in descs.values())), cp.uint8)
+            ws = cp.empty(max(1, d.workspace_size), cp.uint8)
             xd = cp.asarray(x)
             for rv, topp, topk, T in params:
                 topk = n if topk is None else topk
-                got = {}
-                for s, d in descs.items():
-                    outs = []
-                    for _ in range(2):
-                        r = cp.full((), -1, cp.int64)
-                        d.calculate(ws, r, xd, rv, topp, topk, T)
-                        cp.cuda.get_current_stream().synchronize()
-                        outs.append(int(r))
-                    assert outs[0] == outs[1], (n, kind, rv, topp, topk, T, s)
-                    got[s] = outs[0]
-                tag = (dt, n, kind, rv, topp, topk, T, sel)
-                assert got[sel] == got["0"], tag
+                tag = (dt, n, kind, rv, topp, topk, T)
+                outs = []
+                for _ in range(2):
+                    r = cp.full((), -1, cp.int64)
+                    d.calculate(ws, r, xd, rv, topp, topk, T)
+                    cp.cuda.get_current_stream().synchronize()
+                    outs.append(int(r))
+                assert outs[0] == outs[1], tag
                 rc = np.zeros((), np.int64)
                 dc.calculate(None, rc, x, rv, topp, topk, T)
                 a = x.astype(np.float64)
-                assert got[sel] == int(rc) or a[got[sel]] == a[int(rc)], (tag, got[sel], int(rc))
+                assert outs[0] == int(rc) or a[outs[0]] == a[int(rc)], (tag, outs[0], int(rc))
 
 
 # -- topksoftmax / topkrouter ----------------------------------------------------------------

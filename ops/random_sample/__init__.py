@@ -8,9 +8,9 @@ original index of the first ranked entry with cum_i >= limit (the entry k'-1 if 
 none, e.g. random_val > 1). The terms are computed in f32 (f64 for f64); the CPU accumulates
 them in f64 and the GPU in 64-bit fixed point (exact, order-independent sums; see kernel.cu),
 so neither drifts over large vocabularies. On the GPU f32/f16/bf16 use a multi-block path with a
-workspace (about 16 bytes per entry; kernel.cu; plan variants IOP_SAMPLE_SEL, default f16/bf16
-13: selects with windows over the varying bits; f32 12); f64 one block and no workspace. The result is 0-d of any signed/unsigned integer dtype (an index that does not fit
-wraps). Runtime scalars are checked at calculate: NaN random_val/topp/temperature or a negative
+workspace (about 16 bytes per entry; multiblock.cu, sampled.cu), f64 one block and no workspace
+(kernel.cu); the rule tables below choose the path, the select and the greedy kernel. The result
+is 0-d of any signed/unsigned integer dtype (an index that does not fit wraps). Runtime scalars are checked at calculate: NaN random_val/topp/temperature or a negative
 temperature -> BAD_PARAM.
 """
 
@@ -18,20 +18,21 @@ from __future__ import annotations
 
 import ctypes
 import math
-import os
 import struct
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from infiniop_py.cuda.compiler import Launch, Slot, get_module
 from infiniop_py.cuda.kernel import CudaKernel, ctype
-from infiniop_py.dtypes import SI, UI, DType, F, to_numpy
+from infiniop_py.dtypes import SI, UI, DType, F, H, to_numpy
 from infiniop_py.lru import LRU
+from infiniop_py.planner import Rule, always, first_match
 from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
 from infiniop_py.status import Status, error
 
-SOURCE_FILE = Path(__file__).with_name("kernel.cu")
+SOURCE_FILES = ("kernel.cu", "multiblock.cu", "sampled.cu")  # compiled as one unit, in this order
 OUT_DTYPES = SI | UI
 THREADS = 512
 
@@ -39,7 +40,8 @@ THREADS = 512
 def _source() -> str:
     from infiniop_py.reduce import REDUCE_CUH
 
-    return REDUCE_CUH + SOURCE_FILE.read_text()
+    here = Path(__file__).parent
+    return REDUCE_CUH + "".join((here / name).read_text() for name in SOURCE_FILES)
 
 
 def validate(check: Checker) -> Info:
@@ -111,14 +113,8 @@ def kernel_name(pdt: DType, rdt: DType) -> str:
     return f"random_sample<{ctype(pdt)}, {ctype(rdt)}>"
 
 
-# multi-block path (kernel.cu: rm_*): f32/f16/bf16; f64 keeps the one-block kernel
-RM_EPB = 4096  # entries per block of the streaming passes
-# greedy calls up to this many entries: one block, one launch (rm_greedy1). H200: n = 32000
-# 18.1-32.3 vs 22.8-43.6 us for the two launches; n = 151936 f32/f16 one block was slower
-# (24.4 vs 22.4 us: one SM reads 608 KB). Larger vocabularies: one launch over n / RM_EPB
-# blocks whose last block (integer ticket) combines the partials (rm_greedy_last); n = 151936
-# on the H200 (round 4): 17.8-18.6 vs 22.1-23.4 us for the two launches (1.17-1.20x torch).
-GREEDY1_MAX = 1 << 16
+RM_EPB = 4096  # entries per block of the multi-block passes (kernel: RM_EPB)
+GREEDY1_MAX = 1 << 16  # greedy calls up to this many entries: one block, one launch (rm_greedy1)
 RM_CTRL = 2048 * 12 + 128  # >= sizeof(RmCtrl), rounded up below like rm_view does
 
 
@@ -127,50 +123,47 @@ def _up(b: int) -> int:
 
 
 def rm_workspace(n: int) -> int:
-    """Bytes of the multi-block workspace (layout of rm_view in kernel.cu)."""
+    """Bytes of the multi-block workspace (layout of rm_view in multiblock.cu)."""
     B = -(-n // RM_EPB)
     return _up(RM_CTRL) + 2 * _up(4 * B) + 2 * _up(8 * n)
 
 
-def rm_names(pdt: DType, rdt: DType, sel: int = 0) -> dict:
+class SampleProblem(NamedTuple):
+    dtype: DType  # of the logits
+    n: int  # entries
+
+
+# Planner rules (docs/perf/reductions.md, "random_sample"). The path: one block for f64, else the
+# multi-block passes. Their radix selects: windows over the bits that vary across the compacted
+# list for 16-bit logits (few distinct values: ties, constant low key bits), fixed 8-bit windows
+# for f32. Greedy calls: one block for small vocabularies, else one launch whose last block
+# combines the per-block partials.
+PATH_RULES = (Rule("sample.path.f64", lambda p: p.dtype is DType.F64, "one_block"), Rule("sample.path", always, "multi_block"))
+SELECT_RULES = (Rule("sample.select.half", lambda p: p.dtype in H, "select2"), Rule("sample.select", always, "select"))
+GREEDY_RULES = (
+    Rule("sample.greedy.small", lambda p: p.n <= GREEDY1_MAX, "one_block"),
+    Rule("sample.greedy", always, "last_block"),
+)
+
+
+def plan(rules, dtype: DType, n: int = 0) -> str:
+    return first_match(rules, SampleProblem(dtype, n), "random_sample planner")[1]
+
+
+def rm_names(pdt: DType, rdt: DType) -> dict:
+    """The multi-block kernels of logits ``pdt`` and result ``rdt`` (the select the rules choose)."""
     t, r = ctype(pdt), ctype(rdt)
+    sel2 = int(plan(SELECT_RULES, pdt) == "select2")
     return {
         "argmax": f"rm_argmax<{t}>",
-        "hist": f"rm_hist<{t}, {sel}>",
-        "compact0": f"rm_compact<{t}, 0, {sel}>",
-        "compact1": f"rm_compact<{t}, 1, {sel}>",
-        "refine0": f"rm_refine0<{t}, {sel}>",
-        "greedy": f"rm_greedy<{t}, {r}>",
+        "hist": f"rm_hist<{t}>",
+        "compact0": f"rm_compact<{t}, 0, {sel2}>",
+        "compact1": f"rm_compact<{t}, 1, {sel2}>",
+        "refine0": f"rm_refine0<{t}, {sel2}>",
         "greedy1": f"rm_greedy1<{t}, {r}>",
         "greedy_last": f"rm_greedy_last<{t}, {r}>",
-        "final": f"rm_final<{t}, {r}, {sel}>",
+        "final": f"rm_final<{t}, {r}, {sel2}>",
     }
-
-
-# variant of the sampled path (kernel.cu), bit flags: 1 = rm_select2 (windows from the highest
-# bit varying across the compacted list, whose lowest bit varies too), 2 = its survivors gathered
-# to shared memory, 4 = the 2048-bin histogram pick by the whole block (rm_pick_hist), 8 = the
-# histogram / compaction passes issue all their loads first. 0 = the fixed 8-bit windows and
-# one-warp picks of before. 16-bit logits have few distinct values (many ties, constant low key
-# bits): the fixed windows spent several passes on constant bits, and their digits fell on every
-# 8th bin (bank conflicts). Tuning switch IOP_SAMPLE_SEL = 0..15 (read at create). Defaults from
-# the H200 A/B of round 9E (docs/perf/reductions.md, kernel-only, x torch): f16 / bf16 13 (bf16
-# 0.60-0.74x -> 1.39-2.10x, f16 0.88-1.37x -> 1.32-1.88x; the gather, 15, measured no better),
-# f32 12 (its select already splits well: 1.12-1.57x -> 1.36-1.94x; 13 was 1.28-1.83x). Every
-# variant returns the same index (the same unique composite, exact integer sums).
-SEL_VARIANTS = (0, 1, 3, 12, 13, 15)  # compiled by the compile check with --all; any 0..15 works at run time
-SEL_HALF, SEL_F32 = 13, 12
-
-
-def sample_sel(pdt: DType) -> int:
-    env = os.environ.get("IOP_SAMPLE_SEL", "")
-    if env.isdigit() and int(env) < 16:
-        return int(env)
-    return SEL_HALF if pdt in (DType.F16, DType.BF16) else SEL_F32
-
-
-def multi_block(pdt: DType) -> bool:
-    return pdt is not DType.F64
 
 
 class RandomSampleKernel(CudaKernel):
@@ -181,7 +174,7 @@ class RandomSampleKernel(CudaKernel):
         self.sbits = 62 - int(self.n).bit_length()  # n weights of at most 2^sbits fit in 62 bits
         self.params = (ctypes.c_char * 64)()  # SampleParams, rewritten per call
         pdt, rdt = info["probs"].dtype, info["result"].dtype
-        self.multi = multi_block(pdt)
+        self.multi = plan(PATH_RULES, pdt) == "multi_block"
         if not self.multi:
             name = kernel_name(pdt, rdt)
             mod = get_module(_source(), [name], handle.device_id)
@@ -189,14 +182,12 @@ class RandomSampleKernel(CudaKernel):
             return
         self.B = -(-self.n // RM_EPB)
         self.workspace_size = rm_workspace(self.n)
-        self.sel = sample_sel(pdt)
-        names = rm_names(pdt, rdt, self.sel)
+        names = rm_names(pdt, rdt)
         mod = get_module(_source(), list(names.values()), handle.device_id)
         fn = {k: mod.ptr[v] for k, v in names.items()}
         ws, x, res, prm = Slot("ws"), Slot(1), Slot(0), self.params
         grid = (self.B,)
         self.l_argmax = Launch(fn["argmax"], grid, (512,), [x, ws, prm])
-        self.l_greedy = Launch(fn["greedy"], (1,), (512,), [res, ws, prm])
         self.l_greedy1 = Launch(fn["greedy1"], (1,), (1024,), [res, x, prm])
         self.fn_last = fn["greedy_last"]
         # stream -> (device memory, Launch of rm_greedy_last with its ticket), for the most
@@ -204,9 +195,7 @@ class RandomSampleKernel(CudaKernel):
         from infiniop_py.reduce import TICKET_STREAMS, release_tickets
 
         self._tickets = LRU(TICKET_STREAMS, release_tickets)
-        mode = os.environ.get("IOP_SAMPLE_GREEDY", "")  # tuning switch: "2pass", "1block" or "last"
-        self.greedy1 = mode == "1block" or (mode not in ("2pass", "last") and self.n <= GREEDY1_MAX)
-        self.greedy_last = not self.greedy1 and mode != "2pass"
+        self.greedy1 = plan(GREEDY_RULES, pdt, self.n) == "one_block"  # else rm_greedy_last
         self.l_hist = Launch(fn["hist"], grid, (512,), [x, ws, prm])
         self.l_c0 = Launch(fn["compact0"], grid, (512,), [x, ws, prm])
         self.l_r0 = Launch(fn["refine0"], (1,), (1024,), [ws, prm])
@@ -228,17 +217,14 @@ class RandomSampleKernel(CudaKernel):
         if greedy and self.greedy1:
             self.l_greedy1(ptrs, ws_ptr, stream)
             return
-        if greedy and self.greedy_last:
+        if greedy:
             hit = self._tickets.get(stream)
             if hit is None:
                 hit = self._ticket_launch(stream)
                 self._tickets.put(stream, hit)
             hit[1](ptrs, ws_ptr, stream)
             return
-        seq = [self.l_argmax, self.l_greedy] if greedy else [self.l_argmax, self.l_hist]
-        if not greedy:
-            seq += [self.l_c0, self.l_r0] if kp < self.n else []
-            seq += [self.l_c1, self.l_final]
+        seq = [self.l_argmax, self.l_hist] + ([self.l_c0, self.l_r0] if kp < self.n else []) + [self.l_c1, self.l_final]
         for ln in seq:
             ln(ptrs, ws_ptr, stream)
 
@@ -257,28 +243,17 @@ def nvidia(info: Info, handle):
     return RandomSampleKernel(info, handle)
 
 
-def _all_names(sels=None) -> list[str]:
-    """Every kernel of the plans, for the selection variants ``sels`` (default: the one
-    ``sample_sel`` picks per dtype, as a descriptor does)."""
+def _all_names() -> list[str]:
+    """Every kernel the plans can launch (per dtype pair: the path, the select and both greedy
+    kernels the rules choose from)."""
     names = []
     for p in sorted(F):
         for r in sorted(OUT_DTYPES):
-            if not multi_block(p):
-                names.append(kernel_name(p, r))
-                continue
-            for sel in (sample_sel(p),) if sels is None else sels:
-                names += list(rm_names(p, r, sel).values())
+            names += list(rm_names(p, r).values()) if plan(PATH_RULES, p) == "multi_block" else [kernel_name(p, r)]
     return list(dict.fromkeys(names))
 
 
-def _tuning_names() -> list[str]:
-    """The other IOP_SAMPLE_SEL variants of SEL_VARIANTS (the compile check's ``--all``)."""
-    chosen = set(_all_names())
-    return [n for n in _all_names(SEL_VARIANTS) if n not in chosen]
-
-
 nvidia.compile_units = lambda: [(_source(), _all_names())]
-nvidia.tuning_units = lambda: [(_source(), _tuning_names())]
 
 
 def reference(probs, random_val, topp, topk, temperature):
@@ -324,6 +299,6 @@ SPEC = OpSpec(
     reference=reference,
     torch="none (upstream library rule: greedy, or top-k/top-p over sorted unnormalised exp((v - v0)/T))",
     summary="sample one index from 1-D logits (top-k / top-p / temperature, upstream rule); 0-d integer result",
-    kernel_sources=("kernel.cu",),
+    kernel_sources=SOURCE_FILES,
     gguf=DIALECT,
 )
