@@ -160,33 +160,39 @@ def test_gemm_f32_is_true_fp32_even_with_tf32_math_mode():
 
 @requires_gpu
 @pytest.mark.gpu
-def test_gemm_lean_cublas_path_true_fp32(monkeypatch):
+def test_gemm_lean_cublas_path_true_fp32():
     """The GEMMs call libcublas(Lt) through ctypes on handles of their own: f32 stays true fp32
     (K = 4096: TF32's 10-bit mantissa would give errors ~100x larger) on the cuBLASLt path and on
-    the GemmEx path (INFINIOP_GEMM_LT=0), whose handle is rebound when the stream changes."""
+    the GemmEx path (linear_backward's, and the fallback where cuBLASLt has no algorithm), whose
+    handle is rebound when the stream changes."""
     import cupy as cp
+
+    blas_mod = __import__("infiniop_ops.gemm.blas", fromlist=["x"])
 
     rng = np.random.default_rng(5)
     a = rng.standard_normal((128, 4096)).astype(np.float32)
     w = rng.standard_normal((4096, 96)).astype(np.float32)
     ref = a.astype(np.float64) @ w.astype(np.float64)
     (c,) = _run("nvidia", "gemm", [np.zeros((128, 96), np.float32)], [a, w])
-    b = __import__("infiniop_ops.gemm.blas", fromlist=["x"]).blas_for(0)
+    b = blas_mod.blas_for(0)
     assert b.backend == "ctypes"
     assert np.abs(c - ref).max() < 2e-3  # fp32: ~1e-4; TF32: ~1e-1
     h = iop.create_handle("nvidia")
     ga, gw = cp.asarray(a), cp.asarray(w)
-    for lt in ("1", "0"):
-        monkeypatch.setenv("INFINIOP_GEMM_LT", lt)
-        d = iop.infiniopCreateGemmDescriptor(h, td((128, 96)), td((128, 4096)), td((4096, 96)))
-        assert (d._kernel.lt is not None) == (lt == "1")
+    d = iop.infiniopCreateGemmDescriptor(h, td((128, 96)), td((128, 4096)), td((4096, 96)))
+    assert d._kernel.lt is not None
+    plan = d._kernel.plan
+    for direct in (False, True):
         for _ in range(2):
             s = cp.cuda.Stream(non_blocking=True)
             gc = cp.full((128, 96), cp.nan, cp.float32)
             cp.cuda.runtime.deviceSynchronize()
-            iop.infiniopGemm(d, None, 0, gc, ga, gw, 1.0, 0.0, s)
+            if direct:  # the GemmEx call
+                b.gemm(plan, ga.data.ptr, gw.data.ptr, gc.data.ptr, 1.0, 0.0, s.ptr)
+            else:
+                iop.infiniopGemm(d, None, 0, gc, ga, gw, 1.0, 0.0, s)
             s.synchronize()
-            if lt == "0":
+            if direct:
                 assert b._bound == s.ptr
             assert np.abs(cp.asnumpy(gc) - ref).max() < 2e-3
 
@@ -221,10 +227,9 @@ def _gpu_view(cp, arr, offset, dtype):
 @requires_gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("dt", ["f16", "f32"])
-def test_gemm_cublaslt_path_alignment_batch_and_switch(dt, monkeypatch):
-    """cuBLASLt is the default GEMM path; pointers off the 256-byte class (1 element in) get an
-    algorithm of their own; batch-1 broadcast works; INFINIOP_GEMM_LT=0 selects GemmEx with the
-    same results."""
+def test_gemm_cublaslt_path_alignment_batch(dt):
+    """cuBLASLt is the GEMM path; pointers off the 256-byte class (1 element in) get an algorithm
+    of their own (or the GemmEx fallback) with the same results; batch-1 broadcast works."""
     import cupy as cp
 
     npdt, idt = {"f16": (np.float16, F16), "f32": (np.float32, F32)}[dt]
@@ -235,34 +240,32 @@ def test_gemm_cublaslt_path_alignment_batch_and_switch(dt, monkeypatch):
     ref = a.astype(np.float64) @ b.astype(np.float64)
     h = iop.create_handle("nvidia")
     results = []
-    for lt in ("1", "0"):
-        monkeypatch.setenv("INFINIOP_GEMM_LT", lt)
-        d = iop.create_descriptor("gemm", h, td((3, 40, 24), idt), td((3, 40, 72), idt), td((1, 72, 24), idt))
-        assert (d._kernel.lt is not None) == (lt == "1")
-        assert d.workspace_size == 0
-        for off in (0, 1, 3):
-            ga, gb = _gpu_view(cp, a, off, npdt), _gpu_view(cp, b, 2 * off, npdt)
-            gc = _gpu_view(cp, np.zeros((3, 40, 24), npdt), off, npdt)
-            gc[...] = cp.nan
-            d.calculate(None, gc, ga, gb, 1.0, 0.0)
-            cp.cuda.runtime.deviceSynchronize()
-            got = cp.asnumpy(gc).astype(np.float64)
-            assert np.abs(got - ref).max() < tol, (lt, off)
-            results.append(got)
-            gc2 = cp.asarray(got.astype(npdt))
-            d.calculate(None, gc2, ga, gb, 0.5, 2.0)  # alpha, beta change between calls
-            cp.cuda.runtime.deviceSynchronize()
-            assert np.abs(cp.asnumpy(gc2).astype(np.float64) - 2.5 * ref).max() < 4 * tol
-        d.destroy()
+    d = iop.create_descriptor("gemm", h, td((3, 40, 24), idt), td((3, 40, 72), idt), td((1, 72, 24), idt))
+    assert d._kernel.lt is not None
+    assert d.workspace_size == 0
+    for off in (0, 1, 3):
+        ga, gb = _gpu_view(cp, a, off, npdt), _gpu_view(cp, b, 2 * off, npdt)
+        gc = _gpu_view(cp, np.zeros((3, 40, 24), npdt), off, npdt)
+        gc[...] = cp.nan
+        d.calculate(None, gc, ga, gb, 1.0, 0.0)
+        cp.cuda.runtime.deviceSynchronize()
+        got = cp.asnumpy(gc).astype(np.float64)
+        assert np.abs(got - ref).max() < tol, off
+        results.append(got)
+        gc2 = cp.asarray(got.astype(npdt))
+        d.calculate(None, gc2, ga, gb, 0.5, 2.0)  # alpha, beta change between calls
+        cp.cuda.runtime.deviceSynchronize()
+        assert np.abs(cp.asnumpy(gc2).astype(np.float64) - 2.5 * ref).max() < 4 * tol
+    d.destroy()
     assert all(np.abs(r - results[0]).max() < tol for r in results)
 
 
 @requires_gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("dt", ["f16", "f32"])
-def test_linear_bias_epilogue(dt, monkeypatch):
+def test_linear_bias_epilogue(dt):
     """A contiguous bias on a row-major y goes through cuBLASLt's BIAS epilogue (aligned and
-    misaligned pointers); a strided bias or INFINIOP_GEMM_LT=0 keep the broadcast + beta=1 path."""
+    misaligned pointers); a strided bias keeps the broadcast + beta=1 path."""
     import cupy as cp
 
     npdt, idt = {"f16": (np.float16, F16), "f32": (np.float32, F32)}[dt]
@@ -274,20 +277,17 @@ def test_linear_bias_epilogue(dt, monkeypatch):
     bias = rng.uniform(-1, 1, (n,)).astype(npdt)
     ref = x.astype(np.float64) @ w.astype(np.float64).T + bias.astype(np.float64)
     h = iop.create_handle("nvidia")
-    for lt in ("1", "0"):
-        monkeypatch.setenv("INFINIOP_GEMM_LT", lt)
-        d = iop.create_descriptor("linear", h, td((m, n), idt), td((m, k), idt), td((n, k), idt), td((n,), idt))
-        assert (d._kernel.lt_bias is not None) == (lt == "1")
-        for off in (0, 1):
-            gy = _gpu_view(cp, np.zeros((m, n), npdt), off, npdt)
-            gy[...] = cp.nan
-            gx, gw, gbias = (_gpu_view(cp, t, off, npdt) for t in (x, w, bias))
-            ws = cp.empty(d.workspace_size, cp.uint8) if d.workspace_size else None
-            d.calculate(ws, gy, gx, gw, gbias)
-            cp.cuda.runtime.deviceSynchronize()
-            assert np.abs(cp.asnumpy(gy).astype(np.float64) - ref).max() < tol, (lt, off)
-        d.destroy()
-    monkeypatch.setenv("INFINIOP_GEMM_LT", "1")
+    d = iop.create_descriptor("linear", h, td((m, n), idt), td((m, k), idt), td((n, k), idt), td((n,), idt))
+    assert d._kernel.lt_bias is not None
+    for off in (0, 1):
+        gy = _gpu_view(cp, np.zeros((m, n), npdt), off, npdt)
+        gy[...] = cp.nan
+        gx, gw, gbias = (_gpu_view(cp, t, off, npdt) for t in (x, w, bias))
+        ws = cp.empty(d.workspace_size, cp.uint8) if d.workspace_size else None
+        d.calculate(ws, gy, gx, gw, gbias)
+        cp.cuda.runtime.deviceSynchronize()
+        assert np.abs(cp.asnumpy(gy).astype(np.float64) - ref).max() < tol, off
+    d.destroy()
     d = iop.create_descriptor("linear", h, td((m, n), idt), td((m, k), idt), td((n, k), idt), td((n,), idt, (2,)))
     assert d._kernel.lt_bias is None and d._kernel.bias is not None
     gb2 = cp.zeros(2 * n, npdt)
@@ -301,11 +301,11 @@ def test_linear_bias_epilogue(dt, monkeypatch):
 @requires_gpu
 @pytest.mark.gpu
 @pytest.mark.parametrize("dt", ["f16", "f32"])
-def test_gemm_graph_replay(dt, monkeypatch):
+def test_gemm_graph_replay(dt):
     """Repeated (pointers, alpha, beta) are replayed from a one-call CUDA graph: results stay
-    exact while the operands' contents change; each (alpha, beta) pair gets its own graph; a
-    caller's own stream capture gets the direct call (and replays correctly); the switch
-    INFINIOP_GEMM_GRAPH=0 keeps every call direct with identical results."""
+    exact while the operands' contents change, and bit-identical to the direct call of a fresh
+    descriptor; each (alpha, beta) pair gets its own graph; a caller's own stream capture gets
+    the direct call (and replays correctly)."""
     import cupy as cp
 
     npdt, idt = {"f16": (np.float16, F16), "f32": (np.float32, F32)}[dt]
@@ -314,60 +314,55 @@ def test_gemm_graph_replay(dt, monkeypatch):
     h = iop.create_handle("nvidia")
     ga, gb = cp.empty((m, k), npdt), cp.empty((k, n), npdt)
     gc = cp.empty((m, n), npdt)
-    results = {}
-    for graph in ("1", "0"):
-        rng = np.random.default_rng(11)  # same operands for both switches
-        monkeypatch.setenv("INFINIOP_GEMM_GRAPH", graph)
-        monkeypatch.setenv("INFINIOP_GEMM_LT", "1")
-        d = iop.create_descriptor("gemm", h, td((m, n), idt), td((m, k), idt), td((k, n), idt))
-        lt = d._kernel.lt
-        assert lt is not None and (lt._graphs is None) == (graph == "0")
-        out = []
-        for i in range(8):
-            a = rng.uniform(-1, 1, (m, k)).astype(npdt)
-            b = rng.uniform(-1, 1, (k, n)).astype(npdt)
-            c0 = rng.uniform(-1, 1, (m, n)).astype(npdt)
-            ga[...], gb[...], gc[...] = cp.asarray(a), cp.asarray(b), cp.asarray(c0)
-            alpha, beta = (1.0, 0.0) if i % 4 < 2 else (0.5, 2.0)
-            if beta == 0.0:
-                gc[...] = cp.nan
-            d.calculate(None, gc, ga, gb, alpha, beta)
-            cp.cuda.runtime.deviceSynchronize()
-            ref = alpha * (a.astype(np.float64) @ b.astype(np.float64)) + beta * c0.astype(np.float64)
-            got = cp.asnumpy(gc).astype(np.float64)
-            assert np.abs(got - ref).max() < 4 * tol, (graph, i)
-            out.append(got)
-        for _ in range(4):  # every key seen GRAPH_AFTER times now has its graph
-            d.calculate(None, gc, ga, gb, 1.0, 0.0)
-        if graph == "1":
-            assert len(lt._graphs) >= 1
-        results[graph] = out
-        # the caller captures its own graph: our call must be captured directly, not replayed
-        s = cp.cuda.Stream(non_blocking=True)
+    rng = np.random.default_rng(11)
+    d = iop.create_descriptor("gemm", h, td((m, n), idt), td((m, k), idt), td((k, n), idt))
+    lt = d._kernel.lt
+    assert lt is not None and lt._graphs is not None
+    for i in range(8):
         a = rng.uniform(-1, 1, (m, k)).astype(npdt)
-        ga[...] = cp.asarray(a)
-        gc[...] = cp.nan
+        b = rng.uniform(-1, 1, (k, n)).astype(npdt)
+        c0 = rng.uniform(-1, 1, (m, n)).astype(npdt)
+        ga[...], gb[...], gc[...] = cp.asarray(a), cp.asarray(b), cp.asarray(c0)
+        alpha, beta = (1.0, 0.0) if i % 4 < 2 else (0.5, 2.0)
+        if beta == 0.0:
+            gc[...] = cp.nan
+        d.calculate(None, gc, ga, gb, alpha, beta)
         cp.cuda.runtime.deviceSynchronize()
-        s.begin_capture()
-        d.calculate(None, gc, ga, gb, 1.0, 0.0, stream=s)
-        user_graph = s.end_capture()
-        user_graph.launch(s)
-        s.synchronize()
-        ref = a.astype(np.float64) @ cp.asnumpy(gb).astype(np.float64)
-        assert np.abs(cp.asnumpy(gc).astype(np.float64) - ref).max() < tol
-        d.destroy()
-    for x, y in zip(results["1"], results["0"]):
-        assert np.array_equal(x, y)  # same kernel either way: bit-identical
+        ref = alpha * (a.astype(np.float64) @ b.astype(np.float64)) + beta * c0.astype(np.float64)
+        got = cp.asnumpy(gc).astype(np.float64)
+        assert np.abs(got - ref).max() < 4 * tol, i
+        if i >= 4:  # the key's third sighting or later: replayed; a fresh descriptor's first call is direct
+            d2 = iop.create_descriptor("gemm", h, td((m, n), idt), td((m, k), idt), td((k, n), idt))
+            gc2 = cp.asarray(c0)
+            d2.calculate(None, gc2, ga, gb, alpha, beta)
+            cp.cuda.runtime.deviceSynchronize()
+            assert np.array_equal(cp.asnumpy(gc2), got.astype(npdt)), i  # same kernel either way
+            d2.destroy()
+    for _ in range(4):  # every key seen GRAPH_AFTER times now has its graph
+        d.calculate(None, gc, ga, gb, 1.0, 0.0)
+    assert len(lt._graphs) >= 1
+    # the caller captures its own graph: our call must be captured directly, not replayed
+    s = cp.cuda.Stream(non_blocking=True)
+    a = rng.uniform(-1, 1, (m, k)).astype(npdt)
+    ga[...] = cp.asarray(a)
+    gc[...] = cp.nan
+    cp.cuda.runtime.deviceSynchronize()
+    s.begin_capture()
+    d.calculate(None, gc, ga, gb, 1.0, 0.0, stream=s)
+    user_graph = s.end_capture()
+    user_graph.launch(s)
+    s.synchronize()
+    ref = a.astype(np.float64) @ cp.asnumpy(gb).astype(np.float64)
+    assert np.abs(cp.asnumpy(gc).astype(np.float64) - ref).max() < tol
+    d.destroy()
 
 
 @requires_gpu
 @pytest.mark.gpu
-def test_linear_bias_graph_replay(monkeypatch):
+def test_linear_bias_graph_replay():
     """linear + bias (epilogue) replayed from its graph: new bias / x contents are picked up."""
     import cupy as cp
 
-    monkeypatch.setenv("INFINIOP_GEMM_LT", "1")
-    monkeypatch.setenv("INFINIOP_GEMM_GRAPH", "1")
     rng = np.random.default_rng(12)
     m, n, k = 33, 64, 40
     h = iop.create_handle("nvidia")

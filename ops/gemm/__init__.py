@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from infiniop_py.cpu.matmul import bf16_matmul
 from infiniop_py.cuda.kernel import CudaKernel
 from infiniop_py.dtypes import DType, F
 from infiniop_py.halfconv import copy_into, to_f32
@@ -76,9 +77,11 @@ def validate(check: Checker) -> Info:
 
 def cpu(info: Info):
     """BLAS through NumPy's matmul, f16/bf16 through f32 (converted once, rounded once); an f32/f64
-    product goes straight into c when beta is 0."""
+    product goes straight into c when beta is 0. bf16 products large enough take the CPU's
+    bfloat16 dot products where it has them (``infiniop_py.cpu.matmul``)."""
     dt = info["c"].dtype
     work = np.float64 if dt is DType.F64 else np.float32
+    bf16 = dt is DType.BF16
 
     def run(views, ws, rt):
         c, a, b = views["c"], views["a"], views["b"]
@@ -88,13 +91,15 @@ def cpu(info: Info):
         a3 = a.reshape((1,) + a.shape) if a.ndim == 2 else a
         b3 = b.reshape((1,) + b.shape) if b.ndim == 2 else b
         c3 = c.reshape((1,) + c.shape) if c.ndim == 2 else c
-        a3, b3 = to_f32(a3) if work is np.float32 else a3, to_f32(b3) if work is np.float32 else b3
-        if c.dtype == work and beta == 0.0 and np.broadcast_shapes(a3.shape[:-2], b3.shape[:-2]) == c3.shape[:-2]:
-            np.matmul(a3, b3, out=c3)
-            if alpha != 1.0:
-                c3 *= work(alpha)
-            return
-        prod = np.matmul(a3, b3)
+        prod = bf16_matmul(a3, b3) if bf16 else None  # None: through the f32 BLAS
+        if prod is None:
+            a3, b3 = to_f32(a3) if work is np.float32 else a3, to_f32(b3) if work is np.float32 else b3
+            if c.dtype == work and beta == 0.0 and np.broadcast_shapes(a3.shape[:-2], b3.shape[:-2]) == c3.shape[:-2]:
+                np.matmul(a3, b3, out=c3)
+                if alpha != 1.0:
+                    c3 *= work(alpha)
+                return
+            prod = np.matmul(a3, b3)
         if alpha != 1.0:
             prod *= work(alpha)
         if beta != 0.0:
@@ -115,7 +120,7 @@ class GemmKernel(CudaKernel):
         self.plan = blas.GemmPlan(info["c"].dtype, info.m, info.n, info.k, info.a, info.b, info.c, info.batch)
         self.blas = blas.blas_for(handle.device_id)
         self.empty = info.m == 0 or info.n == 0
-        # cuBLASLt with the algorithm chosen once (None: K = 0, no algorithm, or INFINIOP_GEMM_LT=0)
+        # cuBLASLt with the algorithm chosen once (None: K = 0, no cuBLASLt or no algorithm)
         self.lt = None if self.empty else blas.lt_plan(handle.device_id, self.plan)
         if self.lt is not None:
             self.launch = self._launch_lt

@@ -14,11 +14,10 @@ checked and a TF32 mode is masked off for the call) and CUBLAS_COMPUTE_64F for f
 Default path (``LtPlan``, see its docstring): one ``cublasLtMatmul`` per call with the algorithm
 chosen at create by cuBLASLt's heuristic (cached per pointer-alignment class), on an Lt handle per
 device and a 32 MiB workspace per stream (GEMMs running at once on two streams never share one);
-linear uses its BIAS epilogue. ``INFINIOP_GEMM_LT=0`` (read at create) or no algorithm selects
-the GemmEx path below. A call repeating (pointers, alpha, beta, stream) for the third time is
-captured once into a one-call CUDA graph and replayed from then on (``INFINIOP_GEMM_GRAPH=0``,
-read at create, turns that off): one ``cudaGraphLaunch`` instead of the ~10 µs host path inside
-cuBLASLt.
+linear uses its BIAS epilogue. Where cuBLASLt cannot be loaded or has no algorithm, the GemmEx
+path below runs. A call repeating (pointers, alpha, beta, stream) for the third time is captured
+once into a one-call CUDA graph and replayed from then on: one ``cudaGraphLaunch`` instead of the
+host path inside cuBLASLt.
 
 Calls (``Blas``): ``cublasGemmStridedBatchedEx`` is called through ctypes on the libcublas that
 CuPy loaded, with a handle of our own per device (created once, default math mode, so f32 is
@@ -271,7 +270,6 @@ def blas_for(device_id: int) -> Blas:
 
 # ---- cuBLASLt path -------------------------------------------------------------------------
 # Enum values and struct sizes from cublasLt.h (CUDA 12/13; unchanged between them).
-LT_ENV = "INFINIOP_GEMM_LT"  # "0" disables the cuBLASLt path (A/B against cublasGemmStridedBatchedEx)
 LT_WORKSPACE = 32 * 1024 * 1024  # what cuBLAS and torch give Hopper GEMMs
 LT_LAYOUT_ORDER, LT_LAYOUT_BATCH_COUNT, LT_LAYOUT_BATCH_OFFSET = 1, 5, 6
 LT_DESC_TRANSA, LT_DESC_TRANSB, LT_DESC_EPILOGUE, LT_DESC_BIAS_POINTER = 3, 4, 7, 8
@@ -301,23 +299,10 @@ class LtHeuristicResult(ctypes.Structure):
 assert ctypes.sizeof(LtHeuristicResult) == 96
 
 
-def lt_enabled() -> bool:
-    import os
-
-    return os.environ.get(LT_ENV, "1") != "0"
-
-
-GRAPH_ENV = "INFINIOP_GEMM_GRAPH"  # "0" disables the per-pointer-set CUDA graph replay of LtPlan
 GRAPH_AFTER = 3  # a pointer set (and alpha, beta) seen this many times gets its own graph
 GRAPH_MAX = 8  # graphs per plan (captured at most this many times: bounded create cost)
 LT_WS_STREAMS = 8  # streams per device that keep a cuBLASLt workspace of their own
 _CAPTURE_RELAXED = 2  # cudaStreamCaptureModeRelaxed
-
-
-def graph_enabled() -> bool:
-    import os
-
-    return os.environ.get(GRAPH_ENV, "1") != "0"
 
 
 def _runtime():
@@ -483,9 +468,8 @@ class LtPlan:
     bias: the epilogue adds a vector along D's rows, i.e. along cuBLAS's m = ``plan.cm``; it must
     be contiguous. ``__init__`` raises when cuBLASLt has no algorithm (callers fall back).
 
-    Graph replay (``INFINIOP_GEMM_GRAPH``, default on): the host cost of one ``cublasLtMatmul``
-    (~11 µs on the H200 host, most of it inside cuBLASLt) is paid again on every call, even with
-    the same operands. A call whose (pointers, alpha, beta, stream) were seen ``GRAPH_AFTER``
+    Graph replay: the host cost of one ``cublasLtMatmul`` (most of it inside cuBLASLt; see
+    docs/perf/gemm_index.md) is paid again on every call, even with the same operands. A call whose (pointers, alpha, beta, stream) were seen ``GRAPH_AFTER``
     times is captured once on a private stream (nothing runs then) into a one-call CUDA graph
     with that stream's workspace; later calls with that key replay it with one
     ``cudaGraphLaunch`` on that stream. The graph holds the same kernel(s) with the same
@@ -504,7 +488,7 @@ class LtPlan:
         self._made = made
         self._finalizer = weakref.finalize(self, _destroy_all, made)
         # graph replay: key (a, b, c, bias, alpha, beta, stream) -> graph exec; sightings of other keys
-        self._graphs = {} if (_RT is not None and graph_enabled()) else None
+        self._graphs = {} if _RT is not None else None
         self._seen: dict = {}
         self._graph_ws: list = []  # the workspaces the graphs were captured with (kept alive)
         self._ws_last = (None, None)  # (stream, (memory, address)): the last stream's workspace
@@ -712,9 +696,7 @@ def _destroy_all(made):
 
 
 def lt_plan(device_id: int, plan: GemmPlan, bias: bool = False):
-    """An ``LtPlan`` for ``plan`` when cuBLASLt is enabled, loadable and has an algorithm; else None."""
-    if not lt_enabled():
-        return None
+    """An ``LtPlan`` for ``plan`` when cuBLASLt is loadable and has an algorithm; else None."""
     lt = lt_for(device_id)
     if lt is None:
         return None

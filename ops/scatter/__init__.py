@@ -7,8 +7,7 @@ output aliases input (in place). NVIDIA (see index.cu): replace with a destinati
 at most 12032 uses a per-line last-writer table in shared memory, all positions in parallel:
 out of place, when the index covers every output line and input and output share a layout,
 ``scatter_line_kernel`` also builds the output line in shared memory and writes it once (the
-copy is merged in; ``INFINIOP_SCATTER_LINE=0`` disables it); otherwise the copy then
-``scatter_table_kernel``. Other cases: one warp per line walks the axis in order.
+copy is merged in); otherwise the copy then ``scatter_table_kernel``. Other cases: one warp per line walks the axis in order.
 
 GGUF: ``scatter`` (upstream form) and the in-place ``scatter_`` dialect, where ``input``
 holds the updates, ``output`` starts from zeros and there is no ``updates`` tensor.
@@ -16,13 +15,14 @@ holds the updates, ``output`` starts from zeros and there is no ``updates`` tens
 
 from __future__ import annotations
 
-import os
+from typing import NamedTuple
 
 import numpy as np
 
 from infiniop_py.cuda.compiler import Launch, Slot
 from infiniop_py.cuda.kernel import ctype, runtime
 from infiniop_py.dtypes import DType
+from infiniop_py.planner import Rule, always, first_match
 from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
 from infiniop_py.status import Status
 
@@ -104,9 +104,6 @@ def cpu(info: Info):
 STMAX = common.TMAX - 256
 
 
-LINE_ENV = "INFINIOP_SCATTER_LINE"  # "0": copy + table kernel even out of place (A/B)
-
-
 def line_ok(o, x, i, axis: int) -> bool:
     """The line kernel writes whole output lines: the index must cover every output line and
     input and output must share one layout (one set of line offsets serves both)."""
@@ -117,6 +114,23 @@ def uses_table(red: int, dim_size: int, length: int) -> bool:
     """Replace with a destination extent that fits one shared-memory table (and is not much
     larger than the line, whose table is cleared per line) and lines long enough to pay."""
     return red == 0 and dim_size <= STMAX and 32 <= length < 2**31 - 1 and dim_size <= 4 * length
+
+
+class ScatterProblem(NamedTuple):
+    reduction: int
+    dim_size: int  # the destination extent along the axis
+    length: int  # index positions per line
+    line_lpb: int  # lines per block of scatter_line_kernel (0: its layout or shared memory does not fit)
+
+
+# docs/perf/gemm_index.md, "Planner rules": the line kernel (copy merged in) where the index
+# covers whole output lines of input's layout, else copy + the last-writer table kernel, else
+# the warp kernel (add / multiply, short lines, wide extents).
+RULES = (
+    Rule("scatter.line", lambda p: uses_table(p.reduction, p.dim_size, p.length) and p.line_lpb > 0, "line"),
+    Rule("scatter.table", lambda p: uses_table(p.reduction, p.dim_size, p.length), "table"),
+    Rule("scatter.warp", always, "warp"),
+)
 
 
 # Line kernel (copy merged in): 4-byte table + one value per destination, 16-byte aligned parts.
@@ -167,9 +181,11 @@ class ScatterKernel(common.IndexKernel):
         shape[axis] = 1
         lines = int(np.prod(shape))
         dim_size = o.shape[axis]
-        if uses_table(red, dim_size, length):
+        lpb = 1 if (i.strides[axis] == 1 or lines == 1) else max(1, min(32, STMAX // max(dim_size, 1), lines))
+        llpb = line_lpb(lpb, dim_size, o.itemsize, length) if line_ok(o, x, i, axis) else 0
+        plan = first_match(RULES, ScatterProblem(red, dim_size, length, llpb), "scatter planner")[1]
+        if plan != "warp":
             sm = runtime.properties(handle.device_id)["sm_count"]
-            lpb = 1 if (i.strides[axis] == 1 or lines == 1) else max(1, min(32, STMAX // dim_size, lines))
             groups = -(-lines // lpb)
             name = f"scatter_table_kernel<{UTYPE[o.itemsize]}, {common.ITYPE[i.dtype]}>"
             mod = common.module([name], handle.device_id)
@@ -180,8 +196,7 @@ class ScatterKernel(common.IndexKernel):
             blocks = max(1, min(groups, sm * 4))
             args = [Slot(0), Slot(2), Slot(3), meta]
             table = Launch(mod.ptr[name], (blocks,), (common.TBLOCK,), args, shmem=4 * lpb * dim_size)
-            llpb = line_lpb(lpb, dim_size, o.itemsize, length) if line_ok(o, x, i, axis) else 0
-            if llpb and os.environ.get(LINE_ENV, "1") != "0":
+            if plan == "line":
                 # out of place: the copy is merged into the line kernel; in place: table kernel alone
                 lname = f"scatter_line_kernel<{UTYPE[o.itemsize]}, {common.ITYPE[i.dtype]}>"
                 lmod = common.module([lname], handle.device_id)
