@@ -110,7 +110,8 @@ class Descriptor:
         self._pairs = overlap_pairs(spec, info, order)
         # CPU, no workspace: the NumPy-view fast path of calculate (None: always the general path)
         self._np_slots = None if gpu or self._ws_size else numpy_slots(spec, info, order)
-        self._np_last = None  # weak references to the arrays of the last NumPy-view call
+        # weak references to the arrays of the last NumPy-view call (none yet)
+        self._np_last = (_NOREF,) * len(order)
         self._last = [None] * len(order)  # (weakref, address) of the last buffer per tensor
         self._ws_last = None  # (weakref, address, revalidator) of the last checked workspace
         self._nrt = len(spec.runtime)
@@ -122,6 +123,10 @@ class Descriptor:
             vals = tuple(a.coerce(a.default, spec.name) for a in spec.runtime)
             self._rt_defaults = () if all(v is None for v in vals) else vals
         self._rt_floats = all(a.kind == "float" and a.choices is None for a in spec.runtime)
+        # calls giving just the tensors, which need no binding: their count and runtime scalars
+        plain = self._np_slots is not None and (not spec.runtime or self._rt_defaults is not None)
+        self._np_nargs = len(order) if plain else -1
+        self._np_rt = self._rt_defaults if spec.runtime else ()
         # One call at a time per descriptor: kernels keep per-call host state (the packed pointer
         # slots of each launch, runtime scalars written into parameter blocks, per-stream ticket
         # arrays), so calls from several threads take turns for the few microseconds of enqueueing
@@ -139,7 +144,7 @@ class Descriptor:
         self._kernel = None
         self._last = [None] * len(self._names)
         self._ws_last = None
-        self._np_last = None
+        self._np_last = (_NOREF,) * len(self._names)
 
     @property
     def plan(self) -> str | None:
@@ -177,8 +182,21 @@ class Descriptor:
             raise error(Status.BAD_PARAM, f"{self.spec.name}: calculate after destroy")
         if self.handle._destroyed:
             raise error(Status.BAD_PARAM, f"{self.spec.name}: calculate after its handle was destroyed")
-        ntensor = len(self._names)
         nargs = len(args)
+        np_views = self._np_slots is not None
+        if np_views and nargs == self._np_nargs and not kwargs:
+            # CPU, only the tensors given (no runtime scalars, or all at their defaults): the
+            # NumPy-view path with the least work in front of it
+            views = self._numpy_views(args)
+            if views is not None:
+                self._acquire()
+                try:
+                    kernel.call_views(views, self._np_rt)
+                finally:
+                    self._release()
+                return
+            np_views = False  # these buffers take the general path
+        ntensor = len(self._names)
         if kwargs:
             args, rt = self._bind_call(args, kwargs)
         elif nargs == ntensor + self._nrt:
@@ -198,7 +216,7 @@ class Descriptor:
             rt = self._rt_defaults
         else:
             args, rt = self._bind_call(args, kwargs)
-        if self._np_slots is not None:
+        if np_views:
             views = self._numpy_views(args)
             if views is not None:
                 self._acquire()
@@ -255,24 +273,22 @@ class Descriptor:
         possible overlaps such as in-place calls) returns None: the general path checks it."""
         views = {}
         ndarray = np.ndarray
-        last = self._np_last
-        same = last is not None
-        k = 0
-        for buf, (name, layout) in zip(args, self._np_slots):
+        same = True
+        for buf, (name, layout), ref in zip(args, self._np_slots, self._np_last):
             if layout is None:  # absent at create
                 if buf is not None:
                     return None
                 views[name] = None
-            else:
-                if type(buf) is not ndarray:
-                    return None
-                shape, strides, dtype, write = layout
-                if buf.shape != shape or buf.strides != strides or buf.dtype != dtype or (write and not buf.flags.writeable):
-                    return None
-                views[name] = buf
-                if same and last[k]() is not buf:
-                    same = False
-            k += 1
+                continue
+            shape, strides, dtype, write = layout
+            if type(buf) is not ndarray or buf.shape != shape or buf.strides != strides:
+                return None
+            d = buf.dtype
+            if (d is not dtype and d != dtype) or (write and not buf.flags.writeable):
+                return None
+            views[name] = buf
+            if ref() is not buf:
+                same = False
         # The same array objects as the last call, with the layouts just checked, still do not
         # overlap: a view's address never changes, and an array owning its memory (the only kind
         # resize can move) moves within its own allocation.
@@ -282,7 +298,7 @@ class Descriptor:
         for i, j, _, _, _ in self._pairs:
             if share(args[i], args[j]):
                 return None
-        self._np_last = [_NOREF if b is None else weakref.ref(b) for b in args]
+        self._np_last = tuple([_NOREF if b is None else weakref.ref(b) for b in args])
         return views
 
     def _coerce_rt(self, values) -> tuple:

@@ -208,3 +208,233 @@ def test_topksoftmax_compiled_ranks_like_the_numpy_path(k):
         got[path] = v, i
     assert np.array_equal(got["compiled"][1], got["pure"][1])
     np.testing.assert_allclose(got["compiled"][0], got["pure"][0], rtol=1e-6, atol=0, equal_nan=True)
+
+
+def _np_dtype(dt: DType):
+    from infiniop_py.dtypes import to_numpy
+
+    return to_numpy(dt)
+
+
+def _same_bits(x, y) -> bool:
+    """Bitwise equal, any NaN matching any NaN."""
+    xf, yf = x.astype(np.float32), y.astype(np.float32)
+    nan = np.isnan(yf)
+    return np.array_equal(np.isnan(xf), nan) and np.array_equal(_bits(x)[~nan], _bits(y)[~nan])
+
+
+SMALL_SHAPES = [(1,), (7,), (1023,), (1025,), (3, 5), (2, 3, 4)]
+
+
+@pytest.mark.parametrize("dtype", [DType.F32, DType.F16, DType.BF16])
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "div"])
+def test_small_dense_binary_call_gives_the_numpy_paths_bits(op, dtype):
+    """Small calls on dense operands of one dtype run the compiled kernel's machine code on
+    the arrays themselves (no dispatch, no views); the bits are the pure-NumPy path's (f32:
+    NumPy's own loop; halves: computed in f32, rounded once), odd sizes and n-D included."""
+    k = _kernels()
+    assert jit.entry("binary", 0, *[np.zeros(1, np.uint16)] * 3) is not None
+    npdt = _np_dtype(dtype)
+    rng = np.random.default_rng(5)
+    h = iop.create_handle("cpu")
+    for shape in SMALL_SHAPES:
+        n = int(np.prod(shape))
+        vals = np.concatenate([rng.standard_normal(n) * 50, SPECIAL])[:n]
+        a = vals.astype(np.float32).astype(npdt).reshape(shape)
+        b = np.concatenate([rng.standard_normal(n) + 0.25, SPECIAL[::-1]])[:n].astype(np.float32).astype(npdt).reshape(shape)
+        td = iop.create_tensor_descriptor(shape, None, dtype)
+        got, want = np.empty(shape, npdt), np.empty(shape, npdt)
+        with iop.create_descriptor(op, h, td, td, td) as d:
+            for _ in range(2):  # the second call sees the same arrays again
+                d.calculate(None, got, a, b)
+            with jit.pure_numpy():
+                d.calculate(None, want, a, b)
+        assert _same_bits(got, want), (op, dtype, shape)
+    assert k is not None
+
+
+def test_small_dense_call_falls_back_where_it_does_not_apply():
+    """Strided operands, a misaligned array, raw addresses, an in-place call and calls inside
+    pure_numpy all give the same result as the small dense path."""
+    _kernels()
+    h = iop.create_handle("cpu")
+    rng = np.random.default_rng(6)
+    n = 1000
+    a = rng.standard_normal(n).astype(np.float16)
+    b = rng.standard_normal(n).astype(np.float16)
+    want = (a.astype(np.float32) + b.astype(np.float32)).astype(np.float16)
+    td = iop.create_tensor_descriptor((n,), None, DType.F16)
+    with iop.create_descriptor("add", h, td, td, td) as d:
+        raw = bytearray(2 * n + 1)
+        odd = np.frombuffer(raw, np.float16, count=n, offset=1)  # misaligned (read-only) input
+        assert not odd.flags.aligned
+        odd_w = np.frombuffer(memoryview(raw), np.float16, count=n, offset=1)
+        raw[1:] = a.tobytes()
+        c = np.empty(n, np.float16)
+        d.calculate(None, c, odd, b)
+        assert np.array_equal(c, want)
+        c2 = np.empty(n, np.float16)
+        d.calculate(None, c2.ctypes.data, a.ctypes.data, b.ctypes.data)  # raw addresses
+        assert np.array_equal(c2, want)
+        with jit.pure_numpy():
+            c3 = np.empty(n, np.float16)
+            d.calculate(None, c3, a, b)
+        assert np.array_equal(c3, want)
+        x = a.copy()
+        d.calculate(None, x, x, b)  # in place
+        assert np.array_equal(x, want)
+        del odd, odd_w
+    strided = iop.create_tensor_descriptor((n,), (2,), DType.F16)
+    with iop.create_descriptor("add", h, strided, strided, td) as d:
+        big_a = np.zeros(2 * n, np.float16)
+        big_a[::2] = a
+        out = np.zeros(2 * n, np.float16)
+        d.calculate(None, out[::2], big_a[::2], b)
+        assert np.array_equal(out[::2], want) and not out[1::2].any()
+
+
+def test_small_dense_call_still_refuses_bad_buffers():
+    """The small path keeps calculate's checks: read-only output, a buffer too small for its
+    descriptor, a missing buffer, a shifted overlap (each with its status)."""
+    from infiniop_py.status import InfiniopError, Status
+
+    h = iop.create_handle("cpu")
+    td = iop.create_tensor_descriptor((64,), None, DType.BF16)
+    npdt = _np_dtype(DType.BF16)
+    a, b = np.ones(64, npdt), np.ones(64, npdt)
+    with iop.create_descriptor("add", h, td, td, td) as d:
+        c = np.empty(64, npdt)
+        d.calculate(None, c, a, b)
+        assert np.all(c.astype(np.float32) == 2)
+        cases = []
+        ro = np.empty(64, npdt)
+        ro.flags.writeable = False
+        cases.append(((ro, a, b), Status.BAD_PARAM))
+        cases.append(((c, np.ones(32, npdt), b), Status.BAD_PARAM))  # too small
+        cases.append(((c, None, b), Status.NULL_POINTER))
+        base = np.zeros(80, npdt)
+        cases.append(((base[3:67], base[:64], b), Status.BAD_TENSOR_STRIDES))
+        for args, status in cases:
+            for _ in range(2):
+                with pytest.raises(InfiniopError) as ei:
+                    d.calculate(None, *args)
+                assert ei.value.status is status, (status, ei.value)
+
+
+def test_forced_pure_numpy_environment_runs_small_add_and_bf16_gemm():
+    """INFINIOP_CPU_PURE=1 (read at import): no compiled kernel anywhere, the small add and
+    the bf16 gemm take their NumPy paths and stay correct."""
+    import os
+    import subprocess
+    import sys
+
+    code = """
+import numpy as np, infiniop_py as iop
+from infiniop_py.cpu import jit, matmul
+from infiniop_py.dtypes import DType, to_numpy
+assert jit.kernels() is None and not matmul.available()
+h = iop.create_handle("cpu")
+rng = np.random.default_rng(0)
+for dt in (DType.F32, DType.F16, DType.BF16):
+    npdt = to_numpy(dt)
+    a, b = (rng.standard_normal(1024).astype(np.float32).astype(npdt) for _ in range(2))
+    c = np.empty(1024, npdt)
+    td = iop.create_tensor_descriptor((1024,), None, dt)
+    with iop.create_descriptor("add", h, td, td, td) as d:
+        d.calculate(None, c, a, b)
+    assert np.array_equal(c, (a.astype(np.float32) + b.astype(np.float32)).astype(npdt)), dt
+bf = to_numpy(DType.BF16)
+a = rng.standard_normal((160, 200)).astype(bf)
+b = rng.standard_normal((200, 96)).astype(bf)
+c = np.empty((160, 96), bf)
+descs = [iop.create_tensor_descriptor(x.shape, None, DType.BF16) for x in (c, a, b)]
+with iop.create_descriptor("gemm", h, *descs) as d:
+    d.calculate(None, c, a, b, 1.0, 0.0)
+ref = a.astype(np.float64) @ b.astype(np.float64)
+assert np.all(np.abs(c.astype(np.float64) - ref) <= 1e-2 * (np.abs(ref) + 1)), "gemm"
+print("ok")
+"""
+    env = dict(os.environ, INFINIOP_CPU_PURE="1")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+
+
+def _bf16_kernels():
+    from infiniop_py.cpu import matmul
+
+    _kernels()
+    if not matmul.available():
+        pytest.skip("no AVX512-BF16 (or an LLVM before 17): bf16 gemm takes the f32 BLAS")
+    return matmul
+
+
+def _bf16(rng, shape, order=None):
+    import ml_dtypes
+
+    x = rng.standard_normal(shape).astype(ml_dtypes.bfloat16)
+    return x if order is None else np.ascontiguousarray(x.transpose(order)).transpose(np.argsort(order))
+
+
+BF16_PRODUCTS = [
+    # (a batch, b batch, m, k, n, a layout, b layout): odd edges, odd k, transposed, padded, broadcast
+    (1, 1, 512, 512, 512, "c", "c"),
+    (1, 1, 13, 17, 9, "c", "c"),
+    (1, 1, 8, 2, 32, "c", "c"),
+    (1, 1, 1, 1, 1, "c", "c"),
+    (1, 1, 33, 515, 65, "t", "c"),
+    (1, 1, 64, 129, 100, "c", "t"),
+    (3, 3, 5, 11, 7, "t", "t"),
+    (1, 4, 40, 64, 70, "c", "c"),  # a broadcast
+    (4, 1, 40, 64, 70, "c", "pad"),  # b broadcast, padded rows
+    (2, 2, 24, 600, 40, "pad", "c"),  # k over one pass of the tile (BF16_KC pairs)
+]
+
+
+@pytest.mark.parametrize("ab,bb,m,k,n,la,lb", BF16_PRODUCTS)
+def test_bf16_products_on_the_bf16_dot_products(ab, bb, m, k, n, la, lb):
+    """bf16_matmul against float64: every element within the float32 summation bound
+    (k + 1) 2^-24 sum |a| |b|, on every layout and edge; repeatable bit for bit, also on one
+    thread."""
+    matmul = _bf16_kernels()
+    rng = np.random.default_rng(m * 1000 + k + n)
+
+    def operand(batch, r, c, layout):
+        if layout == "t":
+            return _bf16(rng, (batch, c, r)).transpose(0, 2, 1)
+        if layout == "pad":
+            return _bf16(rng, (batch, r, c + 3))[:, :, :c]
+        return _bf16(rng, (batch, r, c))
+
+    a, b = operand(ab, m, k, la), operand(bb, k, n, lb)
+    got = matmul._product(jit.kernels(), a, b).copy()
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    bound = (k + 1) * 2.0**-24 * (np.abs(a64) @ np.abs(b64))
+    assert got.shape == (max(ab, bb), m, n)
+    assert np.all(np.abs(got - a64 @ b64) <= bound)
+    assert np.array_equal(matmul._product(jit.kernels(), a, b), got)
+    threads = pool.THREADS
+    try:
+        pool.THREADS = 1
+        assert np.array_equal(matmul._product(jit.kernels(), a, b), got)
+    finally:
+        pool.THREADS = threads
+
+
+def test_bf16_gemm_takes_the_bf16_dot_products(monkeypatch):
+    """gemm in bf16, large enough: the bf16 kernels (not the f32 BLAS), alpha and beta applied
+    after, within bf16's tolerance of float64; small products keep the f32 BLAS."""
+    matmul = _bf16_kernels()
+    calls = []
+    product = matmul._product
+    monkeypatch.setattr(matmul, "_product", lambda *a: calls.append(a[1].shape) or product(*a))
+    rng = np.random.default_rng(9)
+    h = iop.create_handle("cpu")
+    for m, k, n in ((256, 320, 200), (13, 17, 9)):
+        a, b, c0 = _bf16(rng, (m, k)), _bf16(rng, (k, n)), _bf16(rng, (m, n))
+        c = c0.copy()
+        descs = [iop.create_tensor_descriptor(x.shape, None, DType.BF16) for x in (c, a, b)]
+        with iop.create_descriptor("gemm", h, *descs) as d:
+            d.calculate(None, c, a, b, 0.5, 1.5)
+        ref = 0.5 * (a.astype(np.float64) @ b.astype(np.float64)) + 1.5 * c0.astype(np.float64)
+        np.testing.assert_allclose(c.astype(np.float64), ref, rtol=1e-2, atol=1e-2)
+    assert calls == [(1, 256, 320)]

@@ -56,6 +56,28 @@ def kernels():
     return _state["module"]
 
 
+def entry(name: str, *examples):
+    """The machine code of compiled kernel ``name`` for the argument types of ``examples``,
+    callable without numba's per-call dispatch (the type of every argument looked up and
+    matched, ~0.15 us of a ~0.3 us call of a small kernel), or ``None`` where the kernels are
+    unavailable or it cannot be had. Nothing checks the arguments' types at the call: callers
+    pass exactly those types (arrays: the same number of dims, C-contiguous and aligned,
+    elements of the same size; the bits are read as the examples' dtype) and still ask
+    :func:`kernels` before each call, so that :func:`pure_numpy` takes effect."""
+    k = kernels()
+    if k is None:
+        return None
+    try:
+        import numba
+
+        fn = getattr(k, name)
+        sig = tuple(numba.typeof(x) for x in examples)
+        fn.compile(sig)  # loads numba's disk cache, or compiles
+        return fn.get_overload(sig)
+    except Exception:  # a numba without these entry points: the caller's dispatched path
+        return None
+
+
 @contextmanager
 def pure_numpy():
     """Within the block every CPU kernel takes its pure-NumPy path (for tests and A/B timing)."""

@@ -118,38 +118,75 @@ def _fused(numpy_fn, cpu_kernel, info: Info, attrs):
     return lambda k, out, a, b: k.binary(code, a, b, out)
 
 
-SMALL = 1 << 14  # elements: below this the compiled kernel runs with the least Python around it
-
-
-def _small_fused(fused, reads, fbits):
-    """``f(views, dst) -> bool``: the compiled kernel on small 1-D dense half-precision operands
-    of a unary or binary op, with the least glue (per-call overhead is most of such a call);
-    False when the operands do not qualify (the general path then runs)."""
-    if fused is None or fbits is None or len(reads) not in (1, 2):
+def _small_call(numpy_fn, cpu_kernel, info: Info, attrs, general):
+    """The CPU ``run(views, ws, rt)`` of a call small enough for one thread whose operands are
+    all C-contiguous and of one dtype among f32/f16/bf16 (decided at create: calculate hands
+    the kernel views laid out exactly as the descriptors): the compiled kernel's machine code
+    straight on the operands (:func:`infiniop_py.cpu.jit.entry`), halves read as their bits,
+    with no dispatch, views or reshapes around it; per-call glue is most of such a call.
+    Where the kernels are off (:func:`~infiniop_py.cpu.jit.pure_numpy`) or an operand is
+    misaligned, ``general(views, ws, rt)`` runs instead. None where the descriptor does not
+    qualify: an op without a compiled kernel, attributes, other layouts, or more than
+    :data:`CHUNK` * 2 elements. The binary arithmetic ufuncs take the compiled kernel in f32
+    too (IEEE arithmetic: the bits of NumPy's loop, without NumPy's floating-point-state
+    switch)."""
+    reads = info.reads
+    names = (info.out_name, *reads)
+    descs = [info.tensors[n] for n in names]
+    dt = descs[0].dtype
+    n = descs[0].numel
+    if attrs or dt not in _BITS or len(reads) not in (1, 2) or not 0 < n < 2 * CHUNK:
         return None
+    if any(d.dtype != dt or not d.is_contiguous() for d in descs):
+        return None
+    if cpu_kernel is not None:
+        name, lead = cpu_kernel, ()
+    elif isinstance(numpy_fn, np.ufunc) and numpy_fn in _BINARY and len(reads) == 2:
+        name, lead = "binary", (_BINARY[numpy_fn],)
+    else:
+        return None
+    example = np.zeros(1, _BITS[dt] or np.float32)
+    fn = jit.entry(name, *lead, *[example] * len(names))
+    if fn is None:
+        return None
+    kernels = jit.kernels
+    flat = descs[0].ndim != 1  # the kernels take 1-D operands
+    out_name = info.out_name
     if len(reads) == 1:
         (ra,) = reads
 
-        def small(views, dst):
-            a = views[ra]
-            k = jit.kernels()
-            if k is None or not (dst.flags.c_contiguous and a.flags.c_contiguous):
-                return False
-            fused(k, dst.view(fbits), a.view(fbits))
-            return True
+        def unary(views, ws, rt):
+            dst, a = views[out_name], views[ra]
+            if kernels() is None or not (dst.flags.aligned and a.flags.aligned):
+                return general(views, ws, rt)
+            if flat:
+                dst, a = dst.reshape(-1), a.reshape(-1)
+            fn(a, dst)
 
-        return small
+        return unary
     ra, rb = reads
+    if lead:
+        (code,) = lead
 
-    def small(views, dst):
-        a, b = views[ra], views[rb]
-        k = jit.kernels()
-        if k is None or not (dst.flags.c_contiguous and a.flags.c_contiguous and b.flags.c_contiguous):
-            return False
-        fused(k, dst.view(fbits), a.view(fbits), b.view(fbits))
-        return True
+        def binary_code(views, ws, rt):
+            dst, a, b = views[out_name], views[ra], views[rb]
+            if kernels() is None or not (dst.flags.aligned and a.flags.aligned and b.flags.aligned):
+                return general(views, ws, rt)
+            if flat:
+                dst, a, b = dst.reshape(-1), a.reshape(-1), b.reshape(-1)
+            fn(code, a, b, dst)
 
-    return small
+        return binary_code
+
+    def binary(views, ws, rt):
+        dst, a, b = views[out_name], views[ra], views[rb]
+        if kernels() is None or not (dst.flags.aligned and a.flags.aligned and b.flags.aligned):
+            return general(views, ws, rt)
+        if flat:
+            dst, a, b = dst.reshape(-1), a.reshape(-1), b.reshape(-1)
+        fn(a, b, dst)
+
+    return binary
 
 
 def _flat_bits(a: np.ndarray, bits) -> np.ndarray:
@@ -191,8 +228,6 @@ def make_cpu(numpy_fn, attr_names, compute_dtype=None, cpu_kernel=None):
         ufunc_f32 = isinstance(numpy_fn, np.ufunc) and out_dt in H and not attrs and cdt is None and numpy_fn.nout == 1
         ufunc_f32 = ufunc_f32 and all(info.tensors[r].dtype in H | {DType.F32} for r in reads)
 
-        small_fused = _small_fused(fused, reads, fbits)
-
         def compute_into(dst, *args):
             if not bitwise:
                 args = [_upcast(a, i) for i, a in enumerate(args)]
@@ -226,8 +261,6 @@ def make_cpu(numpy_fn, attr_names, compute_dtype=None, cpu_kernel=None):
             dst = views[out_name]
             n = dst.size
             if not n:
-                return
-            if small_fused is not None and n < SMALL and dst.ndim == 1 and small_fused(views, dst):
                 return
             args = [views[r] for r in reads]
             if direct and n < 2 * CHUNK:  # small, one NumPy call: the least Python around it
@@ -263,7 +296,8 @@ def make_cpu(numpy_fn, attr_names, compute_dtype=None, cpu_kernel=None):
             # no temporaries on the direct path: a few parts per thread, not cache-sized blocks
             parallel_chunks(compute, dst, args, block=-(-n // (pool.PARTS_PER_THREAD * pool.THREADS)) if direct else CHUNK)
 
-        return run
+        small = _small_call(numpy_fn, cpu_kernel, info, attrs, run) if cdt is None else None
+        return run if small is None else small
 
     return factory
 

@@ -1,0 +1,135 @@
+"""bfloat16 matrix products on the CPU's bfloat16 dot products (compiled kernels, optional).
+
+NumPy has no bfloat16 BLAS: the fallback widens both operands to float32 and calls the f32
+BLAS, at the f32 rate. Where the CPU has AVX512-BF16 (``vdpbf16ps``: per float32 lane, two
+bfloat16 products added to the accumulator, at twice the f32 multiply-add rate), the compiled
+kernels of :mod:`.kernels` (``bf16_pack_b``, ``bf16_gemm``) multiply the bfloat16 operands as
+they are: a read as pairs along k (a copy only where its rows are not such pairs), b packed
+once into panels, the product accumulated in float32 registers over the whole of k in a fixed
+order per element, so results repeat bit for bit whatever the threads. Products of two
+bfloat16 are exact in float32; each addition rounds to nearest even; subnormal inputs and
+results are flushed to zero (as the BLAS-less half products of other libraries do).
+
+:func:`bf16_matmul` returns None (the caller takes the f32 BLAS) without numba, under
+:func:`~infiniop_py.cpu.jit.pure_numpy`, on CPUs without the instruction, for products too
+small to pay for the packing, or when the kernels failed their self-check at first use.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from . import jit, pool
+
+MIN_WORK = 1 << 21  # m * n * k below which the f32 BLAS path wins (less glue around it)
+
+U16 = np.dtype(np.uint16)
+U32 = np.dtype(np.uint32)
+F32 = np.dtype(np.float32)
+
+_state: dict = {"ok": None}
+_lock = threading.Lock()
+
+
+def _cpu_has_bf16_dot() -> bool:
+    """Whether numba compiles for a CPU with AVX512-BF16 through an LLVM that types its
+    intrinsic with ``bfloat`` vectors (LLVM 17 on). A portable numba target (NUMBA_CPU_NAME)
+    may lack the instruction, so only the host's own target counts."""
+    try:
+        import llvmlite.binding as llvm
+        import numba
+
+        if numba.config.CPU_NAME or numba.config.CPU_FEATURES or llvm.llvm_version_info[0] < 17:
+            return False
+        return "+avx512bf16" in llvm.get_host_cpu_features().flatten().split(",")
+    except Exception:
+        return False
+
+
+def _self_check(k) -> bool:
+    """Compiles the kernels and checks one odd-shaped product (edge tiles, odd k) against
+    float64: each element within 2^-20 of sum |a| |b|."""
+    import ml_dtypes
+
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((11, 37)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((37, 45)).astype(ml_dtypes.bfloat16)
+    got = _product(k, a[None], b[None])[0]
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    bound = np.abs(a64) @ np.abs(b64) * 2.0**-20
+    return bool(np.all(np.abs(got - a64 @ b64) <= bound))
+
+
+def available() -> bool:
+    """Whether :func:`bf16_matmul` runs the bfloat16 kernels here (the first call compiles
+    and checks them)."""
+    k = jit.kernels()
+    if k is None:
+        return False
+    if _state["ok"] is None:
+        with _lock:
+            if _state["ok"] is None:
+                try:
+                    _state["ok"] = _cpu_has_bf16_dot() and _self_check(k)
+                except Exception:  # a compile failure: the f32 BLAS path
+                    _state["ok"] = False
+    return _state["ok"]
+
+
+def bf16_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """``a @ b`` in float32 for bfloat16 ``a`` (batch, m, k) and ``b`` (batch, k, n), either
+    batch 1 (broadcast), any strides; a view of the calling thread's scratch (valid until its
+    next call), shaped (batch, m, n). None where the kernels do not run (module docstring)."""
+    m, kdim, n = a.shape[1], a.shape[2], b.shape[2]
+    if m * n * kdim < MIN_WORK or not available():
+        return None
+    return _product(jit.kernels(), a, b)
+
+
+def _pairs(a: np.ndarray, rows: int, kp: int) -> np.ndarray:
+    """``a`` (batch, m, k) bfloat16 as the kernel reads it: (batch, rows, kp) uint32 pairs along
+    k, rows a multiple of the tile. ``a`` itself where it is such pairs already (unit stride
+    along an even k, rows 4-byte aligned, no rows to pad), else a zero-padded scratch copy."""
+    batch, m, kdim = a.shape
+    bits = a.view(U16)
+    if m == rows and kdim == 2 * kp and bits.strides[2] == 2 and bits.strides[1] % 4 == 0 and bits.strides[0] % 4 == 0:
+        if bits.__array_interface__["data"][0] % 4 == 0:
+            return bits.view(U32)
+    buf = pool.scratch("mm.a", (batch, rows, 2 * kp), U16)
+    buf[:, :m, :kdim] = bits
+    buf[:, :m, kdim:] = 0
+    buf[:, m:] = 0
+    return buf.view(U32)
+
+
+def _product(k, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    batch = max(a.shape[0], b.shape[0])
+    m, kdim, n = a.shape[1], a.shape[2], b.shape[2]
+    mr, nr = k.BF16_MR, k.BF16_NR
+    kp = (kdim + 1) // 2
+    rows = -(-m // mr) * mr
+    panels = -(-n // nr)
+    ap = _pairs(a, rows, kp)
+    bp = pool.scratch("mm.b", (b.shape[0], panels, kp, nr), U32)
+    c = pool.scratch("mm.c", (batch, rows, panels * nr), F32)
+    bits = b.view(U16)
+    if kp == 0:
+        c[...] = 0
+        return c[:, :m, :n]
+    per = max(1, -(-pool.PARTS_PER_THREAD * pool.THREADS // batch))  # parts per batch entry
+    ai = (lambda i: 0) if ap.shape[0] == 1 else (lambda i: i)
+    parts = [(i, j0, j1) for i in range(batch) for j0, j1 in pool.bounds(panels, per)]
+    if bp.shape[0] == batch:  # each part packs the panels of b it multiplies
+
+        def part(i, j0, j1):
+            k.bf16_pack_b(bits[i], bp[i], j0, j1)
+            k.bf16_gemm(ap[ai(i)], bp[i], c[i], j0, j1)
+
+        pool.run_all(part, parts)
+        return c[:, :m, :n]
+    # one b for every batch entry: packed once, first
+    pool.run_all(lambda j0, j1: k.bf16_pack_b(bits[0], bp[0], j0, j1), pool.bounds(panels, per))
+    pool.run_all(lambda i, j0, j1: k.bf16_gemm(ap[ai(i)], bp[0], c[i], j0, j1), parts)
+    return c[:, :m, :n]
