@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ctypes
 import math
-import os
 import struct
 from pathlib import Path
 
@@ -140,15 +139,6 @@ class Pick:
         self.scalar(ptrs, ws, stream)
 
 
-def col_sum_launch(fn_ptr: int, out_slot: int, ws_offset: int, D: int, nparts: int, ostride: int) -> Launch:  # noqa: N803
-    return Launch(
-        fn_ptr,
-        (-(-D // 32),),
-        (256,),
-        [Slot(out_slot), Slot("ws", ws_offset), ctypes.c_longlong(D), ctypes.c_int(nparts), ctypes.c_longlong(ostride)],
-    )
-
-
 def align_up(n: int, a: int = 256) -> int:
     return -(-n // a) * a
 
@@ -244,21 +234,14 @@ def forward_grid(plan: RowPlan, tpr: int | None, sms: int, r: int = 1) -> tuple[
     return max(1, min(-(-plan.rows // (rows_per_block(tpr) * r)), 1 << 30)), RowPlan.block(tpr)
 
 
-FWD_RS = (1, 2)  # rows per group and step instantiated for the forward kernels (TPR <= 256)
-
-
 def fwd_rows(tpr: int | None) -> int:
     """Rows each row group of a forward kernel loads at once (the template parameter R).
 
     Short rows (TPR <= 64: f16 D <= 2048, f32 D <= 1024) load two rows per step so that a
-    thread has twice the bytes in flight; longer rows already have enough. The environment
-    variable INFINIOP_NORM_R (1 or 2) overrides the choice, for tuning runs only.
+    thread has twice the bytes in flight; longer rows already have enough.
     """
     if tpr is None or tpr > 256:
         return 1
-    env = os.environ.get("INFINIOP_NORM_R")
-    if env in ("1", "2"):
-        return int(env)
     return 2 if tpr <= 64 else 1
 
 
@@ -286,29 +269,16 @@ FWD_PIPE_MAX_TPR = 64  # forward: pipelined only for short rows (f16 D <= 2048, 
 BWD_PIPE_MIN_TPR = 256  # backward: pipelined only for row groups of 256+ threads
 
 
-def _env_int(name: str, default: int) -> int:
-    v = os.environ.get(name)
-    try:
-        return int(v) if v is not None else default
-    except ValueError:
-        return default
-
-
 def pipe_stages(kind: str, tpr: int | None, tensors: int, np_: int, fwd_stages: int = 3) -> int:
     """Ring depth S of a pipelined kernel (0: use the register-prefetch kernel).
 
     Measured on the H200 (docs/perf/norms.md): the forward ring is faster for short rows
     (TPR <= 64; ``fwd_stages`` is 2 for rms_norm, 3 for layer_norm) and 5-10 % slower for long
-    ones; the backward ring (S = 3) pays off from 256-thread row groups on. The environment
-    variables INFINIOP_NORM_FWD_S / INFINIOP_NORM_BWD_S (0, 2, 3, 4) force a depth for every
-    row length, for tuning runs only. S shrinks until the ring
-    (S * tensors * np_ * block * 16 bytes) fits PIPE_SMEM_MAX."""
+    ones; the backward ring (S = 3) pays off from 256-thread row groups on. S shrinks until the
+    ring (S * tensors * np_ * block * 16 bytes) fits PIPE_SMEM_MAX."""
     if tpr is None:
         return 0
-    env = os.environ.get("INFINIOP_NORM_FWD_S" if kind == "fwd" else "INFINIOP_NORM_BWD_S")
-    if env is not None:
-        s = _env_int("INFINIOP_NORM_FWD_S" if kind == "fwd" else "INFINIOP_NORM_BWD_S", 0)
-    elif kind == "fwd":
+    if kind == "fwd":
         s = fwd_stages if tpr <= FWD_PIPE_MAX_TPR else 0
     else:
         s = BWD_STAGES if tpr >= BWD_PIPE_MIN_TPR else 0
@@ -357,22 +327,16 @@ def pipe_grid(plan: RowPlan, tpr: int, sms: int, fn, dyn_smem: int, block: int |
 
 
 # Variant bits of the backward *_cp kernels (template parameter OPT; ops/*_backward/kernel.cu):
-# 1 reciprocal std from a shared table (layer_norm), 2 one barrier per row, 4 16-byte partial
-# stores, 8 two 256-thread row groups per block. Chosen per row-group size from the H200 A/B
-# (docs/perf/norms.md, round 5): 256-thread groups run two per block (8: half the partial rows,
-# written through shared memory with coalesced stores), 512-thread groups store their partial
-# rows with 16-byte stores (4); 1024-thread groups keep the round-3 kernel for layer_norm (4
-# spilled more there and measured 3 % slower) and use 4 for rms_norm. Bits 1 and 2 measured
-# mixed (up to 8 % slower in graph replay) and stay off.
+# 4 16-byte partial stores, 8 two 256-thread row groups per block. Chosen per row-group size
+# (docs/perf/norms.md): 256-thread groups run two per block (8: half the partial rows, written
+# through shared memory with coalesced stores), 512-thread groups store their partial rows with
+# 16-byte stores (4); 1024-thread groups keep plain stores for layer_norm (4 spilled more there
+# and measured 3 % slower) and use 4 for rms_norm.
 BWD_OPTS = {"layer": {256: 8, 512: 4}, "rms": {256: 8, 512: 4, 1024: 4}}
 
 
 def bwd_opt(kind: str, tpr: int | None) -> int:
-    """OPT of a backward *_cp kernel (kind "layer" or "rms"); INFINIOP_NORM_BWD_OPT (0-15)
-    overrides it for every row length, for A/B runs only."""
-    v = _env_int("INFINIOP_NORM_BWD_OPT", -1)
-    if 0 <= v <= 15:
-        return v
+    """OPT of a backward *_cp kernel (kind "layer" or "rms")."""
     return BWD_OPTS[kind].get(tpr, 0)
 
 
@@ -381,12 +345,6 @@ def bwd_block(tpr: int, opt: int) -> int:
     if tpr >= 256:
         return 512 if (opt & 8) and tpr == 256 else tpr
     return 256
-
-
-def colsum_version() -> int:
-    """2: the wide stage-2 kernel (norm_col_sum2, weight and bias in one launch); 1: the
-    original. INFINIOP_NORM_COLSUM overrides, for tuning runs only."""
-    return 1 if _env_int("INFINIOP_NORM_COLSUM", 2) == 1 else 2
 
 
 def col_sum2_launch(fn_ptr: int, outs: list, D: int, nparts: int) -> Launch:  # noqa: N803

@@ -54,11 +54,10 @@ __device__ __forceinline__ A norm_warp_sum(A v) {
 }
 
 // Sum K values over each row group of TPR threads; every thread of the group gets the sums.
-// Must be reached by every thread of the block. One block barrier: sm is this row's buffer of
-// ROWS * (TPR / 32) * K values, and the caller alternates between two such buffers from one
-// row to the next (the barrier of row i + 1 orders row i's reads before row i + 2's writes).
+// Must be reached by every thread of the block. sm holds ROWS * (TPR / 32) * K values; the
+// closing barrier lets the next row reuse it.
 template <int TPR, int ROWS, int K, class A>
-__device__ __forceinline__ void norm_group_sum1(A (&v)[K], A* sm) {
+__device__ __forceinline__ void norm_group_sum(A (&v)[K], A* sm) {
 #pragma unroll
   for (int k = 0; k < K; ++k) v[k] = norm_warp_sum(v[k]);
   if (TPR > 32) {
@@ -76,14 +75,8 @@ __device__ __forceinline__ void norm_group_sum1(A (&v)[K], A* sm) {
       for (int i = 0; i < W; ++i) s += sm[(slot * W + i) * K + k];
       v[k] = s;
     }
+    __syncthreads();
   }
-}
-
-// norm_group_sum1 plus a closing barrier, so the same sm buffer can be reused by the next row.
-template <int TPR, int ROWS, int K, class A>
-__device__ __forceinline__ void norm_group_sum(A (&v)[K], A* sm) {
-  norm_group_sum1<TPR, ROWS, K>(v, sm);
-  if (TPR > 32) __syncthreads();
 }
 
 // VEC consecutive elements at p[e] (VEC > 1: one aligned vector load, unit stride) or the
@@ -332,27 +325,6 @@ __device__ __forceinline__ void norm_store_partial_v(A (&acc)[NP][VEC], A* part,
   }
 }
 
-// Stage 2: out[c * ostride] = sum over parts i (in order) of part[i * D + c]. Block (32, 8):
-// column c = blockIdx.x * 32 + tx; row ty adds parts ty, ty + 8, ...; then the 8 row sums are
-// added in order. nparts == 0 writes zeros.
-template <class TO, class A>
-__global__ void __launch_bounds__(256) norm_col_sum(TO* out, const A* part, long long D, int nparts, long long ostride) {
-  __shared__ A sm[8][33];
-  const int tx = threadIdx.x & 31, ty = threadIdx.x >> 5;
-  const long long c = (long long)blockIdx.x * 32 + tx;
-  A s = A(0);
-  if (c < D)
-    for (int i = ty; i < nparts; i += 8) s += part[(long long)i * D + c];
-  sm[ty][tx] = s;
-  __syncthreads();
-  if (ty == 0 && c < D) {
-    A t = A(0);
-#pragma unroll
-    for (int k = 0; k < 8; ++k) t += sm[k][tx];
-    out[c * ostride] = Conv<TO>::from(t);
-  }
-}
-
 // ---- Asynchronous row staging (cp.async, sm_80+) ----------------------------------------------
 // The pipelined kernels (template parameter S >= 2) copy the rows they will need S - 1 steps
 // ahead from global memory into a per-thread ring in dynamic shared memory with 16-byte
@@ -400,7 +372,7 @@ __device__ __forceinline__ void norm_sm_row(const unsigned char* src, unsigned p
   for (int q = 0; q < NP; ++q) k[q] = *reinterpret_cast<const NormPack<T, VEC>*>(src + q * pstride);
 }
 
-// Stage 2, wider: block (32, 32); column c = blockIdx.x * 32 + tx; thread row ty adds parts
+// Stage 2 of the column sum: block (32, 32); column c = blockIdx.x * 32 + tx; thread row ty adds parts
 // ty, ty + 32, ... in order, eight loads issued before their adds; then the 32 row sums are
 // added in order. blockIdx.y selects one of two (out, part) pairs (weight and bias gradients in
 // one launch). nparts == 0 writes zeros.

@@ -23,8 +23,6 @@ from infiniop_py.norm import (
     bwd_opt,
     bwd_per_sm,
     col_sum2_launch,
-    col_sum_launch,
-    colsum_version,
     persistent_grid,
     pipe_grid,
     pipe_smem,
@@ -47,9 +45,8 @@ def name(t: DType, vec: int, tpr: int | None, stages: int = 0, opt: int = 0) -> 
     return f"layer_norm_bwd<{ctype(t)}, {vec}, {tpr}>"
 
 
-def col_name(t: DType, version: int = 1) -> str:
-    k = "norm_col_sum2" if version == 2 else "norm_col_sum"
-    return f"{k}<{ctype(t)}, {acc_ctype(t)}>"
+def col_name(t: DType) -> str:
+    return f"norm_col_sum2<{ctype(t)}, {acc_ctype(t)}>"
 
 
 class LayerNormBackwardKernel(CudaKernel):
@@ -71,14 +68,13 @@ class LayerNormBackwardKernel(CudaKernel):
         variants = ([(plan.vec, plan.vec_tpr, pipe_stages("bwd", plan.vec_tpr, 2, NP_BWD))] if plan.vec > 1 else []) + [
             (1, plan.tpr, 0)
         ]
-        cv = colsum_version()
         opt = bwd_opt("layer", plan.vec_tpr)
-        exprs = [name(t, v, p, st, opt if st else 0) for v, p, st in variants] + [col_name(t, cv)]
+        exprs = [name(t, v, p, st, opt if st else 0) for v, p, st in variants] + [col_name(t)]
         mod = get_module(SOURCE, exprs, handle.device_id)
         v0, p0, s0 = variants[0]
         if s0 and not allow_dyn_smem(getattr(mod, "kernels", {}).get(exprs[0]), pipe_smem(s0, 2, NP_BWD, bwd_block(p0, opt))):
             variants[0] = (v0, p0, 0)  # no opt-in for the ring: the register-prefetch kernel
-            exprs = [name(t, v, p, st, opt if st else 0) for v, p, st in variants] + [col_name(t, cv)]
+            exprs = [name(t, v, p, st, opt if st else 0) for v, p, st in variants] + [col_name(t)]
             mod = get_module(SOURCE, exprs, handle.device_id)
         col = mod.ptr[exprs[-1]]
         grids, shms = [], []
@@ -100,13 +96,8 @@ class LayerNormBackwardKernel(CudaKernel):
             if plan.rows:
                 args = [Slot(0), Slot("ws"), Slot("ws", part), Slot(3), Slot(4), Slot(5), Slot(6), plan.meta]
                 launches.append(Launch(mod.ptr[e], (grid,), (block,), [*args, ctypes.c_int(int(has_bias))], shmem=shm))
-            if cv == 2:
-                outs = [(1, 0, gw_s)] + ([(2, part, gb_s)] if has_bias else [])
-                launches.append(col_sum2_launch(col, outs, D, nparts))
-            else:
-                launches.append(col_sum_launch(col, 1, 0, D, nparts, gw_s))
-                if has_bias:
-                    launches.append(col_sum_launch(col, 2, part, D, nparts, gb_s))
+            outs = [(1, 0, gw_s)] + ([(2, part, gb_s)] if has_bias else [])
+            launches.append(col_sum2_launch(col, outs, D, nparts))
             seqs.append(Seq(*launches))
         self.workspace_size = 2 * part if has_bias else part
         self.pick = Pick(seqs[0] if len(seqs) == 2 else None, seqs[-1], plan.aligned)
@@ -120,10 +111,10 @@ def factory(info: Info, handle):
 
 
 def compile_units():
-    # The compile check covers what a descriptor selects (ring depth by pipe_stages, OPT by
-    # bwd_opt; the tuning switches are unset in CI): other depths / OPT values are reachable
-    # only through the INFINIOP_NORM_* switches and compile on demand. One unit per dtype
-    # combination, so the compile check's workers share the family.
+    # What a descriptor can select: per row-group size the register-prefetch kernels on both
+    # paths, the ring kernel (depth by pipe_stages, OPT by bwd_opt) where planned, the
+    # block-per-row kernel and the column sum. One unit per dtype combination, so the compile
+    # check's workers share the family.
     units = []
     for t in sorted(F):
         exprs = []
@@ -132,7 +123,7 @@ def compile_units():
             st = pipe_stages("bwd", p, 2, NP_BWD)
             if st:
                 exprs.append(name(t, VEC[t], p, st, bwd_opt("layer", p)))
-        exprs += [name(t, 1, None), col_name(t), col_name(t, 2)]
+        exprs += [name(t, 1, None), col_name(t)]
         units.append((SOURCE, exprs))
     return units
 

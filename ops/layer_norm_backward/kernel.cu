@@ -2,7 +2,7 @@
 // 4 weight, 5 input_standardization, 6 input_std_deviation.
 // Per row: g = dy * w; grad_input = (g - mean(g) - xh * mean(g * xh)) / std.
 // grad_weight = sum_rows dy * xh, grad_bias = sum_rows dy: per-block partial rows in the
-// workspace (pw, pb), summed in fixed order by norm_col_sum afterwards.
+// workspace (pw, pb), summed in fixed order by norm_col_sum2 afterwards.
 
 // One row of layer_norm_backward from its packs in registers: grad_input = (dy * w - mean(dy w)
 // - xh * mean(dy w xh)) / std stored, dy * xh and dy added into the weight / bias accumulators.
@@ -145,16 +145,11 @@ layer_norm_bwd_big(T* gi, typename Compute<T>::type* pw, typename Compute<T>::ty
 
 // Pipelined variant (vector path only): dy and xh rows S - 1 steps ahead are copied to shared
 // memory with cp.async (norm.cuh). Dynamic shared memory: S * 2 * NP * B * 16 bytes.
-// OPT (bit mask; 0 is the round-3 kernel):
-//   1: the reciprocal std of the rows comes from a shared table that the block fills once every
-//      TPR steps (one load per thread), instead of a register ring of the same depth as the
-//      row ring. Shifting that ring reads the std loaded in the same step, so each step waited
-//      for a full memory round trip (a PRMT of the pending load at the loop head, in the SASS).
-//   2: one block barrier per row (norm_group_sum1 on two alternating buffers) instead of two
-//      (not for 1024-thread groups: it spilled there).
+// OPT (bit mask):
 //   4: 16-byte stores of the weight-gradient partial rows (norm_store_partial_v).
 //   8: 256-thread row groups run two per block (B = 512), halving the partial rows; their
 //      combine reuses the ring's shared memory.
+// The std of the rows in flight rides in a register ring of the same depth as the row ring.
 template <class T, int VEC, int TPR, int S, int OPT = 0>
 __global__ void __launch_bounds__(norm_bwd_block(TPR, OPT))
 layer_norm_bwd_cp(T* gi, typename Compute<T>::type* pw, typename Compute<T>::type* pb, const T* dy,
@@ -163,15 +158,12 @@ layer_norm_bwd_cp(T* gi, typename Compute<T>::type* pw, typename Compute<T>::typ
   constexpr int NP = NORM_NP_BWD;
   constexpr int B = norm_bwd_block(TPR, OPT);
   constexpr int ROWS = B / TPR;
-  constexpr bool SC = (OPT & 1) != 0, B1 = (OPT & 2) != 0 && TPR < 1024, PV = (OPT & 4) != 0, RING_SMP = (OPT & 8) != 0 || ROWS == 1;
+  constexpr bool PV = (OPT & 4) != 0, RING_SMP = (OPT & 8) != 0 || ROWS == 1;
   constexpr unsigned PS = B * 16;
   constexpr unsigned TS = NP * PS;
   constexpr unsigned SS = 2 * TS;
-  constexpr int GS = ROWS * (TPR / 32) * 2;  // one group-sum buffer
-  constexpr int CH = B / ROWS;                // steps per std table fill (SC)
-  __shared__ A sm[B1 ? 2 * GS : GS];
+  __shared__ A sm[ROWS * (TPR / 32) * 2];
   __shared__ A smp[RING_SMP ? 1 : ROWS * TPR * NP * VEC];
-  __shared__ A srs[SC ? B : 1];
   A* const smpp = RING_SMP ? reinterpret_cast<A*>(norm_dsm) : smp;
   const int lane = threadIdx.x % TPR;
   const int slot = threadIdx.x / TPR;
@@ -179,19 +171,18 @@ layer_norm_bwd_cp(T* gi, typename Compute<T>::type* pw, typename Compute<T>::typ
   const long long ngroups = (m.rows + ROWS - 1) / ROWS;
   const unsigned base = norm_smem_addr(norm_dsm) + threadIdx.x * 16;
   const unsigned char* gbase = norm_dsm + threadIdx.x * 16;
-  T sdq[SC ? 1 : S];  // !SC: std of the rows in flight (sdq[0]: the current row)
+  T sdq[S];  // std of the rows in flight (sdq[0]: the current row)
   auto issue = [&](long long g, int s) -> T {
     const long long r = g * ROWS + slot;
     const bool live = g < ngroups && r < m.rows;
     const unsigned d = base + s * SS;
     norm_cp_row<T, VEC, TPR, NP>(d, PS, dy + (live ? norm_row_off<3>(m, r) : 0), D, live);
     norm_cp_row<T, VEC, TPR, NP>(d + TS, PS, xh + (live ? norm_row_off<5>(m, r) : 0), D, live);
-    if constexpr (SC) return T{};
     return live ? stdv[norm_row_off<6>(m, r)] : T{};
   };
 #pragma unroll
   for (int s = 0; s < S - 1; ++s) {
-    sdq[SC ? 0 : s] = issue(blockIdx.x + (long long)s * gridDim.x, s);
+    sdq[s] = issue(blockIdx.x + (long long)s * gridDim.x, s);
     norm_cp_commit();
   }
   NormPack<T, VEC> wk[NP];
@@ -202,25 +193,10 @@ layer_norm_bwd_cp(T* gi, typename Compute<T>::type* pw, typename Compute<T>::typ
 #pragma unroll
     for (int j = 0; j < VEC; ++j) accw[p][j] = accb[p][j] = A(0);
   }
-  int rd = 0, wr = S - 1, par = 0;
-  long long it = 0;
-  for (long long g = blockIdx.x; g < ngroups; g += gridDim.x, ++it) {
-    sdq[SC ? 0 : S - 1] = issue(g + (long long)(S - 1) * gridDim.x, wr);
+  int rd = 0, wr = S - 1;
+  for (long long g = blockIdx.x; g < ngroups; g += gridDim.x) {
+    sdq[S - 1] = issue(g + (long long)(S - 1) * gridDim.x, wr);
     norm_cp_commit();
-    A rs_sc = A(0);
-    if constexpr (SC) {
-      const int k = (int)(it % CH);
-      if (k == 0) {  // the reciprocal std of this block's next CH steps, one per thread
-        const long long gt = g + (long long)(threadIdx.x / ROWS) * gridDim.x;
-        const long long rt = gt * ROWS + threadIdx.x % ROWS;
-        A v = A(0);
-        if (gt < ngroups && rt < m.rows) v = A(1) / (A)iop_load(stdv[norm_row_off<6>(m, rt)]);
-        if (it > 0) __syncthreads();
-        srs[threadIdx.x] = v;
-        __syncthreads();
-      }
-      rs_sc = srs[k * ROWS + slot];
-    }
     norm_cp_wait<S - 1>();
     NormPack<T, VEC> dk[NP], hk[NP];
     norm_sm_row<T, VEC, NP>(gbase + rd * SS, PS, dk);
@@ -228,10 +204,8 @@ layer_norm_bwd_cp(T* gi, typename Compute<T>::type* pw, typename Compute<T>::typ
     rd = rd + 1 == S ? 0 : rd + 1;
     wr = wr + 1 == S ? 0 : wr + 1;
     const T sdk = sdq[0];
-    if constexpr (!SC) {
 #pragma unroll
-      for (int s = 0; s < S - 1; ++s) sdq[s] = sdq[s + 1];
-    }
+    for (int s = 0; s < S - 1; ++s) sdq[s] = sdq[s + 1];
     const long long r = g * ROWS + slot;
     const bool live = r < m.rows;
     A s[2] = {A(0), A(0)};
@@ -244,15 +218,10 @@ layer_norm_bwd_cp(T* gi, typename Compute<T>::type* pw, typename Compute<T>::typ
         s[1] += gg * norm_cv<A>(hk[p], j);
       }
     }
-    if constexpr (B1) {
-      norm_group_sum1<TPR, ROWS, 2>(s, sm + par * GS);
-      par ^= 1;
-    } else {
-      norm_group_sum<TPR, ROWS, 2>(s, sm);
-    }
+    norm_group_sum<TPR, ROWS, 2>(s, sm);
     if (live) {
       const A mg = s[0] / A(D), mgh = s[1] / A(D);
-      const A rs = SC ? rs_sc : A(1) / (A)iop_load(sdk);
+      const A rs = A(1) / (A)iop_load(sdk);
       ln_bwd_row<T, VEC, TPR>(gi + norm_row_off<0>(m, r), m.dstride[0], D, lane, mg, mgh, rs, dk, hk, wk, accw, accb);
     }
   }

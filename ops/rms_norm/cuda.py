@@ -9,7 +9,6 @@ from infiniop_py.cuda.compiler import Launch, Slot, get_module
 from infiniop_py.cuda.kernel import CudaKernel, ctype
 from infiniop_py.dtypes import DType
 from infiniop_py.norm import (
-    FWD_RS,
     NP,
     TPRS,
     Pick,
@@ -85,27 +84,22 @@ def factory(info: Info, handle):
     return RMSNormKernel(info, handle)
 
 
-def compile_units(tuning: bool = False):
-    # The compile check covers what a descriptor selects (ring depth by pipe_stages, rows per
-    # step by fwd_rows; the INFINIOP_NORM_* tuning switches are unset in CI, other settings
-    # compile on demand); tuning=True lists the other rows-per-step instantiations instead (the
-    # check's --all). One unit per dtype combination, so the compile check's workers share the
-    # family.
+def compile_units():
+    # What a descriptor can select: per row-group size the register kernels (rows per step by
+    # fwd_rows) on both paths, the ring kernel where pipe_stages plans one, and the block-per-row
+    # kernel. One unit per dtype combination, so the compile check's workers share the family.
     units = []
     for t, tw in COMBOS:
         vec = 16 // {DType.F16: 2, DType.BF16: 2, DType.F32: 4, DType.F64: 8}[t]
         exprs = []
         for p in TPRS:
-            rs = [r for r in (FWD_RS if p <= 256 else (1,)) if (r == fwd_rows(p)) != tuning]
-            exprs += [names(t, tw, v, p, r) for v in (vec, 1) for r in rs]
+            exprs += [names(t, tw, v, p, fwd_rows(p)) for v in (vec, 1)]
             st = pipe_stages("fwd", p, 1, NP, fwd_stages=2)
-            if st and not tuning:
+            if st:
                 exprs.append(names(t, tw, vec, p, 1, st))
-        if not tuning:
-            exprs.append(names(t, tw, 1, None))
+        exprs.append(names(t, tw, 1, None))
         units.append((SOURCE, exprs))
     return units
 
 
 factory.compile_units = compile_units
-factory.tuning_units = lambda: compile_units(tuning=True)

@@ -23,8 +23,6 @@ from infiniop_py.norm import (
     bwd_opt,
     bwd_per_sm,
     col_sum2_launch,
-    col_sum_launch,
-    colsum_version,
     noop,
     persistent_grid,
     pipe_grid,
@@ -50,9 +48,8 @@ def name(t: DType, tw: DType, vec: int, tpr: int | None, stages: int = 0, opt: i
     return f"rms_norm_bwd<{ctype(t)}, {ctype(tw)}, {vec}, {tpr}>"
 
 
-def col_name(tw: DType, t: DType, version: int = 1) -> str:
-    k = "norm_col_sum2" if version == 2 else "norm_col_sum"
-    return f"{k}<{ctype(tw)}, {acc_ctype(t)}>"
+def col_name(tw: DType, t: DType) -> str:
+    return f"norm_col_sum2<{ctype(tw)}, {acc_ctype(t)}>"
 
 
 class RMSNormBackwardKernel(CudaKernel):
@@ -66,22 +63,19 @@ class RMSNormBackwardKernel(CudaKernel):
         variants = ([(plan.vec, plan.vec_tpr, pipe_stages("bwd", plan.vec_tpr, 2, NP_BWD))] if plan.vec > 1 else []) + [
             (1, plan.tpr, 0)
         ]
-        cv = colsum_version()
         opt = bwd_opt("rms", plan.vec_tpr)
-        exprs = [name(t, tw, v, p, st, opt if st else 0) for v, p, st in variants] + [col_name(tw, t, cv)]
+        exprs = [name(t, tw, v, p, st, opt if st else 0) for v, p, st in variants] + [col_name(tw, t)]
         mod = get_module(SOURCE, exprs, handle.device_id)
         v0, p0, s0 = variants[0]
         if s0 and not allow_dyn_smem(getattr(mod, "kernels", {}).get(exprs[0]), pipe_smem(s0, 2, NP_BWD, bwd_block(p0, opt))):
             variants[0] = (v0, p0, 0)  # no opt-in for the ring: the register-prefetch kernel
-            exprs = [name(t, tw, v, p, st, opt if st else 0) for v, p, st in variants] + [col_name(tw, t, cv)]
+            exprs = [name(t, tw, v, p, st, opt if st else 0) for v, p, st in variants] + [col_name(tw, t)]
             mod = get_module(SOURCE, exprs, handle.device_id)
         eps = ctypes.c_double(info.attrs["epsilon"])
         gw_stride = ti["grad_w"].strides[0]
 
         def col(nparts):
-            if cv == 2:
-                return col_sum2_launch(mod.ptr[exprs[-1]], [(1, 0, gw_stride)], D, nparts)
-            return col_sum_launch(mod.ptr[exprs[-1]], 1, 0, D, nparts, gw_stride)
+            return col_sum2_launch(mod.ptr[exprs[-1]], [(1, 0, gw_stride)], D, nparts)
 
         seqs, need = [], 0
         for (_v, p, st), e in zip(variants, exprs):
@@ -114,10 +108,10 @@ def factory(info: Info, handle):
 
 
 def compile_units():
-    # The compile check covers what a descriptor selects (ring depth by pipe_stages, OPT by
-    # bwd_opt; the tuning switches are unset in CI): other depths / OPT values are reachable
-    # only through the INFINIOP_NORM_* switches and compile on demand. One unit per dtype
-    # combination, so the compile check's workers share the family.
+    # What a descriptor can select: per row-group size the register-prefetch kernels on both
+    # paths, the ring kernel (depth by pipe_stages, OPT by bwd_opt) where planned, the
+    # block-per-row kernel and the column sum. One unit per dtype combination, so the compile
+    # check's workers share the family.
     units = []
     for t, tw in COMBOS:
         exprs = []
@@ -126,7 +120,7 @@ def compile_units():
             st = pipe_stages("bwd", p, 2, NP_BWD)
             if st:
                 exprs.append(name(t, tw, VEC[t], p, st, bwd_opt("rms", p)))
-        exprs += [name(t, tw, 1, None), col_name(tw, t), col_name(tw, t, 2)]
+        exprs += [name(t, tw, 1, None), col_name(tw, t)]
         units.append((SOURCE, exprs))
     return units
 

@@ -1,7 +1,7 @@
 // rms_norm_backward. Tensor slots: 0 grad_x, 1 grad_w, 2 grad_y, 3 x, 4 w.
 // Per row: r = sqrt(mean(x^2) + eps), xh = x / r, u = w * dy,
 // grad_x = (u - xh * mean(u * xh)) / r; grad_w = sum over rows of dy * xh, reduced in two
-// deterministic stages (per-block partial rows here, norm_col_sum after).
+// deterministic stages (per-block partial rows here, norm_col_sum2 after).
 
 // One row of rms_norm_backward from its packs in registers: grad_x = (w * dy - xh * c) * rinv
 // stored, and dy * xh added into the thread's weight-gradient accumulators.
@@ -139,9 +139,8 @@ rms_norm_bwd_big(T* gx, typename Compute<T>::type* part, const T* gy, const T* x
 // Pipelined variant (vector path only): the rows of x and dy a group will need S - 1 steps
 // ahead are copied to shared memory with cp.async (norm.cuh), so 2 * (S - 1) rows per group
 // are in flight without holding registers. Dynamic shared memory: S * 2 * NP * B * 16 bytes.
-// OPT (bit mask, as layer_norm_bwd_cp; 0 is the round-3 kernel; bit 1 has no effect here):
-//   2: one block barrier per row (not for 1024-thread groups: it spilled there); 4: 16-byte partial-row stores; 8: two 256-thread row groups
-//   per block (half the partial rows), combined through the ring's shared memory.
+// OPT (bit mask, as layer_norm_bwd_cp): 4: 16-byte partial-row stores; 8: two 256-thread row
+// groups per block (half the partial rows), combined through the ring's shared memory.
 template <class T, class TW, int VEC, int TPR, int S, int OPT = 0>
 __global__ void __launch_bounds__(norm_bwd_block(TPR, OPT))
 rms_norm_bwd_cp(T* gx, typename Compute<T>::type* part, const T* gy, const T* x, const TW* __restrict__ w,
@@ -150,12 +149,11 @@ rms_norm_bwd_cp(T* gx, typename Compute<T>::type* part, const T* gy, const T* x,
   constexpr int NP = NORM_NP_BWD;
   constexpr int B = norm_bwd_block(TPR, OPT);
   constexpr int ROWS = B / TPR;
-  constexpr bool B1 = (OPT & 2) != 0 && TPR < 1024, PV = (OPT & 4) != 0, RING_SMP = (OPT & 8) != 0 || ROWS == 1;
+  constexpr bool PV = (OPT & 4) != 0, RING_SMP = (OPT & 8) != 0 || ROWS == 1;
   constexpr unsigned PS = B * 16;        // bytes between packs
   constexpr unsigned TS = NP * PS;       // between tensors
   constexpr unsigned SS = 2 * TS;        // between stages
-  constexpr int GS = ROWS * (TPR / 32) * 2;  // one group-sum buffer
-  __shared__ A sm[B1 ? 2 * GS : GS];
+  __shared__ A sm[ROWS * (TPR / 32) * 2];
   __shared__ A smp[RING_SMP ? 1 : ROWS * TPR * NP * VEC];
   A* const smpp = RING_SMP ? reinterpret_cast<A*>(norm_dsm) : smp;
   const int lane = threadIdx.x % TPR;
@@ -184,7 +182,7 @@ rms_norm_bwd_cp(T* gx, typename Compute<T>::type* part, const T* gy, const T* x,
 #pragma unroll
     for (int j = 0; j < VEC; ++j) acc[p][j] = A(0);
   }
-  int rd = 0, wr = S - 1, par = 0;
+  int rd = 0, wr = S - 1;
   for (long long g = blockIdx.x; g < ngroups; g += gridDim.x) {
     issue(g + (long long)(S - 1) * gridDim.x, wr);
     norm_cp_commit();
@@ -206,12 +204,7 @@ rms_norm_bwd_cp(T* gx, typename Compute<T>::type* part, const T* gy, const T* x,
         s[1] += norm_cv<A>(wk[p], j) * norm_cv<A>(dk[p], j) * xv;
       }
     }
-    if constexpr (B1) {
-      norm_group_sum1<TPR, ROWS, 2>(s, sm + par * GS);
-      par ^= 1;
-    } else {
-      norm_group_sum<TPR, ROWS, 2>(s, sm);
-    }
+    norm_group_sum<TPR, ROWS, 2>(s, sm);
     if (live) {
       const A rinv = A(1) / sqrt(s[0] / A(D) + A(eps));
       const A c = s[1] / A(D) * rinv;  // mean(u * xh)
