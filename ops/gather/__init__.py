@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from infiniop_py import index as common
+from infiniop_py.index import UTYPE, Launch, Slot
 from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
 from infiniop_py.status import Status
-
-from . import common
-from .common import UTYPE, Launch, Slot
 
 
 def validate(check: Checker) -> Info:
@@ -129,5 +128,5 @@ SPEC = OpSpec(
     reference=reference,
     torch="torch.gather(input, dim, index)",
     summary="output[p] = input[p with p[dim] = index[p]]",
-    kernel_sources=("index.cu",),
+    kernel_sources=("../../infiniop_py/index/index.cu",),
 )

@@ -3,7 +3,8 @@
 alpha and beta are runtime scalars (calculate, C-style alias too). A batch of 1 (or a 2-D
 operand) broadcasts. Every matrix needs a unit row or column stride; batch strides are free.
 beta == 0 ignores c's prior contents (NaN included). NVIDIA: one cublasLtMatmul with the
-algorithm chosen at create (``blas.LtPlan``), else cublasGemmStridedBatchedEx (``blas.py``);
+algorithm chosen at create (``infiniop_py.blas.lt``), else cublasGemmStridedBatchedEx
+(``infiniop_py.blas.gemm``);
 transposes expressed as cuBLAS flags, never copies; true fp32. Repeated calls on the same
 buffers with the same alpha/beta replay a captured one-call CUDA graph (``LtPlan``).
 """
@@ -12,14 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from infiniop_py import blas
 from infiniop_py.cpu.matmul import bf16_matmul
 from infiniop_py.cuda.kernel import CudaKernel
 from infiniop_py.dtypes import DType, F
 from infiniop_py.halfconv import copy_into, to_f32
 from infiniop_py.spec import Attr, Checker, Info, OpSpec, inout, inp
 from infiniop_py.status import Status
-
-from . import blas
 
 COMPILE_CHECK_EXEMPT = "cuBLAS only (no CUDA source)"
 

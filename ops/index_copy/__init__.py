@@ -6,10 +6,9 @@ C-style create is upstream's odd order ``(output, input, dim, index, source)``; 
 
 from __future__ import annotations
 
+from infiniop_py import index as common
+from infiniop_py.index import copy as impl
 from infiniop_py.spec import Attr, OpSpec, inp, out
-
-from ..gather import common
-from . import impl
 
 
 def validate(check):
@@ -41,5 +40,5 @@ SPEC = OpSpec(
     summary="output = input with slices index[i] along dim replaced by source slices i (last wins)",
     inplace=(("output", "input"),),
     c_create_args=("output", "input", "dim", "index", "source"),  # upstream: dim between input and index
-    kernel_sources=("../gather/index.cu",),
+    kernel_sources=("../../infiniop_py/index/index.cu",),
 )

@@ -7,10 +7,9 @@ runner) or ``target`` (its stored data is the initial value).
 
 from __future__ import annotations
 
+from infiniop_py import index as common
+from infiniop_py.index import copy as impl
 from infiniop_py.spec import Attr, OpSpec, inout, inp
-
-from ..gather import common
-from ..index_copy import impl
 
 try:
     from infiniop_py.gguf.dialect import GGUFDialect
@@ -65,5 +64,5 @@ SPEC = OpSpec(
     torch="output.index_copy_(dim, index, source)",
     summary="output.select(dim, index[i]) = source.select(dim, i) in place (last wins)",
     gguf=Dialect(),
-    kernel_sources=("../gather/index.cu",),
+    kernel_sources=("../../infiniop_py/index/index.cu",),
 )

@@ -15,16 +15,20 @@ import math
 
 import numpy as np
 
+from infiniop_py import blas
 from infiniop_py.cuda.kernel import CudaKernel
 from infiniop_py.dtypes import DType, F
+from infiniop_py.elementwise import copy as staging
 from infiniop_py.halfconv import copy_into, to_f32
 from infiniop_py.layout import collapse
 from infiniop_py.spec import Checker, Info, OpSpec, inp, out
 from infiniop_py.status import Status
 from infiniop_py.tensor import TensorDescriptor
 
-from ..gemm import blas, staging
-from . import gguf as gguf_dialect
+try:  # the gguf package is optional at run time (the registry must import without it)
+    from infiniop_py.gguf.linear import DIALECT
+except ImportError:  # pragma: no cover
+    DIALECT = None
 
 
 def validate(check: Checker) -> Info:
@@ -170,5 +174,5 @@ SPEC = OpSpec(
     infer=None,
     torch="torch.nn.functional.linear(x, w, b)",
     summary="y = x·wᵀ + b (x N-D, optional bias, any strides)",
-    gguf=gguf_dialect.DIALECT,
+    gguf=DIALECT,
 )

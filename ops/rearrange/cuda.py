@@ -6,18 +6,12 @@ path, and transposed layouts the shared-memory tile (coalesced reads and writes)
 
 from __future__ import annotations
 
-from infiniop_py.dtypes import DType
-from infiniop_py.elementwise.cuda import ElementwiseKernel, make_nvidia
+from infiniop_py.elementwise import copy
 from infiniop_py.spec import Info
-
-UINT = {1: DType.U8, 2: DType.U16, 4: DType.U32, 8: DType.U64}
 
 
 def factory(info: Info, handle):
-    dst, src = info.tensors["dst"], info.tensors["src"]
-    raw = UINT[dst.itemsize]
-    bits = Info(info.op, {"dst": dst.with_dtype(raw), "src": src.with_dtype(raw)}, {}, out_name="dst", reads=("src",))
-    return ElementwiseKernel(bits, handle, "copy", "src", ("src",), ())
+    return copy.copy_kernel(handle, info.tensors["dst"], info.tensors["src"], op=info.op)
 
 
-factory.compile_units = make_nvidia("copy", "src", ("src",), (), lambda: [(u, (u,)) for u in UINT.values()]).compile_units
+factory.compile_units = lambda: copy.compile_units(sizes=(1, 2, 4, 8))

@@ -19,16 +19,15 @@ from typing import NamedTuple
 
 import numpy as np
 
+from infiniop_py import index as common
 from infiniop_py.cuda.compiler import Launch, Slot
 from infiniop_py.cuda.kernel import ctype, runtime
 from infiniop_py.dtypes import DType
+from infiniop_py.elementwise import copy as staging
+from infiniop_py.index import UTYPE
 from infiniop_py.planner import Rule, always, first_match
 from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
 from infiniop_py.status import Status
-
-from ..gather import common
-from ..gather.common import UTYPE
-from ..gemm import staging
 
 try:
     from infiniop_py.gguf.dialect import GGUFDialect
@@ -299,5 +298,5 @@ SPEC = OpSpec(
     gguf_names=("scatter_",),
     inplace=(("output", "input"),),
     gguf=Dialect(),
-    kernel_sources=("../gather/index.cu",),
+    kernel_sources=("../../infiniop_py/index/index.cu",),
 )

@@ -1,4 +1,4 @@
-"""Shared implementation of index_copy and index_copy_inplace (ops.md §5.4-§5.5).
+"""The implementation index_copy and index_copy_inplace share (ops.md §5.4-§5.5).
 
 output <- input (skipped when output aliases input), then for i in increasing order
 output.select(dim, index[i]) = source.select(dim, i); with duplicates the last i wins, and
@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from infiniop_py.cuda.compiler import Launch, Slot
-from infiniop_py.cuda.kernel import runtime
-from infiniop_py.layout import collapse
-from infiniop_py.spec import Checker, Info
-from infiniop_py.status import Status
-
-from ..gather import common
-from ..gather.common import UTYPE
-from ..gemm import staging
+from .. import index as common
+from ..cuda.compiler import Launch, Slot
+from ..cuda.kernel import runtime
+from ..elementwise import copy as staging
+from ..layout import collapse
+from ..spec import Checker, Info
+from ..status import Status
+from . import UTYPE
 
 
 def validate(check: Checker, dest: str, base: str | None) -> Info:

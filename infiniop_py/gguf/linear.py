@@ -10,14 +10,11 @@ change a valid file.
 
 from __future__ import annotations
 
-try:
-    from infiniop_py.gguf.dialect import GGUFDialect
-except ImportError:  # pragma: no cover - GGUF support not installed
-    GGUFDialect = object
+from .dialect import GGUFDialect
 
 
 def _flag(raw) -> bool | None:
-    from infiniop_py.gguf.values import as_kind
+    from .values import as_kind
 
     for name in ("bias_exist", "has_bias"):
         v = raw.value(name)
@@ -27,7 +24,7 @@ def _flag(raw) -> bool | None:
 
 
 def _natural_order_strides(raw) -> None:
-    from infiniop_py.gguf.overlap import self_overlaps
+    from .overlap import self_overlaps
 
     for name in list(raw.tensors):
         strides = raw.strides_of(name)

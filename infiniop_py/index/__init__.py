@@ -1,5 +1,6 @@
-"""Shared pieces of the index family (gather, scatter, index_copy, index_copy_inplace):
-validation helpers, NumPy backends and the CUDA launch plans over ``index.cu``."""
+"""The index family's shared machinery (gather, scatter, index_copy, index_copy_inplace):
+validation helpers, NumPy helpers, the CUDA kernels of ``index.cu`` and their argument packing.
+The index_copy implementation both index_copy operators use is :mod:`infiniop_py.index.copy`."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
-from infiniop_py.cuda.compiler import Launch, Slot, get_module
-from infiniop_py.cuda.kernel import CudaKernel, ctype, grid_for
-from infiniop_py.dtypes import IDX, SI, DType, F
-from infiniop_py.spec import Checker
-from infiniop_py.status import Status
+from ..cuda.compiler import Launch, Slot, get_module
+from ..cuda.kernel import CudaKernel, ctype, grid_for
+from ..dtypes import IDX, SI, DType, F
+from ..spec import Checker
+from ..status import Status
 
 SOURCE = (Path(__file__).parent / "index.cu").read_text()
 DATA = F | SI | {DType.U8, DType.BOOL}
