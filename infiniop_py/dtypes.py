@@ -158,3 +158,16 @@ def is_float(d: DType) -> bool:
 
 def is_int(d: DType) -> bool:
     return INFO[d].kind in ("int", "uint")
+
+
+def acc_size(d: DType) -> int:
+    """Bytes of the reduction accumulator of ``d`` (``Acc<T>`` in reduce.cuh): f32 for f32 and the
+    half types, f64 for f64, int64 for integers."""
+    return 4 if is_float(d) and d is not DType.F64 else 8
+
+
+def acc_numpy(d: DType):
+    """The NumPy type of that accumulator."""
+    if d is DType.F64:
+        return np.float64
+    return np.float32 if is_float(d) else np.int64

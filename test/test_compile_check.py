@@ -8,6 +8,8 @@ cached, so later runs take seconds.
 Factories that split their lists (``compile_units()``: what plans select, ``tuning_units()``:
 what only tuning switches select) are checked here to cover every kernel their planners request,
 on a fake sm_90 device whose module loader records the name expressions instead of compiling.
+The reduction and row-wise planners' sweeps (compile set equal to the reachable set) are in
+test_reduce.py and test_softmax_rows.py.
 """
 
 import json
@@ -21,7 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tools.compile_check import collect, compile_unit, find_backend  # noqa: E402
+from tools.compile_check import compile_unit, find_backend  # noqa: E402
 
 BACKEND = find_backend()
 needs_compiler = pytest.mark.skipif(BACKEND is None, reason="neither NVRTC nor nvcc is available")
@@ -54,34 +56,22 @@ def test_a_broken_kernel_is_reported():
     assert "not_declared" in result.log
 
 
-def test_all_adds_the_tuning_units():
+def test_no_factory_lists_kernels_only_switches_reach():
+    """The compile lists are what the planners reach: no factory keeps ``tuning_units()`` (kernels
+    that only tuning switches selected) any more."""
     import infiniop_py as iop
     from infiniop_py.registry import get_spec
 
     split = [op for op in iop.list_ops() if getattr(get_spec(op).nvidia, "tuning_units", None) is not None]
-    assert split, "no factory separates its tuning-switch kernels"
-    default, _ = collect(split, 90, ("nvrtc", "unused"))
-    everything, _ = collect(split, 90, ("nvrtc", "unused"), everything=True)
-    names = {n for j in default for n in j["names"]}
-    more = {n for j in everything for n in j["names"]}
-    assert names < more
-    for op in split:
-        tuning = {n for _, ns in get_spec(op).nvidia.tuning_units() for n in ns}
-        chosen = {n for _, ns in get_spec(op).nvidia.compile_units() for n in ns}
-        assert not tuning & chosen, op
+    assert not split, split
 
 
 def _planner_names() -> dict:
     """{what: [names requested but not in the default list]} over the case tables of every op
-    whose factory has ``tuning_units``, a sweep of row lengths through the row-wise planner and
-    a sweep of shapes through the reduction planner, on a fake sm_90 device with 132 SMs."""
+    whose factory has ``tuning_units``, on a fake sm_90 device with 132 SMs."""
     import infiniop_py as iop
     from infiniop_py.cuda import compiler, runtime
-    from infiniop_py.dtypes import SI, F, itemsize
-    from infiniop_py.reduce import OPS, ReduceKernel, default_kernel_names
-    from infiniop_py.reduce.rowwise import MODES, RowLayout, RowwiseKernel, default_names
     from infiniop_py.registry import get_cases, get_spec
-    from infiniop_py.tensor import contiguous_strides
     from infiniop_py.testing.cases import instances
 
     class Fn:
@@ -120,34 +110,6 @@ def _planner_names() -> dict:
             iop.create_descriptor(op, handle, **tensors, **case.attrs).destroy()
         take(op, [n for _, names in spec.nvidia.compile_units() for n in names])
 
-    # the row-wise plans depend on the row length through its whole 16-byte packs (and the range
-    # of row_softmax_hyb): each pack count up to 1026, aligned and not, then long rows
-    for mode in MODES:
-        for dt in sorted(F):
-            vec = 16 // itemsize(dt)
-            lengths = sorted({q * vec + r for q in range(1027) for r in (0, 1)} | {16384, 16385, 20000, 65536, 65537, 100000})
-            for ti in ("int", "long long") if mode in ("ce", "ce_loss") else ("int",):
-                for n in lengths[1:]:
-                    RowwiseKernel(handle, RowLayout(n, 1, 1, (64,), [[n], [n], [1]]), dt, mode, (0, 1, 2), ti=ti, loss_slot=0)
-                take(f"rowwise {mode} {dt.name} {ti}", default_names(dt, mode, ti))
-
-    shapes = [(m, n) for m in (1, 3, 32, 33, 200, 4096) for n in (1, 2, 7, 16, 64, 257, 513, 2048, 4097, 65537)]
-    shapes += [(2, 3, 4097), (64, 3, 64, 8), (4, 512, 896), (8192, 512), (1, 1 << 22)]
-    for op in OPS:
-        for dt in sorted(F | SI):
-            for shape in shapes:
-                nd = len(shape)
-                for axes in {(nd - 1,), (0,), tuple(range(nd)), tuple(range(1, nd))}:
-                    if not axes:
-                        continue
-                    for strides in (None, contiguous_strides(shape[::-1])[::-1]):  # row- and column-major
-                        x = iop.create_tensor_descriptor(shape, strides, dt)
-                        kept = [i for i in range(nd) if i not in axes]
-                        ystr, acc = {}, 1
-                        for i in reversed(kept):
-                            ystr[i], acc = acc, acc * shape[i]
-                        ReduceKernel(handle, x, [ystr.get(i, 0) for i in range(nd)], axes, op)
-            take(f"reduce {op} {dt.name}", default_kernel_names(dt, op))
     return missing
 
 

@@ -1,6 +1,6 @@
-"""Cross entropy rows on the NVIDIA backend: ``row_lse`` (the row streamed once with an online
-max / sum, nothing cached) under every switch, and the cached ``row_softmax`` it replaced
-(``IOP_ROWWISE_LSE=0``). Rows of 9 ... 65537 elements, every float dtype, int32 / int64 labels
+"""Cross entropy rows on the NVIDIA backend: ``row_lse`` (rule ce-stream: the row streamed once
+with an online max / sum, nothing cached) and the cached ``row_softmax`` of shorter rows. Rows of
+9 ... 65537 elements, every float dtype, int32 / int64 labels
 (some out of range: loss 0), rows unaligned to 16 bytes (odd view offsets), a row stride
 past N, -inf entries, an all -inf row and a NaN row (NaN, as torch), maxima late in the row
 (the running sum is rescaled), large magnitudes; the output's gaps are left alone, and a
@@ -15,44 +15,23 @@ from conftest import cupy_with_env
 import infiniop_py as iop
 from infiniop_py import create_tensor_descriptor as D  # noqa: N812
 
-LSE_ENVS = {
-    "default": {},
-    "cached": {"IOP_ROWWISE_LSE": "0"},
-    "all": {"IOP_ROWWISE_LSE": "all"},
-    "u2": {"IOP_ROWWISE_LSE_U": "2"},
-    "u8": {"IOP_ROWWISE_LSE_U": "8"},
-    "g32": {"IOP_ROWWISE_LSE": "all", "IOP_ROWWISE_LSE_G": "32"},
-    "g128": {"IOP_ROWWISE_LSE": "all", "IOP_ROWWISE_LSE_G": "128"},
-    "g64_u8": {"IOP_ROWWISE_LSE_G": "64", "IOP_ROWWISE_LSE_U": "8"},
-    "g256_u2": {"IOP_ROWWISE_LSE_G": "256", "IOP_ROWWISE_LSE_U": "2"},
-}
 
-
-def test_lse_plan_rule(monkeypatch):
+def test_lse_plan_rule():
     from infiniop_py.dtypes import DType
-    from infiniop_py.reduce.rowwise import all_names, lse_kernel_name, lse_plan
+    from infiniop_py.reduce.rowwise import RowProblem, plan_row, vec_of
 
-    for k in ("IOP_ROWWISE_LSE", "IOP_ROWWISE_LSE_G", "IOP_ROWWISE_LSE_U"):
-        monkeypatch.delenv(k, raising=False)
-    # a warp per row from LSE_WARPS rows on; fewer rows: more threads per row (at most 256)
-    assert lse_plan(DType.F16, "ce", 32000, 8192) == (32, 4) and lse_plan(DType.F32, "ce_loss", 32000, 4096) == (32, 4)
-    assert lse_plan(DType.F16, "ce", 32000, 1024) == (128, 4) and lse_plan(DType.F32, "ce", 32000, 64) == (256, 4)
-    assert lse_plan(DType.F16, "ce", 2048, 8) == (64, 4) and lse_plan(DType.F32, "ce", 1024, 8) == (64, 4)
-    assert lse_plan(DType.F16, "ce", 2047, 8) is None and lse_plan(DType.F32, "ce", 1000) is None  # the cached kernel
-    assert lse_plan(DType.F16, "softmax", 32000) is None and lse_plan(DType.F32, "causal", 4096) is None
-    assert lse_kernel_name(DType.BF16, "ce", "long long", 4) in all_names(DType.BF16, "ce", "long long")
-    assert lse_kernel_name(DType.F64, "ce_loss", "int", 8) in all_names(DType.F64, "ce_loss")
-    monkeypatch.setenv("IOP_ROWWISE_LSE_U", "8")
-    monkeypatch.setenv("IOP_ROWWISE_LSE_G", "64")
-    assert lse_plan(DType.F16, "ce", 32000) == (64, 8)
-    monkeypatch.setenv("IOP_ROWWISE_LSE_U", "3")  # not instantiated: the default
-    monkeypatch.setenv("IOP_ROWWISE_LSE_G", "100")  # a power of two: rounded down
-    assert lse_plan(DType.F16, "ce", 32000) == (64, 4)
-    monkeypatch.setenv("IOP_ROWWISE_LSE", "0")
-    assert lse_plan(DType.F16, "ce", 32000) is None
-    monkeypatch.setenv("IOP_ROWWISE_LSE", "all")
-    monkeypatch.delenv("IOP_ROWWISE_LSE_G")
-    assert lse_plan(DType.F32, "ce", 128, 8) == (32, 4)  # 32 packs: no more threads than one batch each
+    def lse(dt, mode, n, rows=1 << 30):  # (threads per row, packs per batch) of row_lse, or None
+        rule, launch = plan_row(RowProblem(dt, mode, n, rows, vec_of(dt)))
+        return (launch.block[0], int(launch.kernel[:-1].split(", ")[-1])) if rule == "ce-stream" else None
+
+    # a warp per row from 4096 rows on; fewer rows: more threads per row (at most 256)
+    assert lse(DType.F16, "ce", 32000, 8192) == (32, 4) and lse(DType.F32, "ce_loss", 32000, 4096) == (32, 4)
+    assert lse(DType.F16, "ce", 32000, 1024) == (128, 4) and lse(DType.F32, "ce", 32000, 64) == (256, 4)
+    assert lse(DType.F16, "ce", 2048, 8) == (64, 4) and lse(DType.F32, "ce", 1024, 8) == (64, 4)
+    assert lse(DType.F16, "ce", 2047, 8) is None and lse(DType.F32, "ce", 1000) is None  # the cached kernel
+    assert lse(DType.F16, "softmax", 32000) is None and lse(DType.F32, "causal", 4096) is None
+    launch = plan_row(RowProblem(DType.BF16, "ce", 32000, 8192, 8, ti="long long"))[1]
+    assert launch.kernel == "row_lse<iop_bf16, RW_CE, long long, 4>" and launch.grid == (1024,) and launch.block == (32, 8)
 
 
 def _want(a, lab):
@@ -124,9 +103,8 @@ def _run(cp, h, x, lab, npdt, dt, tdt, stride, xoff, tol, tag):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("env", list(LSE_ENVS.values()), ids=list(LSE_ENVS))
-def test_cross_entropy_rows_nvidia(monkeypatch, env):
-    cp = cupy_with_env(monkeypatch, env)
+def test_cross_entropy_rows_nvidia(monkeypatch):
+    cp = cupy_with_env(monkeypatch, {})
     h = iop.create_handle("nvidia")
     rng = np.random.default_rng(31)
     shapes = ((3, 9), (7, 100), (6, 1000), (9, 2049), (5, 4100), (8, 33001), (6, 65537))
@@ -140,13 +118,13 @@ def test_cross_entropy_rows_nvidia(monkeypatch, env):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("env", [LSE_ENVS["default"], LSE_ENVS["cached"]], ids=["default", "cached"])
-def test_cross_entropy_loss_rows_nvidia(monkeypatch, env):
-    """cross_entropy_loss (class dim 1 of (B, V), mean over the labels in range) on wide rows."""
-    cp = cupy_with_env(monkeypatch, env)
+def test_cross_entropy_loss_rows_nvidia(monkeypatch):
+    """cross_entropy_loss (class dim 1 of (B, V), mean over the labels in range) on wide rows and
+    rows of the cached kernel."""
+    cp = cupy_with_env(monkeypatch, {})
     h = iop.create_handle("nvidia")
     rng = np.random.default_rng(37)
-    for B, V in ((64, 32000), (33, 4097)):
+    for B, V in ((64, 32000), (33, 4097), (9, 1000)):
         for dt, npdt, tol in _types():
             a = rng.uniform(-6, 6, size=(B, V))
             lab = _labels(rng, B, V)
@@ -159,21 +137,3 @@ def test_cross_entropy_loss_rows_nvidia(monkeypatch, env):
             d.calculate(ws, y, cp.asarray(x), cp.asarray(lab))
             got = float(cp.asnumpy(y).astype(np.float64))
             np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"{B}x{V} {dt}")
-
-
-def test_tuning_switch_not_a_number(monkeypatch):
-    """A tuning switch that is not a number is a BAD_PARAM error naming the variable (read when
-    a plan is made, so at descriptor create)."""
-    from infiniop_py.dtypes import DType
-    from infiniop_py.reduce.rowwise import lse_plan, pipe_plan
-
-    monkeypatch.setenv("IOP_ROWWISE_LSE_G", "wide")
-    with pytest.raises(iop.InfiniopError, match="IOP_ROWWISE_LSE_G") as e:
-        lse_plan(DType.F16, "ce", 32000, 8192)
-    assert e.value.status == iop.Status.BAD_PARAM
-    monkeypatch.setenv("IOP_ROWWISE_PIPE", "1")
-    monkeypatch.setenv("IOP_ROWWISE_PIPE_RPW", "1.5x")
-    with pytest.raises(iop.InfiniopError, match="IOP_ROWWISE_PIPE_RPW"):
-        pipe_plan(DType.F16, "softmax", 4096)
-    monkeypatch.setenv("IOP_ROWWISE_PIPE_RPW", "1.5")  # a float switch takes a float
-    assert pipe_plan(DType.F16, "softmax", 4096)[4] == 1.5

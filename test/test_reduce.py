@@ -6,6 +6,7 @@ from conftest import cupy_with_env
 
 import infiniop_py as iop
 from infiniop_py import Status
+from infiniop_py.reduce.rowwise import RowLaunch, RowProblem, plan_row, vec_of
 
 D = iop.create_tensor_descriptor
 
@@ -165,36 +166,20 @@ def test_cross_entropy_loss_backward_checks(h):
     )
 
 
-def test_reduce_plan_switches(monkeypatch):
+def _row(dt, mode, n, rows=1):
+    """(rule id, launch) of the row-wise planner for ``rows`` contiguous rows of ``n``."""
+    return plan_row(RowProblem(dt, mode, n, rows, vec_of(dt)))
+
+
+def test_row_softmax_rule():
     from infiniop_py.dtypes import DType
-    from infiniop_py.reduce import plan_reduce
 
-    monkeypatch.setenv("IOP_REDUCE_COLS", "split")
-    col = plan_reduce((8192, 8192), (8192, 1), (0, 1), (0,), DType.F16, 132)
-    assert col.kind == "cols" and col.S > 1
-    monkeypatch.setenv("IOP_REDUCE_FINISH", "2pass")
-    assert plan_reduce((4, 512, 896), (458752, 896, 1), (0, 0, 0), (0, 1, 2), DType.F32, 132).last == 0
-    assert plan_reduce((8192, 8192), (8192, 1), (0, 0), (0, 1), DType.F32, 132).last == 0
-    monkeypatch.setenv("IOP_REDUCE_FINISH", "last")
-    assert plan_reduce((8192, 8192), (8192, 1), (0, 0), (0, 1), DType.F32, 132).last == 1
-
-
-def test_row_softmax_names(monkeypatch):
-    from infiniop_py.dtypes import DType
-    from infiniop_py.reduce.rowwise import raw_cache, row_kernel_name
-
-    assert raw_cache(DType.F16, 8, "log_softmax", 4000) == 1  # log_softmax 32000: raw cache now
-    assert raw_cache(DType.F16, 8, "softmax", 256) == 0 and raw_cache(DType.F16, 8, "causal", 2049) == 1
-    assert row_kernel_name(DType.BF16, "log_softmax", 8, "int", 1, 4000) == "row_softmax<iop_bf16, 1, 8, 8, int, 1>"
-    assert row_kernel_name(DType.F16, "log_softmax", 8, "int", 1, 4000) == "row_softmax<iop_half, 1, 8, 8, int, 1>"
-    assert row_kernel_name(DType.F16, "softmax", 8, "int", 0, 256) == "row_softmax<iop_half, 0, 8, 4, int, 0>"
-    monkeypatch.setenv("IOP_ROWWISE_RAW", "all")
-    assert raw_cache(DType.F16, 8, "softmax", 256) == 1
-    assert row_kernel_name(DType.F16, "softmax", 8, "int", 1, 256) == "row_softmax<iop_half, 0, 8, 4, int, 1>"
-    monkeypatch.setenv("IOP_ROWWISE_RAW", "all8")
-    assert row_kernel_name(DType.F16, "softmax", 8, "int", 1, 256) == "row_softmax<iop_half, 0, 8, 8, int, 1>"
-    monkeypatch.setenv("IOP_ROWWISE_RAW", "nolog")
-    assert raw_cache(DType.F16, 8, "log_softmax", 4000) == 0
+    # 16-bit rows of more than 2048 vectors (past the hybrid kernel's range) cache raw packs
+    assert _row(DType.F16, "log_softmax", 100000) == ("row-raw", _row(DType.F16, "log_softmax", 100000)[1])
+    assert _row(DType.BF16, "log_softmax", 100000)[1].kernel == "row_softmax<iop_bf16, RW_LOG_SOFTMAX, 8, 8, int, 1>"
+    assert _row(DType.F16, "causal", 2049 * 8)[1].kernel == "row_softmax<iop_half, RW_CAUSAL, 8, 8, int, 1>"
+    assert _row(DType.F16, "causal", 2048)[1].kernel == "row_softmax<iop_half, RW_CAUSAL, 8, 4, int, 0>"
+    assert _row(DType.F32, "causal", 100000)[0] == "row-cached"
 
 
 def test_reduce_plan_kinds():
@@ -216,7 +201,62 @@ def test_reduce_plan_kinds():
     assert transposed.kind == "rows" and transposed.vec == 4  # collapses to one contiguous run
 
 
-# -- NVIDIA: every plan variant (tuning switches), repeated calls, two streams ----------------
+def _reduce_sweep():
+    """(shape, x strides, kept output strides, axes): every size class of the planner's rules, over
+    the last, first, all, all-but-first and outer-and-last dims, row-major, column-major, gapped
+    (every stride doubled) and padded rows."""
+    ms, ns = (1, 2, 3, 7, 32, 33, 200, 1100, 4096), (1, 2, 7, 16, 64, 200, 257, 300, 513, 1000, 2048, 4097, 65537)
+    shapes = [(m, n) for m in ms for n in ns] + [(2, 3, 4097), (64, 3, 64, 8), (4, 512, 896), (1, 1 << 22), (70001,)]
+    for shape in shapes:
+        nd = len(shape)
+        c = [1] * nd
+        for i in range(nd - 2, -1, -1):
+            c[i] = c[i + 1] * shape[i + 1]
+        f = [1] * nd
+        for i in range(1, nd):
+            f[i] = f[i - 1] * shape[i - 1]
+        padded = [s + (s > 1) for s in c]
+        for axes in {(nd - 1,), (0,), tuple(range(nd)), tuple(range(1, nd)), (0, nd - 1)}:
+            kept, ys, acc = [i for i in range(nd) if i not in axes], {}, 1
+            for i in reversed(kept):
+                ys[i], acc = acc, acc * shape[i]
+            for xs in (c, f, [2 * s for s in c], padded):
+                yield shape, tuple(xs), [ys.get(i, 0) for i in range(nd)], axes
+
+
+def test_reduction_compile_set_equals_reachable(monkeypatch):
+    """For every reduction of the registry (its factory declares ``reduction``), the sweep through
+    ReduceKernel on a stand-in sm_90 device (132 SMs) requests exactly its compile list."""
+    import types
+
+    import infiniop_py.reduce as red
+    from infiniop_py.cuda import runtime
+    from infiniop_py.registry import get_spec
+
+    requested: set = set()
+
+    def get_module(source, names, device_id):
+        requested.update(names)
+        return types.SimpleNamespace(ptr={n: i + 1 for i, n in enumerate(names)})
+
+    monkeypatch.setattr(red, "get_module", get_module)
+    monkeypatch.setattr(red, "Launch", lambda *args, **kw: None)
+    monkeypatch.setattr(runtime, "device_count", lambda: 1)
+    monkeypatch.setattr(runtime, "properties", lambda device_id=0: {"sm_count": 132})
+    handle = types.SimpleNamespace(device_id=0)
+    ops = [op for op in iop.list_ops() if getattr(get_spec(op).nvidia, "reduction", None) is not None]
+    assert {"sum", "reduce_max", "reduce_mean"} <= set(ops)
+    for op in ops:
+        fam = get_spec(op).nvidia.reduction
+        for dt in sorted(fam.dtypes):
+            for shape, xs, ys, axes in _reduce_sweep():
+                red.ReduceKernel(handle, D(shape, xs, dt), ys, axes, fam.op)
+        compiled = {n for _, names in get_spec(op).nvidia.compile_units() for n in names}
+        assert requested == compiled, (op, sorted(requested - compiled)[:5], sorted(compiled - requested)[:5])
+        requested.clear()
+
+
+# -- NVIDIA: every plan kind, repeated calls, two streams -------------------------------------
 GPU_PLAN_CASES = [
     ("sum", (70001,), (0,)),  # full: split + last-block finish (or finish launch)
     ("sum", (5, 6007), (0, 1)),  # full, outer split
@@ -228,20 +268,10 @@ GPU_PLAN_CASES = [
 ]
 
 
-GPU_PLAN_ENVS = [
-    {},
-    {"IOP_REDUCE_FINISH": "2pass", "IOP_REDUCE_COLS": "split"},
-    {"IOP_REDUCE_FINISH": "last"},
-    {"IOP_REDUCE_LASTMODE": "fence"},
-    {"IOP_REDUCE_LASTMODE": "acqrel"},
-    {"IOP_REDUCE_LASTMODE": "flag"},
-]
-
-
 @pytest.mark.gpu
-@pytest.mark.parametrize("env", GPU_PLAN_ENVS, ids=["default", "2pass_split", "last", "fence", "acqrel", "flag"])
-def test_sum_reduce_max_reduce_mean_nvidia_plan_variants(monkeypatch, env):
-    cp = cupy_with_env(monkeypatch, env)
+def test_sum_reduce_max_reduce_mean_nvidia_plans(monkeypatch):
+    """Split rows finishing in one launch or two, column tiles, repeated calls on two streams."""
+    cp = cupy_with_env(monkeypatch, {})
     h = iop.create_handle("nvidia")
     rng = np.random.default_rng(1)
     streams = [cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)]
@@ -275,61 +305,46 @@ def test_sum_reduce_max_reduce_mean_nvidia_plan_variants(monkeypatch, env):
             np.testing.assert_allclose(cp.asnumpy(y).astype(np.float64), want, rtol=tol, atol=tol * scale)
 
 
-def test_reduce_rows16_plan_rule(monkeypatch):
+def test_reduce_rows16_plan_rule():
     from infiniop_py.dtypes import DType
     from infiniop_py.reduce import plan_reduce
 
     rows = plan_reduce((8192, 8192), (8192, 1), (1, 0), (1,), DType.F16, 132)
-    assert rows.h16 == 1 and rows.block == (32, 4) and rows.grid == (2048, 1) and rows.ldk == 0
-    full = plan_reduce((8192, 8192), (8192, 1), (0, 0), (0, 1), DType.BF16, 132)
-    assert full.h16 == 1 and full.block == (256, 1) and full.S == 528 and full.last == 3 and full.ilv == 1
-    assert plan_reduce((8192, 8192), (8192, 1), (1, 0), (1,), DType.F32, 132).h16 == 0
+    assert rows.rules == ("rows16-warp", "one-pass") and rows.block == (32, 4) and rows.grid == (2048, 1)
+    assert rows.kernel == "reduce_rows16<iop_half, SumOp, 0, 0, 0>"
+    full = plan_reduce((8192, 8192), (8192, 1), (0, 0), (0, 1), DType.BF16, 132, "max")
+    assert full.rules == ("rows-packed", "sweep-flagged") and full.block == (256, 1) and full.S == 528 and full.last == 3
+    assert full.kernel == "reduce_rows16<iop_bf16, MaxOp, 0, 3, 1>"
+    assert plan_reduce((8192, 8192), (8192, 1), (1, 0), (1,), DType.F32, 132).kernel.startswith("reduce_rows<")
     assert plan_reduce((64, 8192), (8192, 1), (1, 0), (1,), DType.F16, 132).block == (64, 1)  # few rows
-    monkeypatch.setenv("IOP_REDUCE_WARP", "0")
-    assert plan_reduce((8192, 8192), (8192, 1), (1, 0), (1,), DType.F16, 132).block == (64, 1)
-    monkeypatch.setenv("IOP_REDUCE_H16", "0")
-    assert plan_reduce((8192, 8192), (8192, 1), (1, 0), (1,), DType.F16, 132).h16 == 0
 
 
-def test_reduce_last_mode_switches(monkeypatch):
-    """IOP_REDUCE_LASTMODE / IOP_REDUCE_ILV / IOP_REDUCE_GMAX (round 8A): the one-launch finish
-    mode of split row plans, the grid-stride full plan and the full-plan block size."""
+def test_reduce_full_plans():
+    """Full reductions: 16-bit rows are swept grid-stride and finish from flagged slots; f32 / f64
+    keep contiguous chunks and the fence ticket; outer splits and many rows finish otherwise."""
     from infiniop_py.dtypes import DType
     from infiniop_py.reduce import plan_reduce
 
     def full(dt, shape=(8192, 8192), strides=(8192, 1)):
         return plan_reduce(shape, strides, (0, 0), (0, 1), dt, 132)
 
-    # defaults: half full reductions sweep (ILV) with the flagged-slot finish; f32 / f64 keep
-    # contiguous chunks and the fence ticket
-    assert full(DType.F16).ilv == 1 and full(DType.F16).last == 3 and full(DType.F16).workspace == 0
-    assert full(DType.BF16).ilv == 1 and full(DType.BF16).last == 3
-    assert full(DType.F32).ilv == 0 and full(DType.F32).last == 1 and full(DType.F32).workspace == 528 * 4
-    assert full(DType.F64).last == 1
-    monkeypatch.setenv("IOP_REDUCE_ILV", "0")
-    assert full(DType.F16).ilv == 0 and full(DType.F16).last == 1
-    for mode, want in (("fence", 1), ("acqrel", 2), ("flag", 3)):
-        monkeypatch.setenv("IOP_REDUCE_LASTMODE", mode)
-        for dt in (DType.F16, DType.BF16, DType.F32):
-            p = full(dt)
-            assert p.last == want and p.S == 528
-            assert p.workspace == (0 if want == 3 else 528 * 4)
-        # 64-bit accumulators have no room for the flag: fence ticket instead
-        assert full(DType.F64).last == (1 if want == 3 else want)
-        assert full(DType.I32).last == (1 if want == 3 else want)
-    monkeypatch.setenv("IOP_REDUCE_LASTMODE", "flag")
-    assert full(DType.F16).ilv == 0
-    monkeypatch.delenv("IOP_REDUCE_ILV")
-    assert full(DType.F16).ilv == 1 and full(DType.BF16).ilv == 1
-    assert full(DType.F32).ilv == 0  # reduce_rows16 only
+    for dt in (DType.F16, DType.BF16):
+        p = full(dt)
+        assert p.rules[1] == "sweep-flagged" and p.last == 3 and p.workspace == 0 and not p.finish
+    p = full(DType.F32)
+    assert p.rules[1] == "last-block" and p.last == 1 and p.workspace == 528 * 4 and p.kernel.endswith(", 4, 1>")
+    assert full(DType.F64).last == 1 and full(DType.I32).last == 1
     # not one contiguous row per output (outer split): no sweep
-    assert plan_reduce((8192, 64), (128, 1), (0, 0), (0, 1), DType.F16, 132).ilv == 0
-    monkeypatch.setenv("IOP_REDUCE_GMAX", "1024")
-    p = full(DType.F16)
-    assert p.block == (1024, 1) and p.S == 132
+    assert plan_reduce((8192, 64), (128, 1), (0, 0), (0, 1), DType.F16, 132).rules[1] == "last-block"
+    # more than 32 split rows: a second launch, a warp per output
+    many = plan_reduce((33, 65537), (65537, 1), (1, 0), (1,), DType.F16, 132)
+    assert many.rules[1] == "sweep" and many.finish == "reduce_finish<iop_half, SumOp, 0>" and many.finish_block == (256,)
+    # scalar rows of <= 512 elements, 8 rows per block: a block per output finishes
+    few = plan_reduce((300,), (2,), (0,), (0,), DType.F32, 132)
+    assert few.rules == ("rows-short", "finish-block") and few.finish.startswith("reduce_finish_block<")
 
 
-# -- NVIDIA: reduce_rows16 (f16 / bf16 rows on the 16-byte path) under its tuning switches ----
+# -- NVIDIA: reduce_rows16 (f16 / bf16 rows on the 16-byte path) -----------------------------
 H16_CASES = [
     ("sum", (3, 20011), (1,)),  # split rows, last-block finish
     ("reduce_max", (3, 20011), (1,)),
@@ -343,28 +358,6 @@ H16_CASES = [
     ("sum", (9000001,), (0,)),  # full, long enough for the batched grid-stride loop (ILV)
     ("reduce_max", (9000001,), (0,)),
     ("reduce_mean", (2, 1000003), (1,)),  # two split rows (two tickets, two slot columns)
-]
-H16_ENVS = [
-    {},
-    {"IOP_REDUCE_H16": "0"},
-    {"IOP_REDUCE_LDK": "1"},
-    {"IOP_REDUCE_LDK": "2"},
-    {"IOP_REDUCE_LDK": "3"},
-    {"IOP_REDUCE_U": "16"},
-    {"IOP_REDUCE_GMIN": "32", "IOP_REDUCE_PPT": "32"},
-    {"IOP_REDUCE_FINISH": "2pass"},
-    {"IOP_REDUCE_WARP": "0"},
-    {"IOP_REDUCE_TPS": "8192"},
-    {"IOP_REDUCE_TPS": "4096", "IOP_REDUCE_LDK": "1"},
-    {"IOP_REDUCE_ILV": "0"},  # round 7: contiguous chunks, fence ticket
-    {"IOP_REDUCE_ILV": "0", "IOP_REDUCE_LASTMODE": "acqrel"},
-    {"IOP_REDUCE_ILV": "0", "IOP_REDUCE_LASTMODE": "flag"},
-    {"IOP_REDUCE_ILV": "0", "IOP_REDUCE_LASTMODE": "flag", "IOP_REDUCE_GMAX": "1024"},
-    {"IOP_REDUCE_LASTMODE": "fence"},  # grid-stride sweep with the other finishes
-    {"IOP_REDUCE_LASTMODE": "acqrel"},
-    {"IOP_REDUCE_TPS": "4096"},
-    {"IOP_REDUCE_GMAX": "1024"},
-    {"IOP_REDUCE_LASTMODE": "fence", "IOP_REDUCE_TPS": "2048"},
 ]
 
 
@@ -380,34 +373,8 @@ def _two_calls(cp, d, ws, xin, out_shape, npdt):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(
-    "env",
-    H16_ENVS,
-    ids=[
-        "default",
-        "old",
-        "ldk1",
-        "ldk2",
-        "ldk3",
-        "u16",
-        "warp",
-        "2pass",
-        "g64",
-        "tps8192",
-        "tps4096",
-        "chunks_fence",
-        "chunks_acqrel",
-        "chunks_flag",
-        "chunks_flag_g1k",
-        "ilv_fence",
-        "ilv_acqrel",
-        "ilv_flag4k",
-        "ilv_flag_g1k",
-        "ilv_fence2k",
-    ],
-)
-def test_sum_reduce_max_reduce_mean_nvidia_rows16(monkeypatch, env):
-    cp = cupy_with_env(monkeypatch, env)
+def test_sum_reduce_max_reduce_mean_nvidia_rows16(monkeypatch):
+    cp = cupy_with_env(monkeypatch, {})
     import ml_dtypes
 
     h = iop.create_handle("nvidia")
@@ -432,18 +399,15 @@ def test_sum_reduce_max_reduce_mean_nvidia_rows16(monkeypatch, env):
                 assert outs[0].tobytes() == outs[1].tobytes(), (op, shape, dt)  # deterministic
                 got = outs[0].astype(np.float64)
                 np.testing.assert_allclose(
-                    got, want, rtol=tol, atol=tol * scale, equal_nan=True, err_msg=f"{op} {shape} {axes} {dt} {env}"
+                    got, want, rtol=tol, atol=tol * scale, equal_nan=True, err_msg=f"{op} {shape} {axes} {dt}"
                 )
 
 
-def test_reduce_rows_warp_plan_rule(monkeypatch):
-    """Round 9D: short contiguous f32 / f16 / bf16 rows (Ri <= 256 packs) take reduce_rows_warp
-    (a warp per row, NP loads per lane, 4 rows per block) unless switched off."""
+def test_reduce_rows_warp_plan_rule():
+    """Short contiguous f32 / f16 / bf16 rows (<= 256 packs) take reduce_rows_warp: a warp per row,
+    NP loads per lane (the fewest that hold the row), 4 rows per block."""
     from infiniop_py.dtypes import DType
     from infiniop_py.reduce import plan_reduce
-
-    for k in ("IOP_REDUCE_RW", "IOP_REDUCE_RWB", "IOP_REDUCE_RWNP", "IOP_REDUCE_RWDEP"):
-        monkeypatch.delenv(k, raising=False)
 
     def last(shape, dt):
         strides = [1] * len(shape)
@@ -451,34 +415,26 @@ def test_reduce_rows_warp_plan_rule(monkeypatch):
             strides[i] = strides[i + 1] * shape[i + 1]
         return plan_reduce(shape, tuple(strides), tuple(strides[:-1]) + (0,), (len(shape) - 1,), dt, 132)
 
-    for dt, np_ in ((DType.F32, 8), (DType.F16, 4), (DType.BF16, 4)):
+    def np_(p):
+        return int(p.kernel.split(", ")[-2]) if p.rules == ("rows-warp",) else 0
+
+    for dt, n in ((DType.F32, 8), (DType.F16, 4), (DType.BF16, 4)):
         p = last((4, 512, 896), dt)
-        assert p.rw == np_ and p.rwdep == -1 and p.block == (32, 4) and p.grid == (512, 1) and p.S == 1 and p.workspace == 0
+        assert np_(p) == n and p.block == (32, 4) and p.grid == (512, 1) and p.S == 1 and p.workspace == 0
+    assert last((4, 512, 896), DType.F16).kernel == "reduce_rows_warp<iop_half, SumOp, 0, 4, 1>"
     assert last((64, 896), DType.F16).grid == (16, 1)
-    assert last((1024, 2048), DType.F16).rw == 8  # 256 packs: the largest row
-    assert last((2048, 2048), DType.F16).rw == 8  # (round 7's reduce_rows16 warp plan before)
-    assert last((2048, 1024), DType.F32).rw == 8
-    assert last((2048, 1025), DType.F32).rw == 0 and last((2048, 2049), DType.BF16).rw == 0
-    assert last((8192, 8192), DType.F16).rw == 0 and last((8192, 8192), DType.F16).block == (32, 4)  # round 7
-    assert last((8192, 512), DType.F16).rw == 2 and last((100, 17), DType.F32).rw == 1
-    assert last((100, 15), DType.F16).rw == 0  # < 2 packs: the scalar path
-    assert last((4, 512, 896), DType.F64).rw == 0 and last((4, 512, 896), DType.I32).rw == 0
+    assert np_(last((1024, 2048), DType.F16)) == 8  # 256 packs: the largest row
+    assert np_(last((2048, 1024), DType.F32)) == 8
+    assert np_(last((2048, 1025), DType.F32)) == 0 and np_(last((2048, 2049), DType.BF16)) == 0
+    assert last((8192, 8192), DType.F16).rules[0] == "rows16-warp" and last((8192, 8192), DType.F16).block == (32, 4)
+    assert np_(last((8192, 512), DType.F16)) == 2 and np_(last((100, 17), DType.F32)) == 1
+    assert np_(last((100, 15), DType.F16)) == 0  # < 2 packs: the scalar path
+    assert np_(last((4, 512, 896), DType.F64)) == 0 and np_(last((4, 512, 896), DType.I32)) == 0
     full = plan_reduce((4, 512, 896), (458752, 896, 1), (0, 0, 0), (0, 1, 2), DType.F16, 132)
-    assert full.rw == 0  # one long row
+    assert np_(full) == 0  # one long row
     assert plan_reduce((4, 512, 896), (458752, 896, 1), (896, 0, 1), (1,), DType.F16, 132).kind != "rows"
-    monkeypatch.setenv("IOP_REDUCE_RW", "mid")  # run 1's rule: rows > 512 that round 7 leaves
-    assert last((8192, 512), DType.F16).rw == 0 and last((2048, 2048), DType.F16).rw == 0
-    assert last((1024, 2048), DType.F16).rw == 8 and last((4, 512, 896), DType.F32).rw == 8
-    monkeypatch.setenv("IOP_REDUCE_RWB", "8")
-    monkeypatch.setenv("IOP_REDUCE_RWNP", "2")
-    monkeypatch.setenv("IOP_REDUCE_RWDEP", "0")
-    p = last((4, 512, 896), DType.F16)
-    assert p.rw == 2 and p.rwdep == 0 and p.block == (32, 8) and p.grid == (256, 1)
-    monkeypatch.setenv("IOP_REDUCE_RW", "0")
-    p = last((4, 512, 896), DType.F16)
-    assert p.rw == 0 and p.block == (64, 1) and p.grid == (2048, 1) and p.h16 == 1
-    assert last((4, 512, 896), DType.F32).block == (64, 1)
-    assert last((8192, 512), DType.F16).block == (32, 8)
+    mx = plan_reduce((4, 512, 896), (458752, 896, 1), (512, 1, 0), (2,), DType.F16, 132, "max")
+    assert mx.kernel == "reduce_rows_warp<iop_half, MaxOp, 0, 4, 0>"  # the loads' dependency only for sums
 
 
 # -- NVIDIA: reduce_rows_warp (round 9D) under its switches ---------------------------------
@@ -504,27 +460,11 @@ RW_CASES = [
     ((6, 5, 897), ((6, 10, 901), (slice(None), slice(None, None, 2), slice(1, 898))), (2,)),  # strided kept, odd rows
     ((4, 3, 896), ((4, 3, 1000), (slice(None), slice(None), slice(8, 904))), (2,)),  # aligned rows, gaps
 ]
-RW_ENVS = [
-    {},
-    {"IOP_REDUCE_RW": "0"},
-    {"IOP_REDUCE_RW": "mid"},
-    {"IOP_REDUCE_RWB": "1"},
-    {"IOP_REDUCE_RWB": "8"},
-    {"IOP_REDUCE_RWB": "16"},
-    {"IOP_REDUCE_RWNP": "1"},
-    {"IOP_REDUCE_RWNP": "2"},
-    {"IOP_REDUCE_RWNP": "8"},
-    {"IOP_REDUCE_RWDEP": "0"},
-    {"IOP_REDUCE_RWDEP": "1"},
-]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize(
-    "env", RW_ENVS, ids=["default", "off", "mid", "rpb1", "rpb8", "rpb16", "np1", "np2", "np8", "dep0", "dep1"]
-)
-def test_sum_reduce_max_reduce_mean_nvidia_rows_warp(monkeypatch, env):
-    cp = cupy_with_env(monkeypatch, env)
+def test_sum_reduce_max_reduce_mean_nvidia_rows_warp(monkeypatch):
+    cp = cupy_with_env(monkeypatch, {})
     import ml_dtypes
 
     h = iop.create_handle("nvidia")
@@ -559,7 +499,7 @@ def test_sum_reduce_max_reduce_mean_nvidia_rows_warp(monkeypatch, env):
                 for bin_ in (bd, bo):
                     xin = bin_[view[1]] if view else bin_
                     outs = _two_calls(cp, d, ws, xin, want.shape, npdt)
-                    tag = f"{op} {shape} {view and view[0]} {dt} {env}"
+                    tag = f"{op} {shape} {view and view[0]} {dt}"
                     assert outs[0].tobytes() == outs[1].tobytes(), tag  # deterministic
                     got = outs[0].astype(np.float64)
                     if op == "reduce_max":
@@ -619,25 +559,15 @@ def test_random_sample_nvidia_greedy_modes(monkeypatch, mode):
                     assert int(r) == int(np.argmax(x[:n])), (n, dt, rep, mode)
 
 
-ROW_ENVS = [
-    {},
-    {"IOP_ROWWISE_RAW": "all"},
-    {"IOP_ROWWISE_RAW": "all8"},
-    {"IOP_ROWWISE_RAW": "nolog"},
-    {"IOP_ROWWISE_RAW": "0"},
-]
-
-
 @pytest.mark.gpu
-@pytest.mark.parametrize("env", ROW_ENVS, ids=["default", "raw_all", "raw_all8", "nolog", "raw0"])
-def test_softmax_log_softmax_nvidia_row_variants(monkeypatch, env):
-    """Every row_softmax variant (raw 16-bit cache of 4 or 8 packs, f32 cache) on
-    rows that select them, aligned and at an odd element offset, with -inf entries."""
-    cp = cupy_with_env(monkeypatch, env)
+def test_softmax_log_softmax_nvidia_row_variants(monkeypatch):
+    """The row kernels of mid and long rows (warp, hybrid, raw 16-bit and f32 caches), aligned and
+    at an odd element offset, with -inf entries."""
+    cp = cupy_with_env(monkeypatch, {})
     h = iop.create_handle("nvidia")
     rng = np.random.default_rng(3)
     for op in ("softmax", "log_softmax"):
-        for shape in ((3, 2049), (5, 4097), (4, 20000), (2, 32000)):
+        for shape in ((3, 2049), (5, 4097), (4, 20000), (2, 32000), (2, 70001)):
             for dt, npdt, tol in ((iop.float16, np.float16, 2e-3), (iop.bfloat16, None, 2e-2), (iop.float32, np.float32, 1e-5)):
                 a = rng.uniform(-8, 8, size=shape)
                 a[:, ::7] = -np.inf
@@ -662,43 +592,30 @@ def test_softmax_log_softmax_nvidia_row_variants(monkeypatch, env):
                     np.testing.assert_allclose(got[fin], want[fin], rtol=tol, atol=tol, err_msg=f"{op} {shape} {dt} {off}")
 
 
-def test_row_softmax_warp_rule(monkeypatch):
+def test_row_softmax_warp_rule():
     from infiniop_py.dtypes import DType
-    from infiniop_py.reduce.rowwise import all_names, warp_kernel_name, warp_packs
 
-    monkeypatch.delenv("IOP_ROWWISE_WARP_AL", raising=False)
-    monkeypatch.delenv("IOP_ROWWISE_WARP_SH", raising=False)
-    assert warp_packs(DType.F16, "softmax", 2049) == 8 and warp_packs(DType.BF16, "log_softmax", 4097) == 16
-    assert warp_packs(DType.F16, "log_softmax", 1000) == 4 and warp_packs(DType.F16, "softmax", 1000) == 0
-    assert warp_packs(DType.F16, "softmax", 4104) == 0 and warp_packs(DType.F16, "softmax", 7175) == 0
-    assert warp_packs(DType.F16, "softmax", 8192) == 32 and warp_packs(DType.F16, "softmax", 8200) == 0
-    assert warp_packs(DType.F32, "softmax", 2048) == 0 and warp_packs(DType.F16, "causal", 2048) == 0
-    # softmax: 128-byte boundary at 16 packs per lane, exponentials by ShiftExp (SH = 1) at every P
-    assert warp_kernel_name(DType.F16, "softmax", 16) == "row_softmax_warp<iop_half, 0, 16, 5, 1, 1>"
-    assert warp_kernel_name(DType.F16, "softmax", 8) == "row_softmax_warp<iop_half, 0, 8, 8, 0, 1>"
-    # log_softmax: SH only at 32 packs per lane
-    assert warp_kernel_name(DType.F16, "log_softmax", 16) == "row_softmax_warp<iop_half, 1, 16, 5, 1>"
-    assert warp_kernel_name(DType.BF16, "log_softmax", 32) == "row_softmax_warp<iop_bf16, 1, 32, 3, 0, 1>"
-    monkeypatch.setenv("IOP_ROWWISE_WARP_AL", "0")
-    monkeypatch.setenv("IOP_ROWWISE_WARP_SH", "0")
-    assert warp_kernel_name(DType.F16, "softmax", 16) == "row_softmax_warp<iop_half, 0, 16, 5>"
-    assert warp_kernel_name(DType.F16, "softmax", 16) in all_names(DType.F16, "softmax")
-    monkeypatch.delenv("IOP_ROWWISE_WARP_AL")
-    monkeypatch.delenv("IOP_ROWWISE_WARP_SH")
-    for mode in ("softmax", "log_softmax"):  # every switch setting's kernel is instantiated
-        for dt in (DType.F16, DType.BF16):
-            names = all_names(dt, mode)
-            assert all(
-                warp_kernel_name(dt, mode, q, al=al, sh=sh) in names
-                for q in (4, 8, 16, 32)
-                for al in (0, 1)
-                if al == 0 or q == 16
-                for sh in (0, 1)
-            )
-    monkeypatch.setenv("IOP_ROWWISE_WARP", "all")
-    assert warp_packs(DType.F16, "softmax", 1000) == 4 and warp_packs(DType.F16, "softmax", 8199) == 32
-    monkeypatch.setenv("IOP_ROWWISE_WARP", "0")
-    assert warp_packs(DType.F16, "softmax", 2049) == 0
+    def packs(dt, mode, n):
+        rule, launch = _row(dt, mode, n)
+        return int(launch.kernel.split(", ")[2]) if rule == "softmax-warp" else 0
+
+    assert packs(DType.F16, "softmax", 1500) == 8 and packs(DType.BF16, "log_softmax", 4097) == 16
+    assert _row(DType.F16, "softmax", 2049)[1].kernel == "row_softmax_warp_nc<iop_half, RW_SOFTMAX, 8, 8>"
+    assert packs(DType.F16, "log_softmax", 1000) == 0 and _row(DType.F16, "log_softmax", 1000)[0] == "softmax-short"
+    assert packs(DType.F16, "softmax", 4104) == 0 and packs(DType.F16, "softmax", 7175) == 0
+    assert packs(DType.F16, "softmax", 8192) == 32 and packs(DType.F16, "softmax", 8200) == 0
+    assert packs(DType.F32, "softmax", 2100) == 0 and packs(DType.F16, "causal", 2048) == 0
+    # softmax: 128-byte boundary at 16 packs per lane (one row per block), ShiftExp at every P
+    assert _row(DType.F16, "softmax", 4096, 64)[1] == RowLaunch(
+        "row_softmax_warp<iop_half, RW_SOFTMAX, 16, 5, 1, 1>", (64,), (32, 1), 1
+    )
+    assert _row(DType.F16, "softmax", 1500)[1].kernel == "row_softmax_warp<iop_half, RW_SOFTMAX, 8, 8, 0, 1>"
+    # log_softmax: ShiftExp only at 32 packs per lane
+    assert _row(DType.F16, "log_softmax", 4096)[1].kernel == "row_softmax_warp<iop_half, RW_LOG_SOFTMAX, 16, 5, 1>"
+    assert _row(DType.F16, "log_softmax", 1500)[1].kernel == "row_softmax_warp<iop_half, RW_LOG_SOFTMAX, 8, 8>"
+    assert _row(DType.BF16, "log_softmax", 8192, 64)[1] == RowLaunch(
+        "row_softmax_warp<iop_bf16, RW_LOG_SOFTMAX, 32, 3, 0, 1>", (16,), (32, 4), 1
+    )
 
 
 @pytest.mark.parametrize("op", ["softmax", "log_softmax"])
@@ -719,22 +636,13 @@ def test_softmax_cpu_threaded_chunks(op, shape, dim):
     np.testing.assert_allclose(x, want, rtol=1e-5, atol=1e-5)
 
 
-HYB_ENVS = [
-    {},
-    {"IOP_ROWWISE_HYB": "all"},
-    {"IOP_ROWWISE_HYB": "all", "IOP_ROWWISE_HYB_P": "4", "IOP_ROWWISE_HYB_G": "96", "IOP_ROWWISE_HYB_CS": "1"},
-    {"IOP_ROWWISE_HYB": "0"},
-]
-
-
 @pytest.mark.gpu
-@pytest.mark.parametrize("env", HYB_ENVS, ids=["default", "hyb_all", "hyb_p4_g96_cs", "hyb0"])
-def test_softmax_log_softmax_nvidia_hyb_rows(monkeypatch, env):
+def test_softmax_log_softmax_nvidia_hyb_rows(monkeypatch):
     """row_softmax_hyb (row cached in registers + shared memory) on long and short rows, odd
     lengths, contiguous and with row stride N + 3 (every row at another alignment), in place,
     -inf entries, an all -inf row (NaN), large magnitudes; f32 / f16 / bf16; second call
     bitwise equal."""
-    cp = cupy_with_env(monkeypatch, env)
+    cp = cupy_with_env(monkeypatch, {})
     import ml_dtypes
 
     h = iop.create_handle("nvidia")
@@ -797,16 +705,14 @@ def test_softmax_log_softmax_nvidia_hyb_rows(monkeypatch, env):
                         assert np.array_equal(cp.asnumpy(yb).view(np.uint8), out.ravel().view(np.uint8)), tag
 
 
-def test_softmax_hyb_rule(monkeypatch):
+def test_softmax_hyb_rule():
     from infiniop_py.dtypes import DType
-    from infiniop_py.reduce.rowwise import hyb_plan
 
-    monkeypatch.delenv("IOP_ROWWISE_HYB", raising=False)
-    assert hyb_plan(DType.F32, "softmax", 32000) == (8, 256, 24, 0)
-    assert hyb_plan(DType.F16, "log_softmax", 32000) == (8, 192, 13, 0)
-    assert hyb_plan(DType.F16, "softmax", 2049) is None and hyb_plan(DType.F16, "softmax", 65537) is None
-    assert hyb_plan(DType.F32, "softmax", 65536) == (8, 1024, 8, 0)
-    assert hyb_plan(DType.F64, "softmax", 32000) is None
-    assert hyb_plan(DType.F32, "causal", 32000) is None
-    monkeypatch.setenv("IOP_ROWWISE_HYB", "0")
-    assert hyb_plan(DType.F32, "softmax", 32000) is None
+    assert _row(DType.F32, "softmax", 32000, 7)[1] == RowLaunch(
+        "row_softmax_hyb<float, RW_SOFTMAX, 8>", (7,), (256,), 24, 24 * 256 * 16
+    )
+    assert _row(DType.F16, "log_softmax", 32000)[1].block == (192,) and _row(DType.F16, "log_softmax", 32000)[1].ne == 13
+    assert _row(DType.F16, "softmax", 2049)[0] != "softmax-hybrid" and _row(DType.F16, "softmax", 65537)[0] == "row-raw"
+    assert _row(DType.F32, "softmax", 65536)[1].block == (1024,) and _row(DType.F32, "softmax", 65536)[1].ne == 8
+    assert _row(DType.F64, "softmax", 32000)[0] == "row-cached"
+    assert _row(DType.F32, "causal", 32000)[0] == "row-cached"

@@ -1,8 +1,9 @@
-"""Round 8B (issue 4): softmax / log_softmax mid rows on the NVIDIA backend, every variant of
-``row_softmax_wpipe`` (rows per warp with the next row loaded during the write pass, two warps
-per row, cache hints) and the default ``row_softmax_warp``; rows of 2048 / 2049 / 4096 / 4097
-and odd lengths, 1-9 rows and 4096 rows, contiguous and with row stride N + 3 (gap columns
-untouched), in place, -inf entries, an all -inf row (NaN, as torch), second call bitwise equal."""
+"""softmax / log_softmax rows on the NVIDIA backend: the row-wise rule table (which kernel each row
+length gets, and that the compile set is exactly what the rules reach), then every kernel on rows
+that select it: 16-bit mid rows (row_softmax_warp, row_softmax_warp_nc), short rows
+(row_softmax_short); rows of 2048 / 2049 / 4096 / 4097 and odd lengths, 1-9 rows and 4096 rows,
+contiguous and with row stride N + 3 (gap columns untouched), in place, -inf entries, an all -inf
+row (NaN, as torch), second call bitwise equal."""
 
 from __future__ import annotations
 
@@ -13,60 +14,71 @@ from conftest import cupy_with_env
 import infiniop_py as iop
 from infiniop_py import create_tensor_descriptor as D  # noqa: N812
 
-PIPE = {"IOP_ROWWISE_PIPE": "1"}
-ENVS = {
-    "default": {},
-    "warp0": {"IOP_ROWWISE_WARP": "0"},
-    "pipe": PIPE,
-    "pipe_rpw1.35": {**PIPE, "IOP_ROWWISE_PIPE_RPW": "1.35"},
-    "pipe_rpw3_cs": {**PIPE, "IOP_ROWWISE_PIPE_RPW": "3", "IOP_ROWWISE_PIPE_H": "4"},
-    "pipe_nc": {**PIPE, "IOP_ROWWISE_PIPE_H": "9"},
-    "pipe_ef": {**PIPE, "IOP_ROWWISE_PIPE_H": "3"},
-    "pipe_cs1": {**PIPE, "IOP_ROWWISE_PIPE_H": "12"},
-    "split": {**PIPE, "IOP_ROWWISE_PIPE_S": "2", "IOP_ROWWISE_PIPE_H": "8"},
-    "split_rpw2": {**PIPE, "IOP_ROWWISE_PIPE_S": "2", "IOP_ROWWISE_PIPE_RPW": "2"},
-    "split_rpw3": {**PIPE, "IOP_ROWWISE_PIPE_S": "2", "IOP_ROWWISE_PIPE_RPW": "3"},
-    "pipe0": {"IOP_ROWWISE_PIPE": "0"},
-    "pipe0_w1": {"IOP_ROWWISE_PIPE": "0", "IOP_ROWWISE_WARPS": "1"},
-    "w2": {"IOP_ROWWISE_WARPS": "2"},
-    "split_w2": {**PIPE, "IOP_ROWWISE_PIPE_S": "2", "IOP_ROWWISE_PIPE_H": "8", "IOP_ROWWISE_WARPS": "2"},
-    "split_nc": {**PIPE, "IOP_ROWWISE_PIPE_S": "2", "IOP_ROWWISE_PIPE_H": "9"},
-    "nc_w1": {**PIPE, "IOP_ROWWISE_PIPE_H": "9", "IOP_ROWWISE_WARPS": "1"},
-    "warp_al": {"IOP_ROWWISE_WARP_AL": "1"},
-    "warp_al_pipe0": {"IOP_ROWWISE_WARP_AL": "1", "IOP_ROWWISE_PIPE": "0"},
-    "warp_sh1": {"IOP_ROWWISE_WARP_SH": "1"},  # exponentials as one FFMA and one ex2 (ShiftExp) or not
-    "warp_sh0": {"IOP_ROWWISE_WARP_SH": "0"},
-    "warp_sh1_pipe0": {"IOP_ROWWISE_WARP_SH": "1", "IOP_ROWWISE_PIPE": "0"},
-}
+
+def _rule(dt, mode, n, rows=1):
+    from infiniop_py.reduce.rowwise import RowProblem, plan_row, vec_of
+
+    return plan_row(RowProblem(dt, mode, n, rows, vec_of(dt)))
 
 
-def test_pipe_plan_rule(monkeypatch):
+def test_warp_nc_rule():
+    """16-bit softmax / log_softmax rows of 225-256 packs (N = 1800-2055): a warp per row with nc
+    loads, one warp per block; longer and shorter rows take row_softmax_warp."""
     from infiniop_py.dtypes import DType
-    from infiniop_py.reduce.rowwise import all_names, pipe_kernel_name, pipe_plan
 
-    # default: nc loads and one warp per block for rows of 225-256 packs, else row_softmax_warp
-    # (two warps per row only under the switches)
-    nc = (8, 8, 1, 9, 1.0, 1)
-    assert pipe_plan(DType.F16, "softmax", 4096) is None and pipe_plan(DType.F16, "softmax", 2049) == nc
-    assert pipe_plan(DType.F16, "log_softmax", 4097) is None and pipe_plan(DType.F16, "log_softmax", 2048) == nc
-    assert pipe_plan(DType.BF16, "log_softmax", 4097) is None and pipe_plan(DType.F16, "softmax", 4097) is None
-    assert pipe_plan(DType.F16, "log_softmax", 4103) is None and pipe_plan(DType.F16, "log_softmax", 4105) is None
-    assert pipe_plan(DType.F16, "softmax", 2055) == nc and pipe_plan(DType.F16, "log_softmax", 2057) is None
-    assert pipe_plan(DType.F16, "softmax", 1799) is None and pipe_plan(DType.F16, "softmax", 1800) == nc
-    assert pipe_plan(DType.F16, "log_softmax", 1000) is None
-    assert pipe_plan(DType.F32, "softmax", 4097) is None and pipe_plan(DType.F16, "causal", 4097) is None
-    assert pipe_kernel_name(DType.F16, "softmax", 8, 8, 2, 8) in all_names(DType.F16, "softmax")
-    monkeypatch.setenv("IOP_ROWWISE_PIPE", "0")
-    assert pipe_plan(DType.F16, "softmax", 4097) is None and pipe_plan(DType.F16, "softmax", 2048) is None
-    monkeypatch.setenv("IOP_ROWWISE_PIPE", "1")
-    assert pipe_plan(DType.F16, "softmax", 4096) == (16, 4, 1, 0, 2.0, 4)
-    assert pipe_plan(DType.BF16, "log_softmax", 2049) == (8, 6, 1, 0, 2.0, 4)
-    assert pipe_plan(DType.F32, "softmax", 2048) is None and pipe_plan(DType.F16, "causal", 2048) is None
-    monkeypatch.setenv("IOP_ROWWISE_PIPE_S", "2")
-    assert pipe_plan(DType.F16, "softmax", 4097) == (8, 6, 2, 0, 2.0, 4)
-    monkeypatch.setenv("IOP_ROWWISE_PIPE_H", "8")
-    assert pipe_plan(DType.F16, "softmax", 2048) == (4, 12, 2, 8, 1.0, 4)
-    assert pipe_kernel_name(DType.F16, "softmax", 16, 4, 1, 0) in all_names(DType.F16, "softmax")
+    nc = "softmax-warp-nc"
+    assert _rule(DType.F16, "softmax", 4096)[0] == "softmax-warp" and _rule(DType.F16, "softmax", 2049)[0] == nc
+    assert _rule(DType.F16, "log_softmax", 4097)[0] == "softmax-warp" and _rule(DType.F16, "log_softmax", 2048)[0] == nc
+    assert _rule(DType.F16, "softmax", 2055)[0] == nc and _rule(DType.F16, "log_softmax", 2057)[0] == "softmax-warp"
+    assert _rule(DType.F16, "softmax", 1799)[0] == "softmax-warp" and _rule(DType.F16, "softmax", 1800)[0] == nc
+    assert _rule(DType.F32, "softmax", 2100)[0] == "row-cached" and _rule(DType.F16, "causal", 2048)[0] == "row-cached"
+    launch = _rule(DType.BF16, "log_softmax", 2048, 4096)[1]
+    assert (launch.kernel, launch.grid, launch.block) == ("row_softmax_warp_nc<iop_bf16, RW_LOG_SOFTMAX, 8, 8>", (4096,), (32, 1))
+
+
+def test_rowwise_compile_set_equals_reachable(monkeypatch):
+    """For every row-wise operator of the registry (its factory declares ``rows``), a sweep of
+    row lengths (every pack count up to 1026, aligned or not, long rows), row counts and layouts
+    (contiguous rows, the column kernel, rows of a causal mask) through RowwiseKernel on a stand-in
+    sm_90 device requests exactly the kernels of the operator's compile list."""
+    import types
+
+    from infiniop_py.cuda import runtime
+    from infiniop_py.dtypes import itemsize
+    from infiniop_py.reduce import rowwise
+    from infiniop_py.registry import get_spec
+
+    requested: set = set()
+
+    class Fn:
+        max_dynamic_shared_size_bytes = preferred_shared_memory_carveout = 0
+
+    def get_module(source, names, device_id):
+        requested.update(names)
+        return types.SimpleNamespace(ptr={n: i + 1 for i, n in enumerate(names)}, kernels={n: Fn() for n in names})
+
+    monkeypatch.setattr(rowwise, "get_module", get_module)
+    monkeypatch.setattr(rowwise, "Launch", lambda *args, **kw: None)
+    monkeypatch.setattr(runtime, "device_count", lambda: 1)
+    handle = types.SimpleNamespace(device_id=0)
+    ops = [op for op in iop.list_ops() if getattr(get_spec(op).nvidia, "rows", None) is not None]
+    assert {"softmax", "log_softmax", "causal_softmax", "cross_entropy", "cross_entropy_loss"} <= set(ops)
+    for op in ops:
+        fam = get_spec(op).nvidia.rows
+        for dt in sorted(fam.dtypes):
+            vec = 16 // itemsize(dt)
+            lengths = {q * vec + r for q in range(1027) for r in (0, 1)} | {16384, 16385, 20000, 65536, 65537, 100000}
+            lengths |= {2048 * vec, 2048 * vec + 1, 2049 * vec}
+            for ti in fam.tis:
+                for n in sorted(lengths - {0}):
+                    for R in (3, 5000):
+                        lay = rowwise.RowLayout(n, 1, 1, (R,), [[n], [n], [1]], collapse_rows=fam.mode != "causal")
+                        rowwise.RowwiseKernel(handle, lay, dt, fam.mode, (0, 1, 2), ti=ti, loss_slot=0)
+                lay = rowwise.RowLayout(100, 7, 7, (7,), [[1], [1], [1]])  # the dim is not the fastest
+                rowwise.RowwiseKernel(handle, lay, dt, fam.mode, (0, 1, 2), ti=ti, loss_slot=0)
+        compiled = {n for _, names in get_spec(op).nvidia.compile_units() for n in names}
+        assert requested == compiled, (op, sorted(requested - compiled)[:5], sorted(compiled - requested)[:5])
+        requested.clear()
 
 
 def _want(x, op):
@@ -121,9 +133,8 @@ def _run(cp, h, op, x, npdt, dt, stride, inplace, tol, tag, check_repeat=True):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("env", list(ENVS.values()), ids=list(ENVS))
-def test_softmax_rows_nvidia_variants(monkeypatch, env):
-    cp = cupy_with_env(monkeypatch, env)
+def test_softmax_rows_nvidia_mid_rows(monkeypatch):
+    cp = cupy_with_env(monkeypatch, {})
     import ml_dtypes
 
     h = iop.create_handle("nvidia")
@@ -138,10 +149,9 @@ def test_softmax_rows_nvidia_variants(monkeypatch, env):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("env", list(ENVS.values()), ids=list(ENVS))
-def test_softmax_rows_nvidia_variants_4096_rows(monkeypatch, env):
-    """Full (4096, N): every warp loops over several rows (the grid is R / RPW slots)."""
-    cp = cupy_with_env(monkeypatch, env)
+def test_softmax_rows_nvidia_mid_rows_4096(monkeypatch):
+    """Full (4096, N): a grid of 4096 rows."""
+    cp = cupy_with_env(monkeypatch, {})
     import ml_dtypes
 
     h = iop.create_handle("nvidia")
@@ -161,11 +171,10 @@ def test_softmax_rows_nvidia_variants_4096_rows(monkeypatch, env):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("env", [{}, {"IOP_ROWWISE_WARP_SH": "1"}, {"IOP_ROWWISE_WARP_SH": "0"}], ids=["default", "sh1", "sh0"])
-def test_softmax_rows_nvidia_large_magnitudes(monkeypatch, env):
+def test_softmax_rows_nvidia_large_magnitudes(monkeypatch):
     """Rows around +-1000 and 30000 (f16): exp(v - m) must not lose the low bits of m * log2(e)
     (ShiftExp keeps them as hi + lo); a naive exp(v) overflows."""
-    cp = cupy_with_env(monkeypatch, env)
+    cp = cupy_with_env(monkeypatch, {})
     import ml_dtypes
 
     h = iop.create_handle("nvidia")
@@ -183,63 +192,30 @@ def test_softmax_rows_nvidia_large_magnitudes(monkeypatch, env):
                         _run(cp, h, op, x, npdt, dt, stride, inplace, tol, f"{op} {R}x{N} {dt} base {base} stride {stride}")
 
 
-# Round 9C (issue 4): short rows, row_softmax_short (L lanes per row, P packs per lane).
-SHORT_ENVS = {
-    "default": {},
-    "short0": {"IOP_ROWWISE_SHORT": "0"},
-    "short_all": {"IOP_ROWWISE_SHORT": "all"},
-    "L4": {"IOP_ROWWISE_SHORT": "all", "IOP_ROWWISE_SHORT_L": "4"},
-    "L8_w1": {"IOP_ROWWISE_SHORT": "all", "IOP_ROWWISE_SHORT_L": "8", "IOP_ROWWISE_SHORT_W": "1"},
-    "L16_w2": {"IOP_ROWWISE_SHORT": "all", "IOP_ROWWISE_SHORT_L": "16", "IOP_ROWWISE_SHORT_W": "2"},
-    "L32": {"IOP_ROWWISE_SHORT": "all", "IOP_ROWWISE_SHORT_L": "32"},
-    "p1": {"IOP_ROWWISE_SHORT": "all", "IOP_ROWWISE_SHORT_P": "1"},
-    "p4": {"IOP_ROWWISE_SHORT": "all", "IOP_ROWWISE_SHORT_P": "4"},
-    "nc": {"IOP_ROWWISE_SHORT": "all", "IOP_ROWWISE_SHORT_H": "1"},
-    "align128": {"IOP_ROWWISE_SHORT": "all", "IOP_ROWWISE_SHORT_L": "32", "IOP_ROWWISE_SHORT_H": "8"},
-}
-
-
-def test_short_plan_rule(monkeypatch):
+def test_short_rule():
     from infiniop_py.dtypes import DType
-    from infiniop_py.reduce.rowwise import all_names, short_kernel_name, short_plan, warp_packs
 
-    for k in ("IOP_ROWWISE_SHORT", "IOP_ROWWISE_SHORT_L", "IOP_ROWWISE_SHORT_P", "IOP_ROWWISE_SHORT_W", "IOP_ROWWISE_SHORT_H"):
-        monkeypatch.delenv(k, raising=False)
-    # default: f32 two packs per lane, 16-bit one; f32 rows of <= 512 packs (a warp each with 16
-    # packs per lane and one warp per block past 256), 16-bit <= 128
-    assert short_plan(DType.F32, "softmax", 128) == (16, 2, 4, 0)
-    assert short_plan(DType.F16, "log_softmax", 128) == (16, 1, 4, 0)
-    assert short_plan(DType.BF16, "softmax", 17) == (4, 1, 4, 0)
-    assert short_plan(DType.F32, "log_softmax", 1000) == (32, 8, 4, 0)  # 8 packs per lane: 16-byte boundary
-    assert short_plan(DType.F16, "softmax", 1000) == (32, 4, 4, 0) and short_plan(DType.BF16, "softmax", 1031) == (32, 4, 4, 0)
-    assert short_plan(DType.F16, "softmax", 1032) is None and short_plan(DType.F32, "softmax", 2052) is None
+    def lp(dt, mode, n):  # (lanes, packs per lane, warps per block, H) of row_softmax_short
+        rule, launch = _rule(dt, mode, n)
+        if rule != "softmax-short":
+            return None
+        lanes, packs, h = (int(a) for a in launch.kernel[:-1].split(", ")[2:])
+        return lanes, packs, launch.block[1], h
+
+    # f32 two packs per lane, 16-bit one; f32 rows of <= 512 packs (a warp each with 16 packs per
+    # lane and one warp per block past 256), 16-bit <= 128
+    assert lp(DType.F32, "softmax", 128) == (16, 2, 4, 0)
+    assert lp(DType.F16, "log_softmax", 128) == (16, 1, 4, 0)
+    assert lp(DType.BF16, "softmax", 17) == (4, 1, 4, 0)
+    assert lp(DType.F32, "log_softmax", 1000) == (32, 8, 4, 0)
+    assert lp(DType.F16, "softmax", 1000) == (32, 4, 4, 0) and lp(DType.BF16, "softmax", 1031) == (32, 4, 4, 0)
+    assert lp(DType.F16, "softmax", 1032) is None and lp(DType.F32, "softmax", 2052) is None
     # f32 rows of 257-512 packs: packs from a 128-byte boundary (H = 8)
-    assert short_plan(DType.F32, "softmax", 1028) == (32, 16, 1, 8) and short_plan(DType.F32, "log_softmax", 2051) == (
-        32,
-        16,
-        1,
-        8,
-    )
-    assert warp_packs(DType.F16, "softmax", 1032) == 8 and warp_packs(DType.F16, "log_softmax", 1032) == 8
-    assert short_plan(DType.F32, "softmax", 3) is None  # no whole pack (the scalar path anyway)
-    assert short_plan(DType.F16, "causal", 128) is None and short_plan(DType.F64, "softmax", 128) is None
-    assert short_plan(DType.F32, "softmax", 4096) is None and short_plan(DType.F16, "softmax", 32000) is None
-    assert short_kernel_name(DType.F32, "softmax", 16, 2) in all_names(DType.F32, "softmax")
-    assert short_kernel_name(DType.BF16, "log_softmax", 32, 8, 1) in all_names(DType.BF16, "log_softmax")
-    monkeypatch.setenv("IOP_ROWWISE_SHORT", "0")
-    assert short_plan(DType.F32, "softmax", 128) is None
-    monkeypatch.setenv("IOP_ROWWISE_SHORT", "all")
-    assert short_plan(DType.F16, "softmax", 1032) == (32, 8, 4, 0)
-    assert short_plan(DType.F32, "softmax", 2052) is None  # 513 packs: more than 32 x 16
-    assert short_plan(DType.F16, "softmax", 2048) == (32, 8, 4, 0)  # 16-bit: at most 8 packs per lane
-    monkeypatch.setenv("IOP_ROWWISE_SHORT_P", "2")
-    assert short_plan(DType.F16, "softmax", 128) == (8, 2, 4, 0)
-    monkeypatch.setenv("IOP_ROWWISE_SHORT_L", "4")
-    assert short_plan(DType.F32, "softmax", 64) == (4, 4, 4, 0) and short_plan(DType.F32, "softmax", 128) is None
-    monkeypatch.setenv("IOP_ROWWISE_SHORT_L", "8")
-    monkeypatch.setenv("IOP_ROWWISE_SHORT_W", "1")
-    monkeypatch.setenv("IOP_ROWWISE_SHORT_H", "1")
-    assert short_plan(DType.F32, "softmax", 128) == (8, 4, 1, 1)
+    assert lp(DType.F32, "softmax", 1028) == (32, 16, 1, 8) and lp(DType.F32, "log_softmax", 2051) == (32, 16, 1, 8)
+    assert _rule(DType.F16, "softmax", 1032)[0] == "softmax-warp"
+    assert lp(DType.F16, "causal", 128) is None and lp(DType.F64, "softmax", 128) is None
+    assert lp(DType.F32, "softmax", 4096) is None and lp(DType.F16, "softmax", 32000) is None
+    assert _rule(DType.F32, "softmax", 128, 100)[1].grid == (13,)  # 4 warps x 2 rows per warp
 
 
 def _run_any(cp, h, op, x, npdt, dt, stride, inplace, tol, tag, xoff=0, yoff=None):
@@ -290,21 +266,13 @@ def _short_types():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("env", list(SHORT_ENVS.values()), ids=list(SHORT_ENVS))
-def test_softmax_short_rows_nvidia(monkeypatch, env):
-    cp = cupy_with_env(monkeypatch, env)
+def test_softmax_short_rows_nvidia(monkeypatch):
+    cp = cupy_with_env(monkeypatch, {})
     h = iop.create_handle("nvidia")
     rng = np.random.default_rng(31)
     shapes = ((1, 128), (2, 17), (3, 100), (4, 127), (5, 129), (6, 64), (7, 256), (8, 512), (9, 1000), (3, 33), (2, 1), (2, 1031))
     # f32 rows of 257-512 packs: a warp per row, 16 packs per lane (16-bit rows: other kernels)
     shapes += ((3, 1028), (4, 2048), (2, 2051), (5, 1501))
-    if env not in (
-        SHORT_ENVS["default"],
-        SHORT_ENVS["short_all"],
-        SHORT_ENVS["nc"],
-        SHORT_ENVS["align128"],
-    ):  # the switches: fewer modules to compile
-        shapes = ((2, 17), (4, 127), (5, 129), (9, 1000))
     for op in ("softmax", "log_softmax"):
         for R, N in shapes:
             for dt, npdt, tol in _short_types():
@@ -321,13 +289,9 @@ def test_softmax_short_rows_nvidia(monkeypatch, env):
                     _run_any(cp, h, op, x, npdt, dt, stride, inplace, tol, tag, xoff, yoff)
 
 
-SHORT_ENVS_4096 = {k: SHORT_ENVS[k] for k in ("default", "short0", "short_all", "p4", "nc", "align128")}
-
-
 @pytest.mark.gpu
-@pytest.mark.parametrize("env", list(SHORT_ENVS_4096.values()), ids=list(SHORT_ENVS_4096))
-def test_softmax_short_rows_nvidia_4096_rows(monkeypatch, env):
-    cp = cupy_with_env(monkeypatch, env)
+def test_softmax_short_rows_nvidia_4096_rows(monkeypatch):
+    cp = cupy_with_env(monkeypatch, {})
     h = iop.create_handle("nvidia")
     rng = np.random.default_rng(37)
     for N in (128, 1000, 129, 2049):
@@ -342,16 +306,12 @@ def test_softmax_short_rows_nvidia_4096_rows(monkeypatch, env):
                     _run_any(cp, h, op, x, npdt, dt, stride, inplace, tol, tag, off)
 
 
-WARP_ENVS = [{}, {"IOP_ROWWISE_WARP": "all"}, {"IOP_ROWWISE_WARP": "0"}]
-
-
 @pytest.mark.gpu
-@pytest.mark.parametrize("env", WARP_ENVS, ids=["default", "warp_all", "warp0"])
-def test_softmax_log_softmax_nvidia_warp_rows(monkeypatch, env):
-    """row_softmax_warp (and the block kernel it replaces, under warp0) on odd / even row
+def test_softmax_log_softmax_nvidia_warp_rows(monkeypatch):
+    """row_softmax_warp and the kernels of the neighbouring rules on odd / even row
     lengths, contiguous and with row stride N + 3 (every row at another alignment), -inf
     entries, an all -inf row (NaN, as torch), in place, few rows; second call bitwise equal."""
-    cp = cupy_with_env(monkeypatch, env)
+    cp = cupy_with_env(monkeypatch, {})
     import ml_dtypes
 
     h = iop.create_handle("nvidia")

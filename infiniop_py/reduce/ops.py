@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ..cpu import jit
 from ..cpu.rows import Outputs, bits, rows2d, run_rows, split
 from ..spec import Checker, Info
 from ..status import Status
-from . import REDUCE_SOURCE, ReduceKernel, default_kernel_names, kernel_names, reduce_numpy, store
+from . import REDUCE_SOURCE, ReduceKernel, kernel_names, reduce_numpy, store
 
 
 def check_output(check: Checker, axes: tuple, keepdim: bool) -> None:
@@ -70,22 +71,23 @@ def cpu_factory(op: str):
     return cpu
 
 
+@dataclass(frozen=True)
+class ReduceFamily:
+    """What a reduction's NVIDIA factory declares: its op (sum, max or mean) and dtypes."""
+
+    op: str
+    dtypes: frozenset
+
+    def compile_units(self):  # every kernel a plan can launch
+        return [(REDUCE_SOURCE, [n for dt in sorted(self.dtypes) for n in kernel_names(dt, self.op)])]
+
+
 def nvidia_factory(op: str, dtypes):
     def factory(info: Info, handle):
         return ReduceKernel(handle, info.tensors["input"], kept_strides(info), info.axes, op)
 
-    def compile_units():  # what plans select; tuning_units: the other switch settings
-        return [(REDUCE_SOURCE, [n for dt in sorted(dtypes) for n in default_kernel_names(dt, op)])]
-
-    def tuning_units():
-        names = []
-        for dt in sorted(dtypes):
-            chosen = set(default_kernel_names(dt, op))
-            names += [n for n in kernel_names(dt, op) if n not in chosen]
-        return [(REDUCE_SOURCE, names)] if names else []
-
-    factory.compile_units = compile_units
-    factory.tuning_units = tuning_units
+    factory.reduction = ReduceFamily(op, frozenset(dtypes))
+    factory.compile_units = factory.reduction.compile_units
     return factory
 
 

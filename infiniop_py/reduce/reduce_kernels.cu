@@ -46,15 +46,10 @@ __device__ __forceinline__ void row_chunk(const RedMeta& p, int s, long long& j0
   }
 }
 
-// Relaxed / release-acquire memory operations for the one-launch finishes (LAST = 2, 3).
+// Relaxed memory operations for the flagged-slot finish (LAST = 3).
 __device__ __forceinline__ unsigned int red_atom_add_relaxed(unsigned int* a, unsigned int v) {
   unsigned int r;
   asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], %2;" : "=r"(r) : "l"(a), "r"(v) : "memory");
-  return r;
-}
-__device__ __forceinline__ unsigned int red_atom_add_acq_rel(unsigned int* a, unsigned int v) {
-  unsigned int r;
-  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(r) : "l"(a), "r"(v) : "memory");
   return r;
 }
 __device__ __forceinline__ unsigned long long red_ld_relaxed64(const unsigned long long* a) {
@@ -79,15 +74,14 @@ __device__ __forceinline__ unsigned int row_start_ticket(unsigned int* __restric
 // partial to the workspace for reduce_finish (LAST = 0). LAST (blockDim.y == 1):
 //   1  each block writes its partial to the workspace, __threadfence + atomicAdd on the row's
 //      ticket; the block that draws S - 1 combines the S partials;
-//   2  the same with one atom.acq_rel.gpu instead of the sequentially consistent fence + atomic;
 //   3  no fence, no atomic at the end: a block publishes {flag, partial} as ONE 64-bit relaxed
 //      store into a descriptor-owned slot (flag and value are single-copy atomic together); the
 //      block that drew the last START ticket (row_start_ticket: every block of the row has
 //      started, so waiting for them cannot deadlock) polls the S slots until all are flagged,
 //      clears them and combines (float accumulators only).
-// The combine order is the same in all three (thread tid reads s = tid, tid + G, ... in order,
-// then block_reduce), so the result is bitwise identical whichever block finishes, and
-// identical between LAST = 1, 2 and 3 for the same grid. Tickets and slots reset themselves.
+// The combine order is the same in both (thread tid reads s = tid, tid + G, ... in order, then
+// block_reduce), so the result is bitwise identical whichever block finishes, and identical
+// between LAST = 1 and 3 for the same grid. Tickets and slots reset themselves.
 template <class T, class Op, int MEAN, int LAST, class A>
 __device__ __forceinline__ void row_finish(A acc, T* __restrict__ y, long long yoff, A* __restrict__ ws,
                                            unsigned int* __restrict__ ticket, const RedMeta& p, long long row,
@@ -140,20 +134,15 @@ __device__ __forceinline__ void row_finish(A acc, T* __restrict__ y, long long y
       int last = 0;
       if (row < p.M) {
         ws[(long long)s * p.M + row] = acc;
-        unsigned int old;
-        if (LAST == 2) {
-          old = red_atom_add_acq_rel(&ticket[blockIdx.x], 1u);
-        } else {
-          __threadfence();
-          old = atomicAdd(&ticket[blockIdx.x], 1u);
-        }
+        __threadfence();
+        const unsigned int old = atomicAdd(&ticket[blockIdx.x], 1u);
         last = old == (unsigned int)(p.S - 1);
       }
       is_last = last;
     }
     __syncthreads();
     if (!is_last) return;
-    if (LAST == 1) __threadfence();  // LAST = 2: tid 0's acquire, ordered for the block by bar.sync
+    __threadfence();
     A a = Op::template identity<A>();
     for (int q = tid; q < p.S; q += G) a = Op::template combine<A>(a, __ldcg(ws + (long long)q * p.M + row));
     a = block_reduce<Op, A>(a, smem, tid, G);
@@ -169,16 +158,16 @@ __device__ __forceinline__ void row_finish(A acc, T* __restrict__ y, long long y
   }
 }
 
-// U > 1: the contiguous path loads U 16-byte packs per thread before combining them (U loads
-// in flight per thread: what reaches the read bandwidth when a thread owns only a few packs);
-// U == 1 is the plain strided loop of the first version.
+// VEC > 1: the contiguous path loads U = 8 16-byte packs per thread before combining them (U
+// loads in flight per thread: what reaches the read bandwidth when a thread owns only a few
+// packs); VEC == 1 is a plain strided loop.
 //
 // LAST = 1 (split plans with one row per block): no second launch; each block writes its
 // partial, draws a ticket (integer atomic on ticket[blockIdx.x]) and the block that draws S - 1
 // combines the S partials of its row in a fixed order (thread tid reads s = tid, tid + G, ...,
 // then block_reduce: the same result whichever block is last) and resets the ticket to 0. The
 // tickets are device memory owned by the descriptor, one array per stream, zeroed once.
-template <class T, class Op, int MEAN, int VEC, int U, int LAST>
+template <class T, class Op, int MEAN, int VEC, int LAST>
 __global__ void __launch_bounds__(1024) reduce_rows(T* __restrict__ y, const T* __restrict__ x,
                                                     typename Acc<T>::type* __restrict__ ws, RedMeta p,
                                                     unsigned int* __restrict__ ticket) {
@@ -208,16 +197,15 @@ __global__ void __launch_bounds__(1024) reduce_rows(T* __restrict__ y, const T* 
         const Pack<T, VEC>* pv = reinterpret_cast<const Pack<T, VEC>*>(p0 + head);
         const long long nv = (n - head) / VEC;
         long long v = tid;
-        if (U > 1) {
-          for (; v + (long long)(U - 1) * G < nv; v += (long long)U * G) {
-            Pack<T, VEC> pk[U];
+        constexpr int U = 8;
+        for (; v + (long long)(U - 1) * G < nv; v += (long long)U * G) {
+          Pack<T, VEC> pk[U];
 #pragma unroll
-            for (int u = 0; u < U; ++u) pk[u] = pv[v + (long long)u * G];
+          for (int u = 0; u < U; ++u) pk[u] = pv[v + (long long)u * G];
 #pragma unroll
-            for (int u = 0; u < U; ++u)
+          for (int u = 0; u < U; ++u)
 #pragma unroll
-              for (int k = 0; k < VEC; ++k) acc = Op::template combine<A>(acc, red_load(pk[u].v[k]));
-          }
+            for (int k = 0; k < VEC; ++k) acc = Op::template combine<A>(acc, red_load(pk[u].v[k]));
         }
 #pragma unroll 4
         for (; v < nv; v += G) {
@@ -375,12 +363,13 @@ __global__ void __launch_bounds__(1024) reduce_finish_block(T* __restrict__ y, c
 // One-launch column reduction (no split, no workspace): a block owns TX * VEC neighbouring
 // outputs (blockDim.x = TX threads of VEC outputs each, 16-byte packs when VEC > 1: same
 // alignment rules as reduce_cols_vec) and the whole reduced extent, which its BY = blockDim.y
-// (a power of two) thread rows share: row ty takes positions ty, ty + BY, ... with U loads in
-// flight, then the BY partials are combined by a fixed pairwise tree in shared memory (dynamic:
+// (a power of two) thread rows share: row ty takes positions ty, ty + BY, ... with U = 4 loads
+// in flight, then the BY partials are combined by a fixed pairwise tree in shared memory (dynamic:
 // BY / 2 * TX * VEC accumulators). Deterministic; the per-output order differs from reduce_cols.
-template <class T, class Op, int MEAN, int VEC, int U>
+template <class T, class Op, int MEAN, int VEC>
 __global__ void __launch_bounds__(1024) reduce_cols_tile(T* __restrict__ y, const T* __restrict__ x, RedMeta p) {
   typedef typename Acc<T>::type A;
+  constexpr int U = 4;
   extern __shared__ __align__(16) unsigned char red_tile_smem[];
   A* sh = reinterpret_cast<A*>(red_tile_smem);
   const int tx = threadIdx.x, ty = threadIdx.y, TX = blockDim.x, BY = blockDim.y;
@@ -447,24 +436,7 @@ __global__ void __launch_bounds__(1024) reduce_cols_tile(T* __restrict__ y, cons
 //               independent f32 accumulators (even / odd elements), summed at the end;
 //   max:        max.NaN.{f16,bf16}x2 on packed pairs into 4 packed accumulators (no conversion;
 //               exact, NaN propagates as with MaxOp), converted once at the end.
-// LDK selects the load instruction: 0 plain C++ load, 1 ld.global.nc.L1::no_allocate,
-// 2 ... .L2::256B prefetch, 3 ... .L2::128B prefetch. Deterministic (fixed order per thread).
-template <int LDK> __device__ __forceinline__ uint4 r16_ld(const uint4* p) {
-  uint4 r;
-  if (LDK == 1) {
-    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
-  } else if (LDK == 2) {
-    asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
-  } else if (LDK == 3) {
-    asm("ld.global.nc.L1::no_allocate.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];"
-        : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w) : "l"(p));
-  } else {
-    r = *p;
-  }
-  return r;
-}
+// U = 8 loads in flight per thread. Deterministic (fixed order per thread).
 
 template <class T> struct R16Word;
 template <> struct R16Word<iop_half> {
@@ -516,10 +488,11 @@ template <class T> struct R16State<T, MaxOp> {
   }
 };
 
-template <class T, class Op, int MEAN, int U, int LDK, int LAST, int ILV>
+template <class T, class Op, int MEAN, int LAST, int ILV>
 __global__ void __launch_bounds__(1024) reduce_rows16(T* __restrict__ y, const T* __restrict__ x, float* __restrict__ ws,
                                                       RedMeta p, unsigned int* __restrict__ ticket) {
   typedef float A;
+  constexpr int U = 8;
   __shared__ A smem[32];
   const int G = blockDim.x;
   const int tid = threadIdx.x;
@@ -550,11 +523,11 @@ __global__ void __launch_bounds__(1024) reduce_rows16(T* __restrict__ y, const T
     for (; left > (long long)(U - 1) * NT; left -= (long long)U * NT, q += (long long)U * NT) {
       uint4 pk[U];
 #pragma unroll
-      for (int u = 0; u < U; ++u) pk[u] = r16_ld<LDK>(q + (long long)u * NT);
+      for (int u = 0; u < U; ++u) pk[u] = q[(long long)u * NT];
 #pragma unroll
       for (int u = 0; u < U; ++u) st.add(pk[u]);
     }
-    for (; left > 0; left -= NT, q += NT) st.add(r16_ld<LDK>(q));
+    for (; left > 0; left -= NT, q += NT) st.add(*q);
     const long long done = head + nv * 8;
     if (s == 0 && tid < n - done) st.add1(red_load(p0[done + tid]));
   } else if (row < p.M) {
@@ -575,12 +548,12 @@ __global__ void __launch_bounds__(1024) reduce_rows16(T* __restrict__ y, const T
       for (; v + (long long)(U - 1) * G < nv; v += (long long)U * G) {
         uint4 pk[U];
 #pragma unroll
-        for (int u = 0; u < U; ++u) pk[u] = r16_ld<LDK>(pv + v + (long long)u * G);
+        for (int u = 0; u < U; ++u) pk[u] = pv[v + (long long)u * G];
 #pragma unroll
         for (int u = 0; u < U; ++u) st.add(pk[u]);
       }
 #pragma unroll 4
-      for (; v < nv; v += G) st.add(r16_ld<LDK>(pv + v));
+      for (; v < nv; v += G) st.add(pv[v]);
       const long long done = head + nv * 8;
       if (tid < n - done) st.add1(red_load(p0[done + tid]));
     }

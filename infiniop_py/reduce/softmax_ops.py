@@ -6,12 +6,11 @@ import numpy as np
 
 from ..cpu import jit
 from ..cpu.rows import Outputs, bits, rows2d, run_rows, split
-from ..dtypes import DType, F
+from ..dtypes import DType, F, acc_numpy
 from ..halfconv import copy_into
 from ..spec import Attr, Checker, Info, OpSpec, inp, out
 from ..status import Status
-from . import acc_numpy
-from .rowwise import RowLayout, RowwiseKernel, set_compile_units, split_dim
+from .rowwise import RowLayout, RowwiseKernel, row_factory, split_dim
 
 
 def softmax_numpy(x: np.ndarray, axis: int, log: bool, dtype: DType, valid=None) -> np.ndarray:
@@ -82,7 +81,7 @@ def softmax_spec(name: str, stem: str, log: bool, gguf_names=()) -> OpSpec:
         lay = RowLayout(x.shape[axis], x.strides[axis], y.strides[axis], rs, [rx, ry, [0] * len(rs)])
         return RowwiseKernel(handle, lay, x.dtype, mode, (0, 1, None))
 
-    set_compile_units(nvidia, mode, F)
+    row_factory(nvidia, mode, F)
 
     def reference(input, dim=-1):
         import torch

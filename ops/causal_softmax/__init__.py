@@ -8,7 +8,7 @@ import numpy as np
 
 from infiniop_py.dtypes import F
 from infiniop_py.halfconv import copy_into
-from infiniop_py.reduce.rowwise import RowLayout, RowwiseKernel, set_compile_units
+from infiniop_py.reduce.rowwise import RowLayout, RowwiseKernel, row_factory
 from infiniop_py.reduce.softmax_ops import softmax_numpy
 from infiniop_py.spec import Checker, Info, OpSpec, inp, out
 from infiniop_py.status import Status
@@ -62,7 +62,7 @@ def nvidia(info: Info, handle):
     return RowwiseKernel(handle, lay, x.dtype, "causal", (0, 1, None))
 
 
-set_compile_units(nvidia, "causal", F)
+row_factory(nvidia, "causal", F)
 
 
 def reference(x):

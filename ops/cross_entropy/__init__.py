@@ -5,9 +5,8 @@ Labels outside [0, V) give 0 (like torch's ignore_index -100) and are never used
 
 import numpy as np
 
-from infiniop_py.dtypes import IDX, DType, F, to_numpy
-from infiniop_py.reduce import acc_numpy
-from infiniop_py.reduce.rowwise import RowLayout, RowwiseKernel, set_compile_units
+from infiniop_py.dtypes import IDX, DType, F, acc_numpy, to_numpy
+from infiniop_py.reduce.rowwise import RowLayout, RowwiseKernel, row_factory
 from infiniop_py.spec import Checker, Info, OpSpec, inp, out
 from infiniop_py.status import Status
 
@@ -60,7 +59,7 @@ def nvidia(info: Info, handle):
     return RowwiseKernel(handle, lay, x.dtype, "ce", (0, 1, 2), ti=TI[t.dtype])
 
 
-set_compile_units(nvidia, "ce", F, TI.values())
+row_factory(nvidia, "ce", F, TI.values())
 
 
 def reference(x, target):

@@ -8,7 +8,7 @@ f64), then one block sums them in a fixed order (deterministic, no atomics).
 import numpy as np
 
 from infiniop_py.dtypes import IDX, DType, F, to_numpy
-from infiniop_py.reduce.rowwise import RowLayout, RowwiseKernel, set_compile_units
+from infiniop_py.reduce.rowwise import RowLayout, RowwiseKernel, row_factory
 from infiniop_py.spec import Checker, Info, OpSpec, inp, out
 from infiniop_py.status import Status
 
@@ -69,7 +69,7 @@ def nvidia(info: Info, handle):
     return RowwiseKernel(handle, lay, x.dtype, "ce_loss", (None, 1, 2), ti=TI[t.dtype], loss_slot=0)
 
 
-set_compile_units(nvidia, "ce_loss", F, TI.values())
+row_factory(nvidia, "ce_loss", F, TI.values())
 
 
 def reference(logits, target, out_shapes=None):

@@ -5,9 +5,8 @@ the last dim. Inputs may carry zero strides. NVIDIA: the shared elementwise kern
 scale 1/N as a scalar.
 """
 
-from infiniop_py.dtypes import F, to_numpy
+from infiniop_py.dtypes import F, acc_numpy, to_numpy
 from infiniop_py.elementwise.cuda import make_nvidia
-from infiniop_py.reduce import acc_numpy
 from infiniop_py.spec import Checker, Info, OpSpec, inp, out
 from infiniop_py.status import Status
 

@@ -60,8 +60,8 @@ def nvidia(info, handle):
     return kernel
 
 
+nvidia.reduction = _gpu.reduction
 nvidia.compile_units = _gpu.compile_units
-nvidia.tuning_units = _gpu.tuning_units
 
 
 def reference(input, dims=(), keepdim=False, dims_len=None, **_runtime):
