@@ -52,8 +52,8 @@ template <class Op, class A> __device__ __forceinline__ A block_reduce(A v, A* s
 
 // Exponentials: accurate for f32/f64 storage, fast for half types (their tolerance is 1e-3).
 // The half types' exp is ex2.approx.ftz: __expf without --use_fast_math lowers to the
-// non-ftz ex2.approx.f32, whose denormal fix-ups cost extra instructions per element (H200,
-// (4096, 4096) f16 softmax: 20.1 -> 18.8 us with the change below, docs/perf/reductions.md). Only
+// non-ftz ex2.approx.f32, whose denormal fix-ups cost extra instructions per element
+// (docs/perf/reductions.md). Only
 // results below 2^-126 differ (0 instead of an f32 denormal): under any f16 output's least
 // denormal, and under bf16's least normal.
 __device__ __forceinline__ float ex2_ftz(float t) {

@@ -562,7 +562,7 @@ __global__ void __launch_bounds__(1024) reduce_rows16(T* __restrict__ y, const T
   row_finish<T, Op, MEAN, LAST>(acc, y, off[1], ws, ticket, p, row, s, tid, G, smem, tk);
 }
 
-// reduce_rows_warp (round 9D): short contiguous rows (Ro == 1, unit stride, no split) of f32 /
+// reduce_rows_warp (rule rows-warp): short contiguous rows (Ro == 1, unit stride, no split) of f32 /
 // f16 / bf16, one warp per row, blockDim = (32, rows per block), no block barrier and no shared
 // memory. Each lane issues NP 16-byte loads (packs lane, lane + 32, ...) before it
 // combines any, so a row of up to 32 * NP packs costs one memory round trip (4 x 512 x 896:
@@ -629,7 +629,7 @@ __global__ void __launch_bounds__(512) reduce_rows_warp(T* __restrict__ y, const
     // ptxas otherwise interleaves the combines of the first packs with the later loads (a warp
     // stalls on its first use, so the later loads would wait a round trip): every word is
     // XORed with z, zero at run time (p.kept.pad_ is 0) but a function of all NP loads
-    // (DEP = 0: without it, for the A/B)
+    // (DEP = 0, for max: without it)
     unsigned int z = pk[0].x;
 #pragma unroll
     for (int u = 1; u < NP; ++u) z ^= pk[u].x;
