@@ -435,8 +435,8 @@ def test_kernel_struct_layouts():
 
     reg.list_ops()
     from infiniop_py import index as common
+    from infiniop_py import tri
 
-    tri = __import__("infiniop_ops.tril.tri", fromlist=["x"])
     interp = __import__("infiniop_ops.interpolate_nearest", fromlist=["x"])
     for source, cname, fmt in (
         (common.SOURCE, "IdxMeta", common.META_FMT),

@@ -94,6 +94,14 @@ def select_into(out: np.ndarray, mask: np.ndarray, a, b) -> None:
     np.bitwise_xor(o, b.view(u), out=o)
 
 
+def sigmoid_into(out: np.ndarray, x) -> None:
+    """``out = 1 / (1 + exp(-x))`` in place (``out`` must not alias ``x``): sigmoid and sigmoid_backward."""
+    np.negative(x, out=out)
+    np.exp(out, out=out)
+    np.add(out, out.dtype.type(1), out=out)
+    np.reciprocal(out, out=out)
+
+
 # Binary ufuncs with a compiled kernel for dense half-precision operands (cpu/kernels.py: binary)
 _BINARY = {np.add: 0, np.subtract: 1, np.multiply: 2, np.true_divide: 3}
 _BITS = {DType.F16: np.uint16, DType.BF16: np.int16, DType.F32: None}  # how cpu/kernels.py reads a dtype

@@ -4,8 +4,7 @@ import numpy as np
 
 from infiniop_py.dtypes import F, H
 from infiniop_py.elementwise import elementwise_op, float_expr
-
-from ..sin.halfmath import half_cos
+from infiniop_py.elementwise.halftrig import half_cos
 
 SPEC = elementwise_op(
     name="cos",
@@ -13,7 +12,7 @@ SPEC = elementwise_op(
     out="output",
     ins=("input",),
     cuda=float_expr("{cos}(input)"),
-    # f16/bf16 outputs: reduction + polynomial (halfmath.py); f32/f64: the accurate cosf/cos
+    # f16/bf16 outputs: reduction + polynomial (elementwise/halftrig.py); f32/f64: the accurate cosf/cos
     cuda_variant=lambda dt, _: half_cos(dt) if dt in H else float_expr("{cos}(input)"),
     numpy=np.cos,
     dtypes=F,

@@ -12,11 +12,9 @@ import numpy as np
 
 from infiniop_py.dtypes import DType
 from infiniop_py.elementwise import check_same_shape, elementwise_op, make_cpu
+from infiniop_py.elementwise.logical import DATA, LOGICAL_OUT, TRUTH_TYPES, truth_type
 from infiniop_py.spec import Info
 from infiniop_py.status import Status
-
-from ..logical_and import OUT
-from ..where import DATA, truth_type
 
 
 def _kernel_types(name, dtype):
@@ -25,7 +23,7 @@ def _kernel_types(name, dtype):
 
 
 def _combos():
-    return [(DType.U8, (t, t)) for t in sorted({truth_type(d) for d in DATA})]
+    return [(DType.U8, (t, t)) for t in TRUTH_TYPES]
 
 
 def _reference(a, b, out_shapes=None):
@@ -44,7 +42,7 @@ def _validate(check):
     check_same_shape(check, ("a", "b"))
     check.dtype_in("a", DATA)
     check.same_dtype("a", "b")
-    check.dtype_in("c", OUT)
+    check.dtype_in("c", LOGICAL_OUT)
     check.writable("c")
     a, c = check["a"], check["c"]
     if c.shape == a.shape:

@@ -6,9 +6,8 @@ from pathlib import Path
 
 from infiniop_py.cuda.compiler import Launch, Slot, get_module
 from infiniop_py.cuda.kernel import CudaKernel, ctype, grid_for
+from infiniop_py.elementwise.logical import TRUTH_TYPES, truth_type
 from infiniop_py.layout import collapse, max_offset, pack_strided_meta
-
-from ..where import DATA, truth_type
 
 SOURCE = (Path(__file__).parent / "kernel.cu").read_text()
 BLOCK = 256
@@ -20,7 +19,7 @@ def _names(tname: str) -> list[str]:
 
 def compile_units():
     names = ["equal_set_true"]
-    for t in sorted({truth_type(d) for d in DATA}):
+    for t in TRUTH_TYPES:
         names += _names(ctype(t))[1:]
     return [(SOURCE, names)]
 

@@ -7,38 +7,9 @@ exact form (the attribute's default); ``gelutanh`` is the tanh form as its own o
 from infiniop_py.dtypes import DType, F, H
 from infiniop_py.elementwise import elementwise_op, float_expr
 from infiniop_py.elementwise.cuda import widest
+from infiniop_py.elementwise.gelu import ERF_FORM, TANH_FORM, gelu_numpy, gelu_variant, phi_parts, to_f32
 from infiniop_py.planner import Rule, always
 from infiniop_py.spec import Attr
-
-from .npmath import INV_SQRT2, SQRT_2_OVER_PI, erf
-from .phi import gelu_half_body, phi_parts, to_f32
-
-# GELU(x) = 0.5 x (1 + erf(x / sqrt 2)); tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
-ERF_FORM = "T(0.5) * input * (T(1) + {erf}(input * T(0.70710678118654752440)))"
-TANH_FORM = "T(0.5) * input * (T(1) + {tanh}(T(0.79788456080286535588) * (input + T(0.044715) * input * input * input)))"
-# f16/bf16 outputs: 0.5 x (1 + tanh u) = x sigmoid(2u) exactly; __expf (relative error <= (2 + 1.16|2u|) 2^-24)
-# and a correctly rounded reciprocal, no cancellation anywhere (tanh itself is never formed)
-HALF_TANH_FORM = (
-    "const float u = 0.79788456080286535588f * (input + 0.044715f * input * input * input); "
-    "return input * __frcp_rn(1.0f + __expf(-2.0f * u));"
-)
-
-
-def gelu_variant(dtype, choices) -> str:
-    """The kernel body for an output dtype and ``approximate`` (fixed at create: no run-time branch)."""
-    if choices.get("approximate", "tanh") == "tanh":
-        return HALF_TANH_FORM if dtype in H else float_expr(TANH_FORM)
-    # f16/bf16 outputs: Phi from the cancellation-free erfc form (ops/gelu/phi.py), ~20 f32
-    # instructions and two MUFU ops instead of erff's two polynomial branches
-    return gelu_half_body() if dtype in H else float_expr(ERF_FORM)
-
-
-def gelu_numpy(x, approximate="none"):
-    import numpy as np
-
-    if approximate == "tanh":
-        return 0.5 * x * (1 + np.tanh(x.dtype.type(SQRT_2_OVER_PI) * (x + x.dtype.type(0.044715) * x * x * x)))
-    return 0.5 * x * (1 + erf(x * x.dtype.type(INV_SQRT2)))
 
 
 def _reference(input, approximate="none"):
@@ -72,7 +43,7 @@ SPEC = elementwise_op(
 
 
 def _cpu(info):
-    """f32/f16/bf16, erf form: the erfc formula of phi.py in f32, one compiled loop on dense
+    """f32/f16/bf16, erf form: the erfc formula of elementwise/gelu.py in f32, one compiled loop on dense
     operands (cpu/kernels.py: gelu_erf), else in-place ufuncs on chunks (about 25 passes over
     cache-resident f32 buffers); f64 and the tanh form: the framework."""
     import numpy as np
@@ -80,9 +51,8 @@ def _cpu(info):
     from infiniop_py.cpu import jit, pool
     from infiniop_py.cpu.rows import Outputs, bits, contiguous
     from infiniop_py.elementwise import make_cpu, parallel_chunks
+    from infiniop_py.elementwise.gelu import P_OVER_SQRT2, Q_HALF
     from infiniop_py.halfconv import copy_into
-
-    from .phi import P_OVER_SQRT2, Q_HALF
 
     generic = make_cpu(gelu_numpy, ("approximate",))(info)
     out_dt = info.tensors["output"].dtype

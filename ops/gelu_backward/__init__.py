@@ -5,12 +5,11 @@ import numpy as np
 from infiniop_py.dtypes import F, H
 from infiniop_py.elementwise import elementwise_op, float_expr
 from infiniop_py.elementwise.cuda import widest
+from infiniop_py.elementwise.erf import INV_SQRT2, INV_SQRT_2PI, SQRT_2_OVER_PI, erf
+from infiniop_py.elementwise.gelu import gelu_backward_half_body
 from infiniop_py.halfconv import copy_into
 from infiniop_py.planner import Rule, always
 from infiniop_py.spec import Attr
-
-from ..gelu.npmath import INV_SQRT2, INV_SQRT_2PI, SQRT_2_OVER_PI, erf
-from ..gelu.phi import gelu_backward_half_body
 
 # none: g (Phi(x) + x phi(x)); tanh: t = tanh(k (x + 0.044715 x^3)),
 # g (0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 0.134145 x^2)), k = sqrt(2/pi)
@@ -41,7 +40,7 @@ def _variant(dtype, choices) -> str:
     """One form per descriptor, chosen at create (no run-time branch, fewer registers)."""
     if choices["approximate"] == "tanh":
         return float_expr(_TANH_BODY)
-    # f16/bf16 outputs: Phi(x) + x phi(x) with one exp shared by both (ops/gelu/phi.py)
+    # f16/bf16 outputs: Phi(x) + x phi(x) with one exp shared by both (infiniop_py/elementwise/gelu.py)
     return gelu_backward_half_body() if dtype in H else float_expr(_ERF_BODY)
 
 
@@ -94,12 +93,11 @@ SPEC = elementwise_op(
 
 
 def _cpu(info):
-    """f32/f16/bf16, erf form: g (Phi + x phi) with Phi and exp(-x^2/2) from ops/gelu/phi.py,
+    """f32/f16/bf16, erf form: g (Phi + x phi) with Phi and exp(-x^2/2) from elementwise/gelu.py,
     in f32 with in-place ufuncs on chunks; f64 and the tanh form: the framework."""
     from infiniop_py.dtypes import DType
     from infiniop_py.elementwise import make_cpu, parallel_chunks
-
-    from ..gelu.phi import phi_parts, to_f32
+    from infiniop_py.elementwise.gelu import phi_parts, to_f32
 
     generic = make_cpu(_numpy, ("approximate",))(info)
     if info.attrs["approximate"] != "none" or info.tensors["grad_input"].dtype not in H | {DType.F32}:

@@ -2,8 +2,7 @@
 
 from infiniop_py.dtypes import F
 from infiniop_py.elementwise import elementwise_op, float_expr
-
-from ..gelu import TANH_FORM, gelu_numpy, gelu_variant
+from infiniop_py.elementwise.gelu import TANH_FORM, gelu_numpy, gelu_variant
 
 
 def _reference(input):

@@ -1,3 +1,5 @@
-from ..index_copy.cases import make
+from infiniop_py.testing.families import index_copy_cases
 
-CASES = [c for c in make(base=None) if "in-place" not in c.description]
+from . import SPEC
+
+CASES = [c for c in index_copy_cases(SPEC.dtypes, base=None) if "in-place" not in c.description]

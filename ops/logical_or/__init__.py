@@ -3,9 +3,7 @@
 import numpy as np
 
 from infiniop_py.elementwise import elementwise_op, split_compile_units
-
-from ..logical_and import logical_combos, logical_dtypes, logical_kernel_types
-from ..where import DATA
+from infiniop_py.elementwise.logical import DATA, logical_combos, logical_dtypes, logical_kernel_types
 
 
 def _reference(a, b):

@@ -1,4 +1,5 @@
-from ..logical_and.cases import logical_cases
+from infiniop_py.testing.families import logical_cases
+
 from . import SPEC
 
 CASES = logical_cases(SPEC)

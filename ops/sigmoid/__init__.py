@@ -1,9 +1,7 @@
 """sigmoid: output = 1/(1+e^-x) (ops.md §1.2)."""
 
-import numpy as np
-
 from infiniop_py.dtypes import F, H
-from infiniop_py.elementwise import elementwise_op, writes_into
+from infiniop_py.elementwise import elementwise_op, sigmoid_into, writes_into
 from infiniop_py.elementwise.cuda import widest
 from infiniop_py.planner import Rule, always
 
@@ -11,14 +9,6 @@ from infiniop_py.planner import Rule, always
 @writes_into
 def _numpy(out, x):
     sigmoid_into(out, x)
-
-
-def sigmoid_into(out, x):
-    """out = 1 / (1 + exp(-x)) in place (out must not alias x)."""
-    np.negative(x, out=out)
-    np.exp(out, out=out)
-    np.add(out, out.dtype.type(1), out=out)
-    np.reciprocal(out, out=out)
 
 
 ACCURATE = "if constexpr (sizeof(T) == 8) { return T(1) / (T(1) + exp(-input)); } else { return __frcp_rn(1.0f + expf(-input)); }"

@@ -3,9 +3,7 @@
 import numpy as np
 
 from infiniop_py.dtypes import F
-from infiniop_py.elementwise import elementwise_op, writes_into
-
-from ..sigmoid import sigmoid_into
+from infiniop_py.elementwise import elementwise_op, sigmoid_into, writes_into
 
 
 @writes_into

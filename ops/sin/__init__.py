@@ -4,8 +4,7 @@ import numpy as np
 
 from infiniop_py.dtypes import F, H
 from infiniop_py.elementwise import elementwise_op, float_expr
-
-from .halfmath import half_sin
+from infiniop_py.elementwise.halftrig import half_sin
 
 SPEC = elementwise_op(
     name="sin",
@@ -13,7 +12,7 @@ SPEC = elementwise_op(
     out="output",
     ins=("input",),
     cuda=float_expr("{sin}(input)"),
-    # f16/bf16 outputs: reduction + polynomial (halfmath.py); f32/f64: the accurate sinf/sin
+    # f16/bf16 outputs: reduction + polynomial (elementwise/halftrig.py); f32/f64: the accurate sinf/sin
     cuda_variant=lambda dt, _: half_sin(dt) if dt in H else float_expr("{sin}(input)"),
     numpy=np.sin,
     dtypes=F,

@@ -1,5 +1,5 @@
 """triu: keep out[..., i, j] where j - i >= diagonal, zero elsewhere; in-place allowed (ops.md §5.6)."""
 
-from ..tril.tri import make_spec
+from infiniop_py.tri import make_spec
 
 SPEC = make_spec("triu", lower=False)

@@ -1,3 +1,5 @@
-from ..tril.cases import tri_cases
+from infiniop_py.testing.families import tri_cases
 
-CASES = tri_cases()
+from . import SPEC
+
+CASES = tri_cases(SPEC.dtypes)

@@ -9,8 +9,9 @@ false, NaN is true).
 
 import numpy as np
 
-from infiniop_py.dtypes import SI, DType, F, is_float
+from infiniop_py.dtypes import DType
 from infiniop_py.elementwise import elementwise_op, select_into, split_compile_units, writes_into
+from infiniop_py.elementwise.logical import DATA, bits_type, truth_type
 
 
 @writes_into(bitwise=True)
@@ -19,26 +20,10 @@ def _numpy(out, condition, a, b):
     select_into(out, np.not_equal(condition, 0), a, b)
 
 
-DATA = F | SI | {DType.U8, DType.BOOL}
-_BY_SIZE = {1: DType.U8, 2: DType.U16, 4: DType.U32, 8: DType.U64}
-
-
 def _dtypes(check, out, ins):
     check.dtype_in(out, DATA)
     check.same_dtype(out, "a", "b")
     check.dtype_in("condition", DATA)
-
-
-def bits_type(dtype: DType) -> DType:
-    """The unsigned integer type of the same size (bit-exact storage stand-in)."""
-    from infiniop_py.dtypes import itemsize
-
-    return _BY_SIZE[itemsize(dtype)]
-
-
-def truth_type(dtype: DType) -> DType:
-    """A storage type whose `!= 0` test gives the same truth value as ``dtype``'s."""
-    return dtype if is_float(dtype) else bits_type(dtype)
 
 
 def _kernel_types(name, dtype):

@@ -1,24 +1,10 @@
-import numpy as np
-
-from infiniop_py.dtypes import DType, to_numpy
+from infiniop_py.dtypes import DType
 from infiniop_py.testing.cases import Case, T, elementwise_cases
+from infiniop_py.testing.families import cond_data
 
 from . import SPEC
 
 DT = tuple(sorted(SPEC.dtypes))
-
-
-def cond_data(rng, name, dtype, shape):
-    """condition holds 0 and nonzero values (-1, 1, 2 where the dtype allows); data: default."""
-    if name != "condition":
-        return None
-    v = rng.integers(-1, 3, size=shape)
-    if dtype is DType.BOOL:
-        return v > 0
-    if dtype in (DType.U8, DType.U16, DType.U32, DType.U64):
-        v = np.abs(v)
-    return v.astype(to_numpy(dtype))
-
 
 _base = elementwise_cases("c", ("condition", "a", "b"), SPEC.dtypes, inplace=("a", "b"))
 _t = ("c", "condition", "a", "b")

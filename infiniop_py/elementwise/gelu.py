@@ -1,4 +1,9 @@
-"""The normal CDF Phi(x) without cancellation, for gelu and gelu_backward in f32 compute.
+"""GELU forms shared by gelu, gelutanh and gelu_backward: the kernel bodies and NumPy forms
+(``gelu_variant``, ``gelu_numpy``) and the normal CDF Phi(x) without cancellation (f32 compute).
+
+GELU(x) = 0.5 x (1 + erf(x / sqrt 2)); tanh form: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+
+Phi:
 
     Phi(x) = 0.5 erfc(-x / sqrt 2),  erfc(z) = t exp(-z^2) Q(t),  t = 1 / (1 + P z),  z = |x| / sqrt 2 >= 0
 
@@ -25,7 +30,10 @@ import math
 
 import numpy as np
 
-from infiniop_py import halfconv
+from .. import halfconv
+from ..dtypes import H
+from . import float_expr
+from .erf import INV_SQRT2, SQRT_2_OVER_PI, erf
 
 P = 0.4
 DEGREE = 8
@@ -135,3 +143,31 @@ def phi_parts(x: np.ndarray, cdf: np.ndarray, e: np.ndarray, tmp: np.ndarray) ->
 def to_f32(x: np.ndarray) -> np.ndarray:
     """f32 values of an f32/f16/bf16 array (infiniop_py.halfconv.to_f32)."""
     return halfconv.to_f32(x)
+
+
+# ---------------------------------------------------------------------------------------------
+# GELU forms
+# ---------------------------------------------------------------------------------------------
+ERF_FORM = "T(0.5) * input * (T(1) + {erf}(input * T(0.70710678118654752440)))"
+TANH_FORM = "T(0.5) * input * (T(1) + {tanh}(T(0.79788456080286535588) * (input + T(0.044715) * input * input * input)))"
+# f16/bf16 outputs: 0.5 x (1 + tanh u) = x sigmoid(2u) exactly; __expf (relative error <= (2 + 1.16|2u|) 2^-24)
+# and a correctly rounded reciprocal, no cancellation anywhere (tanh itself is never formed)
+HALF_TANH_FORM = (
+    "const float u = 0.79788456080286535588f * (input + 0.044715f * input * input * input); "
+    "return input * __frcp_rn(1.0f + __expf(-2.0f * u));"
+)
+
+
+def gelu_variant(dtype, choices) -> str:
+    """The kernel body for an output dtype and ``approximate`` (fixed at create: no run-time branch)."""
+    if choices.get("approximate", "tanh") == "tanh":
+        return HALF_TANH_FORM if dtype in H else float_expr(TANH_FORM)
+    # f16/bf16 outputs: Phi from the cancellation-free erfc form above, ~20 f32 instructions and
+    # two MUFU ops instead of erff's two polynomial branches
+    return gelu_half_body() if dtype in H else float_expr(ERF_FORM)
+
+
+def gelu_numpy(x, approximate="none"):
+    if approximate == "tanh":
+        return 0.5 * x * (1 + np.tanh(x.dtype.type(SQRT_2_OVER_PI) * (x + x.dtype.type(0.044715) * x * x * x)))
+    return 0.5 * x * (1 + erf(x * x.dtype.type(INV_SQRT2)))

@@ -1,4 +1,4 @@
-"""Shared implementation of tril and triu (ops.md §5.6): spec factory, NumPy and CUDA backends."""
+"""tril and triu (ops.md §5.6): their spec builder, NumPy and CUDA backends (``tri.cu``)."""
 
 from __future__ import annotations
 
@@ -7,18 +7,18 @@ from pathlib import Path
 
 import numpy as np
 
-from infiniop_py.cuda.compiler import Launch, Slot, get_module
-from infiniop_py.cuda.kernel import CudaKernel, runtime
-from infiniop_py.dtypes import SI, DType, F
-from infiniop_py.layout import collapse
-from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
-from infiniop_py.status import Status
+from ..cuda.compiler import Launch, Slot, get_module
+from ..cuda.kernel import CudaKernel, runtime
+from ..dtypes import SI, DType, F
+from ..layout import collapse
+from ..spec import Attr, Checker, Info, OpSpec, inp, out
+from ..status import Status
 
-SOURCE = (Path(__file__).parent / "kernel.cu").read_text()
+SOURCE = (Path(__file__).parent / "tri.cu").read_text()
 DTYPES = F | SI | {DType.U8, DType.BOOL}
 UTYPE = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}
 MAXB = 6
-META_FMT = "<6q6q6q6qqqiiii"  # struct TriMeta (kernel.cu)
+META_FMT = "<6q6q6q6qqqiiii"  # struct TriMeta (tri.cu)
 BLOCK = 256
 
 
@@ -144,5 +144,5 @@ def make_spec(name: str, lower: bool) -> OpSpec:
         torch=f"torch.{fn}(input, diagonal)",
         summary=f"{'lower' if lower else 'upper'} triangle (j - i {'<=' if lower else '>='} diagonal), rest 0",
         inplace=(("output", "input"),),
-        kernel_sources=("kernel.cu",),
+        kernel_sources=("../../infiniop_py/tri/tri.cu",),
     )

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from infiniop_py.dtypes import DType
+from ..dtypes import DType
 
 SIN_COEF = (-0.1666666567325592, 0.008333307690918446, -0.00019839958986267447, 2.752484078882844e-06,
             -2.4632520023715188e-08, 1.3297553336233392e-10)  # fmt: skip
