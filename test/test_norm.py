@@ -1,8 +1,13 @@
-"""Normalization family (ops.md §3): bad input at create, determinism, GGUF quirks.
+"""Normalization family (ops.md §3): bad input at create, determinism, GGUF quirks, planning.
 
 The generic case table covers values; this file checks every create-time rejection names the
-argument and carries the right status, and that weight gradients are bitwise reproducible.
+argument and carries the right status, that weight gradients are bitwise reproducible, and (on
+fake devices, without a GPU) that the row-wise planners reach exactly the kernels the compile
+check compiles.
 """
+
+import contextlib
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -304,3 +309,104 @@ def test_batch_norm_backward_f32_matches_float64(device, data, shape):
         bound = 1e-5 * np.abs(ref) + (1e-5 if name == "grad_input" else 0.0)
         worst = float(np.max(err / bound))
         assert worst <= 1.0, f"{name}: error up to {worst:.3g} x the bound (1e-5 relative) on {device}"
+
+
+# -- NVIDIA planning of the row-wise operators, on fake devices -----------------------------------
+ROW_OPS = ("rms_norm", "layer_norm", "rms_norm_backward", "layer_norm_backward")
+
+
+@contextlib.contextmanager
+def fake_gpu(optin: int):
+    """A fake sm_90 device (132 SMs, ``optin`` bytes of shared memory per block) whose module
+    loader records the name expressions it is asked for; its kernels report 64 registers and
+    1 KiB of static shared memory."""
+    from infiniop_py.cuda import compiler, runtime
+    from infiniop_py.lru import LRU
+
+    requested: set = set()
+
+    class Fn:
+        num_regs, shared_size_bytes = 64, 1024
+
+    class Module:
+        def __init__(self, source, names, device_id):
+            requested.update(names)
+            self.kernels = {n: Fn() for n in names}
+            self.ptr = {n: i + 1 for i, n in enumerate(names)}
+
+    props = {"name": "sm_90", "sm_count": 132, "cc": 90, "max_shared_per_block_optin": optin}
+    with contextlib.ExitStack() as st:
+        st.enter_context(mock.patch.object(runtime, "device_count", lambda: 1))
+        st.enter_context(mock.patch.object(runtime, "properties", lambda device_id=0: props))
+        st.enter_context(mock.patch.object(compiler, "Module", Module))
+        st.enter_context(mock.patch.object(compiler, "_modules", LRU(compiler.MODULE_CACHE_LIMIT)))
+        st.enter_context(mock.patch.object(compiler, "_launch_fn", lambda: lambda *a: None))
+        yield requested
+
+
+def _row_descs(op, dts, rows, D):  # noqa: N803
+    """Contiguous descriptors of a row-wise op: [..., D] rows and per-row tensors in the row
+    dtype, [D] vectors in the last declared dtype (the weight's)."""
+    from infiniop_py.registry import get_spec
+
+    spec = get_spec(op)
+    decl = spec.nvidia.row_op
+    descs = {}
+    for role in spec.tensors:
+        n = role.name
+        if n in decl.params:
+            descs[n] = td((D,), dts[-1])
+        elif n in decl.row_extra:
+            descs[n] = td((rows,), dts[0])
+        else:
+            descs[n] = td((rows, D), dts[0])
+    return descs
+
+
+@pytest.mark.parametrize("op", ROW_OPS)
+def test_row_planners_reach_exactly_the_compiled_kernels(op):
+    """Row lengths 1 .. 65536 (every row-group size on the vector and the scalar path, and rows
+    longer than the registers hold) on a device whose rings fit and on one where they decline."""
+    from infiniop_py.registry import get_spec
+
+    spec = get_spec(op)
+    compiled = {n for _, names in spec.nvidia.compile_units() for n in names}
+    lengths = sorted({2**k + r for k in range(17) for r in (0, 1)})
+    reached = set()
+    for optin in (227 * 1024, 16 * 1024):
+        with fake_gpu(optin) as requested:
+            h = iop.create_handle("nvidia")
+            for dts in spec.nvidia.row_op.dtypes:
+                for rows in (0, 1000):
+                    for D in lengths:  # noqa: N806
+                        d = iop.create_descriptor(op, h, **_row_descs(op, dts, rows, D))
+                        assert d.workspace_size >= 0
+                        d.destroy()
+        reached |= requested
+    assert reached <= compiled, sorted(reached - compiled)[:10]
+    assert reached == compiled, sorted(compiled - reached)[:10]
+
+
+@pytest.mark.parametrize(
+    "op,dt,D,plan",
+    [
+        ("rms_norm", F16, 1024, "fwd-short-ring, fwd"),
+        ("rms_norm", F32, 101, "fwd-short"),  # no vector path (D % 4)
+        ("layer_norm", F32, 4096, "fwd, fwd"),
+        ("layer_norm", F32, 8192, "fwd, fwd-long"),
+        ("rms_norm_backward", F16, 4096, "bwd-256-ring, bwd-long"),
+        ("rms_norm_backward", F16, 1024, "bwd, bwd"),
+        ("rms_norm_backward", F16, 16384, "bwd-1024-ring-v16, bwd-long"),
+        ("layer_norm_backward", F16, 16384, "bwd-1024-ring, bwd-long"),
+        ("layer_norm_backward", F32, 4096, "bwd-512-ring, bwd-long"),
+    ],
+)
+def test_row_plan_names_the_rules(op, dt, D, plan):  # noqa: N803
+    """The plan names the rule of each path (vector, scalar); where no ring fits the device, the
+    ring's rule says it declined (its fallback runs)."""
+    small = ", ".join(r + " (ring declined)" if "ring" in r else r for r in plan.split(", "))
+    for optin, want in ((227 * 1024, plan), (16 * 1024, small)):
+        with fake_gpu(optin):
+            d = iop.create_descriptor(op, iop.create_handle("nvidia"), **_row_descs(op, (dt,), 8192, D))
+            assert d.plan == want
+            d.destroy()

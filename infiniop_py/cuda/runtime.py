@@ -48,6 +48,12 @@ def properties(device_id: int) -> dict:
         "sm_count": props["multiProcessorCount"],
         "cc": props["major"] * 10 + props["minor"],
         "max_shared_per_block_optin": props.get("sharedMemPerBlockOptin", 48 * 1024),
+        # occupancy limits per SM (None where this CuPy does not report them)
+        "shared_per_sm": props.get("sharedMemPerMultiprocessor"),
+        "reserved_shared_per_block": props.get("reservedSharedMemPerBlock"),
+        "regs_per_sm": props.get("regsPerMultiprocessor"),
+        "threads_per_sm": props.get("maxThreadsPerMultiProcessor"),
+        "blocks_per_sm": props.get("maxBlocksPerMultiProcessor"),
     }
 
 
