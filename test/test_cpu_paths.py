@@ -253,6 +253,24 @@ def test_small_dense_binary_call_gives_the_numpy_paths_bits(op, dtype):
     assert k is not None
 
 
+@pytest.mark.parametrize("dtype", [DType.F32, DType.F16, DType.BF16])
+def test_small_dense_unary_call_runs_the_ops_own_kernel(dtype):
+    """A unary op with a kernel of its own (relu) on small dense operands: the pure-NumPy
+    path's bits."""
+    _kernels()
+    npdt = _np_dtype(dtype)
+    rng = np.random.default_rng(8)
+    h = iop.create_handle("cpu")
+    x = np.concatenate([rng.standard_normal(999) * 10, SPECIAL]).astype(np.float32).astype(npdt)
+    td = iop.create_tensor_descriptor(x.shape, None, dtype)
+    got, want = np.empty_like(x), np.empty_like(x)
+    with iop.create_descriptor("relu", h, td, td) as d:
+        d.calculate(None, got, x)
+        with jit.pure_numpy():
+            d.calculate(None, want, x)
+    assert _same_bits(got, want)
+
+
 def test_small_dense_call_falls_back_where_it_does_not_apply():
     """Strided operands, a misaligned array, raw addresses, an in-place call and calls inside
     pure_numpy all give the same result as the small dense path."""

@@ -134,22 +134,22 @@ def _small_call(numpy_fn, cpu_kernel, info: Info, attrs, general):
     with no dispatch, views or reshapes around it; per-call glue is most of such a call.
     Where the kernels are off (:func:`~infiniop_py.cpu.jit.pure_numpy`) or an operand is
     misaligned, ``general(views, ws, rt)`` runs instead. None where the descriptor does not
-    qualify: an op without a compiled kernel, attributes, other layouts, or more than
-    :data:`CHUNK` * 2 elements. The binary arithmetic ufuncs take the compiled kernel in f32
-    too (IEEE arithmetic: the bits of NumPy's loop, without NumPy's floating-point-state
-    switch)."""
+    qualify: ops other than the binary arithmetic ufuncs and unary ones with a kernel of their
+    own (``cpu_kernel``), attributes, other layouts, more than :data:`CHUNK` * 2 elements. The
+    binary arithmetic ufuncs take the compiled kernel in f32 too (IEEE arithmetic: the bits of
+    NumPy's loop, without NumPy's floating-point-state switch)."""
     reads = info.reads
     names = (info.out_name, *reads)
     descs = [info.tensors[n] for n in names]
     dt = descs[0].dtype
     n = descs[0].numel
-    if attrs or dt not in _BITS or len(reads) not in (1, 2) or not 0 < n < 2 * CHUNK:
+    if attrs or dt not in _BITS or not 0 < n < 2 * CHUNK:
         return None
     if any(d.dtype != dt or not d.is_contiguous() for d in descs):
         return None
-    if cpu_kernel is not None:
+    if cpu_kernel is not None and len(reads) == 1:
         name, lead = cpu_kernel, ()
-    elif isinstance(numpy_fn, np.ufunc) and numpy_fn in _BINARY and len(reads) == 2:
+    elif cpu_kernel is None and isinstance(numpy_fn, np.ufunc) and numpy_fn in _BINARY and len(reads) == 2:
         name, lead = "binary", (_BINARY[numpy_fn],)
     else:
         return None
@@ -160,7 +160,7 @@ def _small_call(numpy_fn, cpu_kernel, info: Info, attrs, general):
     kernels = jit.kernels
     flat = descs[0].ndim != 1  # the kernels take 1-D operands
     out_name = info.out_name
-    if len(reads) == 1:
+    if not lead:
         (ra,) = reads
 
         def unary(views, ws, rt):
@@ -173,18 +173,7 @@ def _small_call(numpy_fn, cpu_kernel, info: Info, attrs, general):
 
         return unary
     ra, rb = reads
-    if lead:
-        (code,) = lead
-
-        def binary_code(views, ws, rt):
-            dst, a, b = views[out_name], views[ra], views[rb]
-            if kernels() is None or not (dst.flags.aligned and a.flags.aligned and b.flags.aligned):
-                return general(views, ws, rt)
-            if flat:
-                dst, a, b = dst.reshape(-1), a.reshape(-1), b.reshape(-1)
-            fn(code, a, b, dst)
-
-        return binary_code
+    (code,) = lead
 
     def binary(views, ws, rt):
         dst, a, b = views[out_name], views[ra], views[rb]
@@ -192,7 +181,7 @@ def _small_call(numpy_fn, cpu_kernel, info: Info, attrs, general):
             return general(views, ws, rt)
         if flat:
             dst, a, b = dst.reshape(-1), a.reshape(-1), b.reshape(-1)
-        fn(a, b, dst)
+        fn(code, a, b, dst)
 
     return binary
 
