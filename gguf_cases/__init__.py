@@ -1,7 +1,8 @@
 """GGUF test-case generators: ``python -m gguf_cases [--suite quick|full|all] [--out DIR] [--seed N] [--check] [OP ...]``.
 
-One module per operator (``gguf_cases/<op>.py``) exposes ``GENERATOR``; the list of operators
-comes from the registry. See gguf.md §5 and docs/gguf.md.
+The list of operators comes from the registry; each gets the generic :class:`OpGenerator`, or
+the ``GENERATOR`` of ``gguf_cases/<op>.py`` where that module exists (an operator needing a
+subclass or a setting). See gguf.md §5 and docs/gguf.md.
 """
 
 from __future__ import annotations

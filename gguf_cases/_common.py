@@ -1,7 +1,7 @@
 """Shared logic of the GGUF case generators (gguf.md §5).
 
-An operator's module ``gguf_cases/<op>.py`` defines ``GENERATOR = OpGenerator("<op>")`` (or a
-subclass). The generator takes the operator's case table (``ops/<op>/cases.py``, shared with
+Every registered operator gets ``OpGenerator("<op>")``; an operator needing a subclass or a
+setting has a module ``gguf_cases/<op>.py`` defining ``GENERATOR``. The generator takes the operator's case table (``ops/<op>/cases.py``, shared with
 pytest), makes each instance's inputs exactly as the pytest runner does (same case table, same
 data functions, inputs rounded to their dtype), computes the float64 PyTorch reference from the
 stored values and writes everything through :mod:`infiniop_py.gguf`.

@@ -1,5 +1,0 @@
-"""GGUF cases for ``cos``: the quick and full instances of ops/cos/cases.py."""
-
-from ._common import OpGenerator
-
-GENERATOR = OpGenerator("cos")

@@ -1,5 +1,0 @@
-"""GGUF cases for ``equal``: the quick and full instances of ops/equal/cases.py."""
-
-from ._common import OpGenerator
-
-GENERATOR = OpGenerator("equal")

@@ -1,5 +1,0 @@
-"""GGUF cases for ``ones``: the quick and full instances of ops/ones/cases.py."""
-
-from ._common import OpGenerator
-
-GENERATOR = OpGenerator("ones")
