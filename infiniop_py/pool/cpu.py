@@ -15,8 +15,8 @@ import itertools
 
 import numpy as np
 
+from ..dtypes import acc_numpy
 from ..halfconv import copy_into, to_f32
-from ..norm import acc_numpy
 
 
 def _padded_len(g, d: int) -> int:

@@ -1,4 +1,5 @@
-"""Validation and backends shared by the reduction operators (sum, reduce_max, reduce_mean)."""
+"""Validation and backends shared by the reductions (sum, max or mean over dims), and
+``single_dim_op``, the builder of a one-dim reduction operator from its ``ops/<name>`` declaration."""
 
 from __future__ import annotations
 
@@ -7,9 +8,18 @@ from dataclasses import dataclass
 
 from ..cpu import jit
 from ..cpu.rows import Outputs, bits, rows2d, run_rows, split
-from ..spec import Checker, Info
+from ..spec import Attr, Checker, Info, OpSpec, inp, out
 from ..status import Status
 from . import REDUCE_SOURCE, ReduceKernel, kernel_names, reduce_numpy, store
+
+
+def reduced_shape(shape, axes, keepdim) -> tuple:
+    """``shape`` reduced over ``axes`` (every dim when empty): size 1 there, or those dims removed."""
+    nd = len(shape)
+    axes = {a % nd for a in axes} if axes and nd else set(range(nd))
+    if keepdim:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
 def check_output(check: Checker, axes: tuple, keepdim: bool) -> None:
@@ -105,3 +115,63 @@ def check_runtime_repeat(info: Info, rt) -> None:
         raise error(Status.BAD_PARAM, f"sum: calculate dims_len {dims_len} differs from create's {len(info.attrs['dims'])}")
     if keepdim is not None and bool(keepdim) != bool(info.attrs["keepdim"]):
         raise error(Status.BAD_PARAM, f"sum: calculate keepdim {keepdim} differs from create's {info.attrs['keepdim']}")
+
+
+def single_dim_op(*, name: str, stem: str, op: str, dtypes, torch: str, summary: str, empty_extent: bool = True) -> OpSpec:
+    """The OpSpec of ``op`` (sum, max or mean) of ``input`` over one ``dim`` into ``output``, keepdim
+    implied by the output's ndim (if given it must agree); ``torch`` is the torch function's name,
+    the reference. ``empty_extent=False``: an empty reduced extent is BAD_TENSOR_SHAPE."""
+
+    def validate(check: Checker) -> Info:
+        x, y = check["input"], check["output"]
+        check.dtype_in("input", dtypes)
+        nd = x.ndim
+        axis = check.axis("dim", check.attrs["dim"], nd)
+        axes = (axis,) if nd else ()
+        if y.ndim == nd:
+            keepdim = True
+        elif y.ndim == nd - 1:
+            keepdim = False
+        else:
+            want = f"{nd} (keepdim) or {nd - 1}" if nd else "0"
+            check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'output' has ndim {y.ndim}; expected {want}")
+        if check.attrs.get("keepdim") is not None and bool(check.attrs["keepdim"]) != keepdim:
+            want = nd if check.attrs["keepdim"] else nd - 1
+            check.fail(
+                Status.BAD_TENSOR_SHAPE,
+                f"tensor 'output' has ndim {y.ndim}; keepdim={check.attrs['keepdim']} needs {want}",
+            )
+        if not empty_extent and nd and x.shape[axis] == 0:
+            check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'input' has an empty extent at dim {axis}: {op} of nothing")
+        check_output(check, axes, keepdim)
+        return Info(check.op, check.tensors, check.attrs, axes=axes, keepdim=keepdim)
+
+    def reference(input, dim=-1, keepdim=None):
+        import torch as th
+
+        if input.ndim == 0:
+            return input.clone()
+        return {"output": getattr(th, torch)(input, dim=dim, keepdim=bool(keepdim))}
+
+    def infer(input, dim=-1, keepdim=None):
+        from ..tensor import create_tensor_descriptor
+
+        return {"output": create_tensor_descriptor(reduced_shape(input.shape, (dim,), bool(keepdim)), None, input.dtype)}
+
+    return OpSpec(
+        name=name,
+        stem=stem,
+        tensors=(out("output"), inp("input")),
+        attrs=(
+            Attr("dim", "int", -1, aliases=("axis",)),
+            Attr("keepdim", "bool", None, doc="optional: implied by the output's ndim; if given it must agree"),
+        ),
+        validate=validate,
+        dtypes=frozenset(dtypes),
+        cpu=cpu_factory(op),
+        nvidia=nvidia_factory(op, dtypes),
+        reference=reference,
+        infer=infer,
+        torch=f"torch.{torch}(input, dim, keepdim)",
+        summary=summary,
+    )

@@ -1,4 +1,6 @@
-"""softmax / log_softmax / causal_softmax: specs, NumPy backends and NVIDIA factories."""
+"""The softmax family's shared parts: max-subtracted (log-)softmax and per-row cross entropy in
+NumPy, and ``softmax_op``, the builder of a softmax-along-a-dim operator (validation, CPU and
+NVIDIA backends) from the declaration in its ``ops/<name>`` folder."""
 
 from __future__ import annotations
 
@@ -32,7 +34,25 @@ def softmax_numpy(x: np.ndarray, axis: int, log: bool, dtype: DType, valid=None)
     return a
 
 
-def softmax_spec(name: str, stem: str, log: bool, gguf_names=()) -> OpSpec:
+def row_losses(x: np.ndarray, labels: np.ndarray, dtype: DType) -> tuple[np.ndarray, np.ndarray]:
+    """(logsumexp over the last dim minus the label's logit, 0 where the label is out of range;
+    whether it is in range) in the accumulator type."""
+    a = x.astype(acc_numpy(dtype), copy=False)
+    V = a.shape[-1]
+    lab = labels.astype(np.int64)
+    ok = (lab >= 0) & (lab < V)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        m = np.max(a, axis=-1) if V else np.full(a.shape[:-1], -np.inf, a.dtype)
+        lse = m + np.log(np.sum(np.exp(a - m[..., None]), axis=-1))
+        picked = np.take_along_axis(a, np.where(ok, lab, 0)[..., None], axis=-1)[..., 0] if V else np.zeros(lab.shape, a.dtype)
+        return np.where(ok, lse - picked, 0), ok
+
+
+def softmax_op(*, name: str, stem: str, log: bool, torch: str, summary: str, gguf_names=()) -> OpSpec:
+    """The OpSpec of (log-)softmax of ``input`` along ``dim`` into ``output`` (same shape and
+    dtype, any strides, in place allowed); ``torch`` is the torch function's name, the reference.
+    The NVIDIA backend is the row-wise kernels' ``log_softmax`` / ``softmax`` mode."""
+
     def validate(check: Checker) -> Info:
         x = check["input"]
         check.dtype_in("input", F)
@@ -84,9 +104,9 @@ def softmax_spec(name: str, stem: str, log: bool, gguf_names=()) -> OpSpec:
     row_factory(nvidia, mode, F)
 
     def reference(input, dim=-1):
-        import torch
+        import torch as th
 
-        return (torch.log_softmax if log else torch.softmax)(input, dim)
+        return getattr(th, torch)(input, dim)
 
     return OpSpec(
         name=name,
@@ -99,8 +119,8 @@ def softmax_spec(name: str, stem: str, log: bool, gguf_names=()) -> OpSpec:
         nvidia=nvidia,
         reference=reference,
         infer=lambda input, dim=-1: {"output": input.with_dtype(input.dtype) if input.is_contiguous() else _contig(input)},
-        torch=f"torch.{'log_softmax' if log else 'softmax'}(input, dim)",
-        summary=f"{'log-' if log else ''}softmax along dim (any strides, in-place ok)",
+        torch=f"torch.{torch}(input, dim)",
+        summary=summary,
         gguf_names=gguf_names,
         inplace=(("output", "input"),),
     )

@@ -1,5 +1,5 @@
-from infiniop_py.reduce.row_cases import large_magnitude, with_neg_inf
 from infiniop_py.testing.cases import Case, T
+from infiniop_py.testing.reduce_cases import large_magnitude, with_neg_inf
 
 from . import SPEC
 

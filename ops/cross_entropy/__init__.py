@@ -3,10 +3,9 @@
 Labels outside [0, V) give 0 (like torch's ignore_index -100) and are never used as an index.
 """
 
-import numpy as np
-
-from infiniop_py.dtypes import IDX, DType, F, acc_numpy, to_numpy
+from infiniop_py.dtypes import IDX, DType, F, to_numpy
 from infiniop_py.reduce.rowwise import RowLayout, RowwiseKernel, row_factory
+from infiniop_py.reduce.softmax_ops import row_losses
 from infiniop_py.spec import Checker, Info, OpSpec, inp, out
 from infiniop_py.status import Status
 
@@ -25,19 +24,6 @@ def validate(check: Checker) -> Info:
     check.same_shape("target", "y")
     check.writable("y")
     return Info(check.op, check.tensors, check.attrs)
-
-
-def row_losses(x: np.ndarray, labels: np.ndarray, dtype: DType) -> np.ndarray:
-    """logsumexp over the last dim minus the label's logit (0 where the label is out of range)."""
-    a = x.astype(acc_numpy(dtype), copy=False)
-    V = a.shape[-1]
-    lab = labels.astype(np.int64)
-    ok = (lab >= 0) & (lab < V)
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        m = np.max(a, axis=-1) if V else np.full(a.shape[:-1], -np.inf, a.dtype)
-        lse = m + np.log(np.sum(np.exp(a - m[..., None]), axis=-1))
-        picked = np.take_along_axis(a, np.where(ok, lab, 0)[..., None], axis=-1)[..., 0] if V else np.zeros(lab.shape, a.dtype)
-        return np.where(ok, lse - picked, 0), ok
 
 
 def cpu(info: Info):

@@ -1,4 +1,4 @@
-from infiniop_py.reduce.row_cases import softmax_cases
+from infiniop_py.testing.reduce_cases import softmax_cases
 
 from . import SPEC
 

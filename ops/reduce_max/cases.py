@@ -1,7 +1,7 @@
 import numpy as np
 
-from infiniop_py.reduce.cases import reduce_cases
 from infiniop_py.testing.cases import Case, T
+from infiniop_py.testing.reduce_cases import reduce_cases
 
 from . import SPEC
 

@@ -1,4 +1,4 @@
-from infiniop_py.reduce.cases import reduce_cases
+from infiniop_py.testing.reduce_cases import reduce_cases
 
 from . import SPEC
 
