@@ -1,4 +1,4 @@
-"""Planning and launching the row-wise kernels of ``rowwise.cu`` (softmax family, cross entropy).
+"""Planning and launching the row-wise kernels (softmax family, cross entropy; ``ROWWISE_FILES``).
 
 A "row" is the line of elements along ``dim``; every other dim enumerates rows. An operator
 names its row *mode* (``softmax``, ``log_softmax``, ``causal``, ``ce`` or ``ce_loss``: the
@@ -23,7 +23,8 @@ from ..status import Status, error
 from . import HERE, REDUCE_CUH
 from .plan import pack_dim_meta, pow2ceil
 
-ROWWISE_SOURCE = REDUCE_CUH + (HERE / "rowwise.cu").read_text()
+ROWWISE_FILES = ("rowwise.cuh", "row_softmax.cu", "row_warp.cu", "row_lse.cu")  # in this order
+ROWWISE_SOURCE = REDUCE_CUH + "".join((HERE / name).read_text() for name in ROWWISE_FILES)
 
 SOFTMAX = ("softmax", "log_softmax")  # the modes of the softmax-only kernels
 CE = ("ce", "ce_loss")  # the modes that write one value per row (cross entropy)

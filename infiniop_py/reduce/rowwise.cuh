@@ -1,0 +1,93 @@
+// Row-wise kernels along one dim of a strided tensor: softmax, log_softmax, causal softmax,
+// cross entropy (per-row loss) and cross entropy loss (per-row partials + a finishing mean).
+// The loader (rowwise.py ROWWISE_FILES) appends to reduce.cuh this header (modes, row metadata,
+// per-row helpers) and the kernel families: row_softmax.cu (block and column kernels),
+// row_warp.cu (16-byte-pack kernels of the softmax modes), row_lse.cu (cross entropy streamed).
+//
+// row_softmax   the dim is the input's fastest: G threads (a warp with several rows per block,
+//               or a whole block of up to 1024 threads) own one row. The row is cached in
+//               registers (up to MAXE vectors of VEC elements per thread), so it is read once and
+//               written once; 16-byte vectors with a scalar head and tail when rows are
+//               contiguous. Longer rows fall back to an online max/sum pass plus a write pass.
+// row_softmax_warp / row_softmax_warp_nc  16-bit softmax / log_softmax rows of <= 1024 packs:
+//               a warp per row, no block barrier (see below).
+// row_softmax_short  f32 / 16-bit softmax / log_softmax rows of <= 512 / 128 packs: 4-32 lanes
+//               per row, every size a template constant (see below).
+// row_softmax_hyb  softmax / log_softmax rows of 16385-65536 on the 16-byte path: one block per
+//               row, the row cached half in registers, half in shared memory (see below).
+// row_lse       cross entropy of contiguous rows: streamed once, online max / sum (see below).
+// col_softmax   the dim is not the fastest: one thread per row, neighbouring threads on
+//               neighbouring rows (coalesced), online max/sum pass then a write pass.
+// ce_loss_finish  sums the per-row partials of cross_entropy_loss in a fixed order.
+
+// MODE: what a row kernel computes (the planner names it RW_<the operator's row mode>).
+enum RowMode {
+  RW_SOFTMAX = 0,
+  RW_LOG_SOFTMAX = 1,
+  RW_CAUSAL = 2,   // softmax under a causal mask (the modes up to here write a row)
+  RW_CE = 3,       // one cross-entropy loss per row
+  RW_CE_LOSS = 4,  // per-row losses and counts into the workspace, then ce_loss_finish
+};
+
+struct RowMeta {
+  DimMeta rows;     // row dims; stride[0] x, stride[1] y (or the per-row output), stride[2] target
+  long long N;      // row length (extent of the dim)
+  long long sx;     // x stride along the dim
+  long long sy;     // y stride along the dim (softmax modes)
+  long long R;      // number of rows
+  long long seq;    // causal: rows are (..., seq) with seq innermost
+  long long shift;  // causal: row i keeps columns j <= i + shift
+  long long ne;     // row_softmax: cached vectors per thread (0: loop mode)
+};
+
+// The unaligned head of a row at p: elements up to the next HA-element boundary (HA a power of
+// two: 16 bytes for the pack kernels, 128 bytes where packs start at a line), at most n.
+template <int HA, class T>
+__device__ __forceinline__ int row_head(const T* p, long long n) {
+  const int h = (int)((HA - reinterpret_cast<unsigned long long>(p) / sizeof(T)) & (HA - 1));
+  return h > n ? (int)n : h;
+}
+
+template <class T, int MODE>
+__device__ __forceinline__ typename Acc<T>::type rw_value(typename Acc<T>::type v, typename Acc<T>::type m,
+                                                           typename Acc<T>::type inv, typename Acc<T>::type lg) {
+  if (MODE == RW_LOG_SOFTMAX) return v - m - lg;
+  return RowMath<T>::exp_(v - m) * inv;
+}
+
+// Where a row's cross entropy goes: the loss (CE), or the loss and whether it counts (CE_LOSS).
+template <class T, int MODE>
+__device__ __forceinline__ void rw_ce_put(T* y, typename Acc<T>::type* ws, const RowMeta& p, long long r,
+                                          const long long* off, bool ok, typename Acc<T>::type loss) {
+  typedef typename Acc<T>::type A;
+  if (MODE == RW_CE) {
+    y[off[1]] = Conv<T>::from(loss);
+  } else {
+    ws[r] = loss;
+    ws[p.R + r] = ok ? A(1) : A(0);
+  }
+}
+
+// Per-row epilogue of the cross-entropy modes (one thread per row).
+template <class T, int MODE, class TI>
+__device__ __forceinline__ void rw_ce_store(T* y, const T* px, const TI* tgt, typename Acc<T>::type* ws,
+                                            const RowMeta& p, long long r, const long long* off,
+                                            typename Acc<T>::type m, typename Acc<T>::type s) {
+  typedef typename Acc<T>::type A;
+  const long long lab = (long long)tgt[off[2]];
+  const bool ok = lab >= 0 && lab < p.N;
+  rw_ce_put<T, MODE>(y, ws, p, r, off, ok, ok ? m + RowMath<T>::log_(s) - red_load(px[lab * p.sx]) : A(0));
+}
+
+// Raw 16-bit values in 32-bit words (the RAW cache of row_softmax): k-th value of a word pair.
+template <class T> struct RawBits { static const unsigned int ninf = 0u; };
+template <> struct RawBits<iop_half> { static const unsigned int ninf = 0xFC00u; };
+template <> struct RawBits<iop_bf16> { static const unsigned int ninf = 0xFF80u; };
+template <class T> __device__ __forceinline__ float rw_get(unsigned int w, int hi) { return 0.f; }
+template <> __device__ __forceinline__ float rw_get<iop_half>(unsigned int w, int hi) {
+  return iop_h2f(iop_half{(unsigned short)(hi ? (w >> 16) : (w & 0xffffu))});
+}
+template <> __device__ __forceinline__ float rw_get<iop_bf16>(unsigned int w, int hi) {
+  return __uint_as_float(hi ? (w & 0xffff0000u) : (w << 16));
+}
+
