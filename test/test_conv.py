@@ -142,13 +142,13 @@ def test_c_style_upstream_order():
 # -- plans ------------------------------------------------------------------------------------
 def _infos(op):
     """(case, dtype, Info) of every case of the op's table on the GPU dtypes (validated on the CPU)."""
-    from ops.conv import engine
+    from infiniop_py.conv.problem import GPU_DTYPES
 
     h = create_handle("cpu")
     spec = get_spec(op)
     for case in get_cases(op):
         for dt in case.dtypes:
-            if dt not in engine.GPU_DTYPES:
+            if dt not in GPU_DTYPES:
                 continue
             descs = {r.name: None for r in spec.tensors}
             for name, tc in case.tensors.items():
@@ -182,7 +182,7 @@ def test_planned_kernels_are_compiled(op):
         assert set(kernels) <= compiled, (name, set(kernels) - compiled)
         seen.add(name)
     if op == "conv":
-        from ops.conv.cases import out_shape
+        from infiniop_py.testing.conv_cases import out_shape
 
         h = create_handle("cpu")
         for dt in (DType.F16, DType.BF16, F32):
@@ -192,9 +192,9 @@ def test_planned_kernels_are_compiled(op):
                     name, kernels = mod.planned(d.info)
                     assert set(kernels) <= compiled, (name, set(kernels) - compiled)
                     seen.add(name)
-        from ops.conv import engine
+        from infiniop_py.conv.cudnn_plans import cudnn_available
 
-        dense = {"cudnn"} if engine.cudnn_available() else {"igemm64x64", "igemm128x64"}
+        dense = {"cudnn"} if cudnn_available() else {"igemm64x64", "igemm128x64"}
         assert {"dwreg", "dw2d", "direct"} | dense <= seen, seen
     assert len(seen) >= 2, seen
 
@@ -255,11 +255,11 @@ def test_every_candidate_builds_with_faked_gpu(op, monkeypatch):
     import collections
     import types
 
+    from infiniop_py.conv import kernels, problem
     from infiniop_py.cuda import compiler, cudnn, runtime
-    from ops.conv import engine
 
     launched = []
-    monkeypatch.setattr(engine, "_module", lambda names, dev: types.SimpleNamespace(ptr=collections.defaultdict(int)))
+    monkeypatch.setattr(kernels, "_module", lambda names, dev: types.SimpleNamespace(ptr=collections.defaultdict(int)))
     monkeypatch.setattr(compiler, "_launch_fn", lambda: lambda *a: launched.append(a))
     monkeypatch.setattr(runtime, "device_count", lambda: 1)
     monkeypatch.setattr(
@@ -279,7 +279,7 @@ def test_every_candidate_builds_with_faked_gpu(op, monkeypatch):
             for launch in kernel.launches:
                 if isinstance(launch, compiler.Launch):
                     for _, idx, off in launch.slots:
-                        assert idx != "ws" or off <= engine.align(ws), (name, off, ws)  # at the end: nothing written there
+                        assert idx != "ws" or off <= problem.align(ws), (name, off, ws)  # at the end: nothing written there
                 else:
                     assert launch.ws_offset <= ws, (name, launch.ws_offset, ws)
             ptrs = [0x1000 * (i + 1) for i in range(len(get_spec(op).tensors))]
@@ -408,12 +408,9 @@ def test_f32_accuracy_claim(device):
 
 # -- NVIDIA: every config, pinned, on problems that reach its special paths ------------------------
 def _case(op, x, w, bias, attrs, dtypes=(DType.F16, DType.BF16, F32, DType.F64)):
-    if op == "conv":
-        from ops.conv.cases import conv as make
-    elif op == "conv_transpose":
-        from ops.conv_transpose.cases import ct as make
-    else:
-        from ops.conv_backward.cases import bw as make
+    from infiniop_py.testing import conv_cases
+
+    make = {"conv": conv_cases.conv, "conv_transpose": conv_cases.ct, "conv_backward": conv_cases.bw}[op]
     return make(x, w, bias, dtypes, f"{x} {w} {attrs}", attrs)[0]
 
 
@@ -446,7 +443,8 @@ PINNED = [  # (op, x, w, bias, attrs, plans)
 @pytest.mark.gpu
 @pytest.mark.parametrize("op,x,w,bias,attrs,plans", PINNED, ids=[f"{p[0]}-{i}" for i, p in enumerate(PINNED)])
 def test_pinned_plans_match_reference(op, x, w, bias, attrs, plans):
-    from ops.conv.engine import acc_size, cudnn_available
+    from infiniop_py.conv.cudnn_plans import cudnn_available
+    from infiniop_py.conv.problem import acc_size
 
     if any("cudnn" in p for p in plans) and not cudnn_available():
         pytest.skip("cuDNN is not available")

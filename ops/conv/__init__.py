@@ -4,19 +4,20 @@ x (N, Cin, *L), w (Cout, Cin/G, *k), b (Cout,)?, y (N, Cout, *O), 1-3 spatial di
 C-style create is upstream's ``(y, x, w, b, pads, strides, dilations, n)`` with ``groups`` last.
 
 CPU: im2col through a strided view of the zero-padded input and one stacked BLAS GEMM per batch
-chunk (ops/conv/cpu.py). NVIDIA: our own kernels chosen by a rule table (ops/conv/cuda.py):
-depthwise tiles at memory speed, a direct kernel for tiny and few-channel convolutions, and an
+chunk (infiniop_py/conv/cpu.py). NVIDIA: the family's configs (infiniop_py/conv) chosen by this
+operator's rule table (cuda.py): cuDNN for dense problems where it loads, depthwise tiles at
+memory speed, a direct kernel for tiny and few-channel convolutions, and an
 implicit-GEMM kernel for everything else; ``desc.plan`` names the choice and the ``plan``
 attribute pins it.
 """
 
 from __future__ import annotations
 
+from infiniop_py.conv import cpu as _cpu
+from infiniop_py.conv import geometry
 from infiniop_py.spec import Checker, Info, OpSpec, inp, out
 
-from . import cpu as _cpu
 from . import cuda as _cuda
-from . import geometry
 
 
 def validate(check: Checker) -> Info:
@@ -73,5 +74,5 @@ SPEC = OpSpec(
     torch="F.conv{1,2,3}d(x, w, b, stride, padding, dilation, groups)",
     summary="convolution over 1-3 spatial dims: pads, strides, dilations, groups, optional bias",
     c_create_args=("y", "x", "w", "b", "pads", "strides", "dilations", "n", "groups"),
-    kernel_sources=("kernel.cu",),
+    kernel_sources=("../../infiniop_py/conv/kernel.cu", "../../infiniop_py/conv/wgrad.cu"),
 )

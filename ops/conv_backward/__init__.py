@@ -4,7 +4,7 @@ grad_input = the transposed convolution of grad_output with weight (same s, p, d
 positions no window covers get 0); grad_weight[co, ci', κ] = Σ_n,o grad_output[n, co, o]·
 input[n, ci, o·s - p + κ·d]; grad_bias[co] = Σ_n,o grad_output[n, co, o], only when present.
 
-CPU: grad_input by col2im (ops/conv/cpu.py), grad_weight by im2col and one stacked GEMM per
+CPU: grad_input by col2im (infiniop_py/conv/cpu.py), grad_weight by im2col and one stacked GEMM per
 batch chunk. NVIDIA: grad_input by the phase-decomposed implicit GEMM; grad_weight by a tiled
 kernel whose row sums are split into chunks with f32 partials in the workspace, summed by a
 fixed-order reduction kernel (no atomics: bitwise reproducible); grad_bias likewise.
@@ -12,11 +12,11 @@ fixed-order reduction kernel (no atomics: bitwise reproducible); grad_bias likew
 
 from __future__ import annotations
 
+from infiniop_py.conv import cpu as _cpu
+from infiniop_py.conv import geometry
 from infiniop_py.spec import Checker, Info, OpSpec, inp, out
 from infiniop_py.status import Status
 
-from ..conv import cpu as _cpu
-from ..conv import geometry
 from . import cuda as _cuda
 
 
@@ -94,5 +94,5 @@ SPEC = OpSpec(
     reference=reference,
     torch="autograd of F.conv{1,2,3}d(input, weight, bias, stride, padding, dilation, groups)",
     summary="gradients of a 1-3-d convolution: grad_input, grad_weight and, when requested, grad_bias",
-    kernel_sources=("../conv/kernel.cu",),
+    kernel_sources=("../../infiniop_py/conv/kernel.cu", "../../infiniop_py/conv/wgrad.cu"),
 )

@@ -1,27 +1,4 @@
-from infiniop_py.testing.cases import Case, T
-
-from ..conv.cases import cases, f32_long, out_shape
-from . import SPEC
-
-DT = tuple(sorted(SPEC.dtypes))
-
-
-def bw(
-    x, w, bias: bool, dtypes, description, attrs=None, xs=None, ws=None, gos=None, gis=None, f32_atol=None, **kw
-) -> list[Case]:
-    """One case (grad_output's shape from the forward formula); with ``f32_atol`` f32 gets its own case."""
-    attrs = attrs or {}
-    y = out_shape(x, w, attrs)
-    t = {
-        "grad_input": T(x, gis),
-        "grad_weight": T(w),
-        "grad_bias": T((w[0],)) if bias else None,
-        "grad_output": T(y, gos),
-        "input": T(x, xs),
-        "weight": T(w, ws),
-    }
-    return cases(t, dtypes, description, attrs, f32_atol, **kw)
-
+from infiniop_py.testing.conv_cases import DT, bw, f32_long
 
 _TABLE = [
     bw((2, 3, 9), (4, 3, 3), True, DT, "1-d k3 with bias"),

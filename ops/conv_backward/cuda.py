@@ -14,19 +14,20 @@ from __future__ import annotations
 import itertools
 import math
 
+from infiniop_py.conv import planner
+from infiniop_py.conv.configs import GEMM_CONFIGS, GEMM_RULES, WAVE
+from infiniop_py.conv.cudnn_plans import CudnnWGrad
+from infiniop_py.conv.kernels import SOURCE, IGemm, WGrad
+from infiniop_py.conv.problem import GPU_DTYPES, Conv, WeightGrad, align, key
 from infiniop_py.cuda import runtime
+from infiniop_py.planner import first_match, matching
 from infiniop_py.spec import Info
 
-from ..conv import engine
-from ..conv.cuda import GEMM_RULES, WAVE
-
-DGRAD = {
-    c.name: c for c in (engine.Cudnn(), engine.IGemm(64, 16), engine.IGemm(64, 64), engine.IGemm(128, 64), engine.IGemm(128, 128))
-}
-WGRAD = {c.name: c for c in (engine.CudnnWGrad(), engine.WGrad(16, 64), engine.WGrad(64, 64), engine.WGrad(128, 64))}
+DGRAD = GEMM_CONFIGS
+WGRAD = {c.name: c for c in (CudnnWGrad(), WGrad(16, 64), WGrad(64, 64), WGrad(128, 64))}
 
 
-def _wgrad_tiles(name: str, p: engine.WeightGrad) -> int:
+def _wgrad_tiles(name: str, p: WeightGrad) -> int:
     cfg = WGRAD[name]
     return p.groups * -(-p.ng // cfg.bn) * -(-(p.cg * math.prod(p.k)) // cfg.bk)
 
@@ -41,16 +42,16 @@ WGRAD_RULES = (
 
 
 def names() -> list[str]:
-    return [f"{a}+{b}" for a, b in itertools.product(["none", *DGRAD], WGRAD)] + ["empty", engine.MEASURE]
+    return [f"{a}+{b}" for a, b in itertools.product(["none", *DGRAD], WGRAD)] + ["empty", planner.MEASURE]
 
 
-def problems(info: Info) -> tuple[engine.Conv, engine.WeightGrad]:
+def problems(info: Info) -> tuple[Conv, WeightGrad]:
     g = info.geo
     go, x, w = info["grad_output"], info["input"], info["weight"]
-    dgrad = engine.Conv(
+    dgrad = Conv(
         go.dtype, g.nd, go, w, info["grad_input"], None, g.groups, g.cout_g, g.cin_g, g.k, g.s, g.p, g.d, True, (0, 3, 5, None)
     )
-    wgrad = engine.WeightGrad(
+    wgrad = WeightGrad(
         go.dtype,
         g.nd,
         go,
@@ -69,7 +70,7 @@ def problems(info: Info) -> tuple[engine.Conv, engine.WeightGrad]:
     return dgrad, wgrad
 
 
-def _parts(dgrad: engine.Conv, wgrad: engine.WeightGrad):
+def _parts(dgrad: Conv, wgrad: WeightGrad):
     """(grad_input configs, grad_weight configs) that can run this problem, preferred first."""
     ds = [n for n, c in DGRAD.items() if c.applies(dgrad)] if dgrad.y.numel else ["none"]
     ws = [n for n, c in WGRAD.items() if c.applies(wgrad)]
@@ -93,9 +94,9 @@ def _builder(handle, dgrad, wgrad):
 
     def build(d_name, w_name, d_part=None):
         launches, ws = d_part if d_part is not None else build_d(d_name)
-        base = engine.align(ws)
+        base = align(ws)
         more, ws2 = build_w(w_name, base)
-        return engine.ConvKernel(handle, [*launches, *more], base + ws2 if ws2 else ws, f"{d_name}+{w_name}")
+        return planner.ConvKernel(handle, [*launches, *more], base + ws2 if ws2 else ws, f"{d_name}+{w_name}")
 
     return build, build_d
 
@@ -116,9 +117,9 @@ def planned(info: Info) -> tuple[str, list[str]]:
     kernels = []
     d_name = "none"
     if dgrad.y.numel:
-        d_name = engine.first_match(DGRAD_RULES, dgrad)[1]
+        d_name = first_match(DGRAD_RULES, dgrad)[1]
         kernels += DGRAD[d_name].kernel_names(dgrad)
-    w_name = engine.first_match(WGRAD_RULES, wgrad)[1]
+    w_name = first_match(WGRAD_RULES, wgrad)[1]
     if wgrad.gw.numel:
         kernels += WGRAD[w_name].kernel_names(wgrad)
     return f"{d_name}+{w_name}", kernels
@@ -127,26 +128,26 @@ def planned(info: Info) -> tuple[str, list[str]]:
 def create(info: Info, handle):
     dgrad, wgrad = problems(info)
     if wgrad.gw.numel == 0 and dgrad.y.numel == 0:
-        return engine.ConvKernel(handle, [], 0, "empty")
+        return planner.ConvKernel(handle, [], 0, "empty")
     pinned = info.attrs.get("plan")
-    if pinned == engine.MEASURE:
+    if pinned == planner.MEASURE:
         descs = [info[n] for n in ("grad_input", "grad_weight", "grad_bias", "grad_output", "input", "weight")]
-        kernel = engine.measured_kernel(engine.key("conv_backward", dgrad), candidates(info, handle), descs, handle.device_id)
+        kernel = planner.measured_kernel(key("conv_backward", dgrad), candidates(info, handle), descs, handle.device_id)
         if kernel is not None:
             return kernel
     elif pinned is not None:
-        return engine.pinned_kernel("conv_backward", pinned, candidates(info, handle))
+        return planner.pinned_kernel("conv_backward", pinned, candidates(info, handle))
     build, build_d = _builder(handle, dgrad, wgrad)
-    d_order = engine.matching(DGRAD_RULES, dgrad) if dgrad.y.numel else ["none"]
-    d_name, d_part = engine.first_buildable("conv_backward", d_order, build_d)
-    w_order = engine.matching(WGRAD_RULES, wgrad)
-    return engine.first_buildable("conv_backward", w_order, lambda w_name: build(d_name, w_name, d_part))[1]
+    d_order = matching(DGRAD_RULES, dgrad) if dgrad.y.numel else ["none"]
+    d_name, d_part = planner.first_buildable("conv_backward", d_order, build_d)
+    w_order = matching(WGRAD_RULES, wgrad)
+    return planner.first_buildable("conv_backward", w_order, lambda w_name: build(d_name, w_name, d_part))[1]
 
 
 def compile_units():
     names = []
-    for dt in engine.GPU_DTYPES:
+    for dt in GPU_DTYPES:
         for cfg in (*DGRAD.values(), *WGRAD.values()):
-            if isinstance(cfg, (engine.IGemm, engine.WGrad)) and cfg.applies_dtype(dt):
+            if isinstance(cfg, (IGemm, WGrad)) and cfg.applies_dtype(dt):
                 names += [n for n in cfg.names(dt) if n not in names]
-    return [(engine.SOURCE, names)]
+    return [(SOURCE, names)]

@@ -6,15 +6,15 @@ O = (L-1)·s - 2p + d·(k-1) + output_padding + 1, 0 <= output_padding < max(s, 
 
 CPU: one stacked GEMM gives every kernel offset's contribution, added into a zero-padded output
 offset by offset in a fixed order (col2im), then cropped. NVIDIA: the implicit-GEMM kernel by
-stride phases (no zero insertion, no scatter, deterministic); see ops/conv/kernel.cu.
+stride phases (no zero insertion, no scatter, deterministic); see infiniop_py/conv/kernel.cu.
 """
 
 from __future__ import annotations
 
+from infiniop_py.conv import cpu as _cpu
+from infiniop_py.conv import geometry
 from infiniop_py.spec import Checker, Info, OpSpec, inp, out
 
-from ..conv import cpu as _cpu
-from ..conv import geometry
 from . import cuda as _cuda
 
 
@@ -71,5 +71,5 @@ SPEC = OpSpec(
     reference=reference,
     torch="F.conv_transpose{1,2,3}d(x, w, b, stride, padding, output_padding, groups, dilation)",
     summary="transposed convolution over 1-3 spatial dims: pads, strides, dilations, output_padding, groups, bias",
-    kernel_sources=("../conv/kernel.cu",),
+    kernel_sources=("../../infiniop_py/conv/kernel.cu", "../../infiniop_py/conv/wgrad.cu"),
 )

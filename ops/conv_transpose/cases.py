@@ -1,32 +1,4 @@
-from infiniop_py.spatial import conv_transpose_out_size
-from infiniop_py.testing.cases import Case, T
-
-from ..conv.cases import cases, f32_long, half_long
-from ..conv.geometry import full_lists
-from . import SPEC
-
-DT = tuple(sorted(SPEC.dtypes))
-
-
-def out_shape(x, w, groups, attrs) -> tuple:
-    nd = len(x) - 2
-    p, s, d, op = full_lists(
-        nd, attrs.get("pads", (0,)), attrs.get("strides", (1,)), attrs.get("dilations", (1,)), attrs.get("output_padding", (0,))
-    )
-    return (x[0], w[1] * groups, *(conv_transpose_out_size(x[2 + i], w[2 + i], s[i], p[i], d[i], op[i]) for i in range(nd)))
-
-
-def ct(
-    x, w, bias: bool, dtypes, description, attrs=None, xs=None, ws=None, ys=None, f32_atol=None, half_atol=None, **kw
-) -> list[Case]:
-    """One case (y's shape from the formula); with ``f32_atol`` (``half_atol``) f32 (f16, bf16)
-    get their own case."""
-    attrs = attrs or {}
-    groups = attrs.get("groups", 1)
-    y = out_shape(x, w, groups, attrs)
-    t = {"y": T(y, ys), "x": T(x, xs), "w": T(w, ws), "b": T((y[1],)) if bias else None}
-    return cases(t, dtypes, description, attrs, f32_atol, half_atol, **kw)
-
+from infiniop_py.testing.conv_cases import DT, ct, f32_long, half_long
 
 _TABLE = [
     ct((2, 3, 7), (3, 4, 3), True, DT, "1-d k3 with bias"),
