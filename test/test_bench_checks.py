@@ -1,6 +1,6 @@
 """The benchmark harness's checks: the float64 re-checks (infiniop_py/bench/suites/reductions.py; a
 result that differs from torch's is accepted only when it is a valid answer of the rule in
-float64), and rows that can be trusted (infiniop_py/bench/core.py; a time that cannot be true makes
+float64), and rows that can be trusted (infiniop_py/bench/checks.py; a time that cannot be true makes
 the row INVALID, and a CUDA-graph capture that fails leaves the current streams as they were)."""
 
 import pytest
@@ -61,7 +61,7 @@ def test_router_rows_bad():
     assert router_rows_bad(torch, x, b, wrong, idx.int(), scale) == 1
 
 
-# -- rows that can be trusted (infiniop_py/bench/core.py: invalid_reasons, captured) --------------------
+# -- rows that can be trusted (infiniop_py/bench: checks.invalid_reasons, timing.captured) --------------------
 from conftest import requires_gpu  # noqa: E402
 
 from infiniop_py.bench import core, report  # noqa: E402
@@ -346,10 +346,12 @@ def test_kernel_only_graphs_stay_short(monkeypatch):
 
     env = type("E", (), {"torch": _Torch})()
     work = type("W", (), {"nsets": 1, "torch_eager": None})()
-    monkeypatch.setattr(core, "graph_times", fake_graph_times)
-    monkeypatch.setattr(core, "ours_call", lambda *a, **k: None)
+    from infiniop_py.bench import timing
+
+    monkeypatch.setattr(timing, "graph_times", fake_graph_times)
+    monkeypatch.setattr(timing, "ours_call", lambda *a, **k: None)
     for call_us in (20.0, 200.0, 2600.0, None):
-        core.kernel_time(env, work, 0, 0.0, call_us=call_us)
+        timing.kernel_time(env, work, 0, 0.0, call_us=call_us)
     assert seen == [24, 5, 1, 24]
 
 
