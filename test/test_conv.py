@@ -4,6 +4,8 @@ workspace check, and upstream-style named-output GGUF files for conv_backward.""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from conftest import DEVICES, requires_gpu
@@ -21,6 +23,7 @@ from infiniop_py.testing.run import run_case
 
 F32 = DType.F32
 OPS = ("conv", "conv_transpose", "conv_backward")
+H100_SMS = 132  # the fake device of the CPU-side planner tests
 
 
 # -- bad input ----------------------------------------------------------------------------------
@@ -178,7 +181,7 @@ def test_planned_kernels_are_compiled(op):
     compiled = {n for _, names in mod.compile_units() for n in names}
     seen = set()
     for _, _, info in _infos(op):
-        name, kernels = mod.planned(info)
+        name, kernels = mod.planned(info, H100_SMS)
         assert set(kernels) <= compiled, (name, set(kernels) - compiled)
         seen.add(name)
     if op == "conv":
@@ -189,7 +192,7 @@ def test_planned_kernels_are_compiled(op):
             for x, w, attrs in BENCH_SHAPES:
                 y = out_shape(x, w, attrs)
                 with create_descriptor("conv", h, td(y, None, dt), td(x, None, dt), td(w, None, dt), None, **attrs) as d:
-                    name, kernels = mod.planned(d.info)
+                    name, kernels = mod.planned(d.info, H100_SMS)
                     assert set(kernels) <= compiled, (name, set(kernels) - compiled)
                     seen.add(name)
         from infiniop_py.conv.cudnn_plans import cudnn_available
@@ -206,6 +209,92 @@ def test_rule_tables_end_unconditionally(op):
     for rules in tables:
         assert rules[-1][0] == "default" and rules[-1][1](None) is True
         assert len({r[0] for r in rules}) == len(rules)
+
+
+def _sweep_infos(op):
+    """Info of the op's case tables and of a grid of sizes (f16, f32, f64)."""
+    yield from (info for _, _, info in _infos(op))
+    from infiniop_py.testing import conv_cases
+
+    h = create_handle("cpu")
+    spec = get_spec(op)
+    make = {"conv": conv_cases.conv, "conv_transpose": conv_cases.ct, "conv_backward": conv_cases.bw}[op]
+    for n, c, k, size, kk, s in itertools.product((1, 8, 32), (16, 64, 512), (16, 64, 512), (7, 28, 56), (1, 3), (1, 2)):
+        w = (k, c, kk, kk) if op != "conv_transpose" else (c, k, kk, kk)
+        case = make((n, c, size, size), w, True, (DType.F16, F32, DType.F64), "sweep", {"pads": (kk // 2,), "strides": (s,)})[0]
+        for dt in case.dtypes:
+            descs = {r.name: None for r in spec.tensors}
+            for name, tc in case.tensors.items():
+                if tc is not None:
+                    descs[name] = td(*tc.resolved(dt))
+            with create_descriptor(op, h, **descs, **case.attrs) as desc:
+                yield desc.info
+
+
+def _h100_tables(mod):
+    """The op's rule tables as they were with the wave fixed at 264 blocks (an H100's 132 SMs,
+    two blocks each): the rules that size grids restated with that constant."""
+    from infiniop_py.conv.configs import CONFIGS, blocks
+
+    old = {
+        "large": lambda c: CONFIGS["igemm128x128"].applies(c) and blocks("igemm128x128", c) >= 264,
+        "medium": lambda c: blocks("igemm128x64", c) >= 264,
+    }
+    if hasattr(mod, "RULES"):
+        return [(mod.RULES, tuple((r, old.get(r, cond), cfg) for r, cond, cfg in mod.RULES))]
+    wgrad_large = lambda p: mod._wgrad_tiles("wgrad128x64", p) >= 264  # noqa: E731
+    wgrad = tuple((r, wgrad_large if r == "large" else cond, cfg) for r, cond, cfg in mod.WGRAD_RULES)
+    dgrad = tuple((r, old.get(r, cond), cfg) for r, cond, cfg in mod.DGRAD_RULES)
+    return [(mod.DGRAD_RULES, dgrad), (mod.WGRAD_RULES, wgrad)]
+
+
+@pytest.mark.parametrize("cudnn_loads", [False, True])
+@pytest.mark.parametrize("op", OPS)
+def test_plans_on_132_sms_are_the_h100_constants(op, cudnn_loads, monkeypatch):
+    """The rules size grids against the device's SM count: with 132 SMs (an H100) every table
+    picks, and orders its fallbacks, as it did with the wave fixed at 264 blocks, over the case
+    tables and a grid of sizes; with half the SMs some problems take, or fall back to, larger
+    tiles."""
+    from infiniop_py.conv.configs import wave
+    from infiniop_py.cuda import cudnn
+    from infiniop_py.planner import first_match, matching
+
+    monkeypatch.setattr(cudnn, "available", lambda: cudnn_loads)
+    mod = __import__(f"ops.{op}.cuda", fromlist=["cuda"])
+    tables = _h100_tables(mod)
+    changed = 0
+    for info in _sweep_infos(op):
+        probs = (mod.problem(info, H100_SMS),) if hasattr(mod, "RULES") else mod.problems(info, H100_SMS)
+        halves = (mod.problem(info, 66),) if hasattr(mod, "RULES") else mod.problems(info, 66)
+        for (rules, h100), p, half in zip(tables, probs, halves):
+            assert wave(p) == 264
+            assert first_match(rules, p) == first_match(h100, p), (op, p)
+            assert matching(rules, p) == matching(h100, p), (op, p)
+            changed += matching(rules, half) != matching(rules, p)
+    assert changed, "no plan depends on the SM count"
+
+
+def test_create_plans_for_the_devices_sm_count(monkeypatch):
+    """create reads the SM count of the handle's device: a problem of 196 128-row tiles takes
+    igemm64x64 on 132 SMs and igemm128x64 (two waves) on 66 (a faked device, no GPU)."""
+    import collections
+    import types
+
+    from infiniop_py.conv import kernels
+    from infiniop_py.cuda import compiler, cudnn, runtime
+    from ops.conv import cuda
+
+    monkeypatch.setattr(cudnn, "available", lambda: False)
+    monkeypatch.setattr(kernels, "_module", lambda names, dev: types.SimpleNamespace(ptr=collections.defaultdict(int)))
+    monkeypatch.setattr(compiler, "_launch_fn", lambda: lambda *a: None)
+    monkeypatch.setattr(runtime, "device_count", lambda: 1)
+    descs = conv_descs(x=(32, 64, 28, 28), w=(64, 64, 3, 3), y=(32, 64, 28, 28), b=None)
+    with create_descriptor("conv", create_handle("cpu"), **descs, pads=(1,)) as d:
+        info = d.info
+    for sms, want in ((132, "igemm64x64"), (66, "igemm128x64")):
+        monkeypatch.setattr(runtime, "properties", lambda dev, sms=sms: {"sm_count": sms, "cc": 90, "name": "fake"})
+        assert cuda.planned(info, sms)[0] == want
+        assert cuda.create(info, types.SimpleNamespace(device_id=0)).plan_name == want
 
 
 def test_cpu_plan_names_and_pinning():
@@ -284,7 +373,9 @@ def test_every_candidate_builds_with_faked_gpu(op, monkeypatch):
                     assert launch.ws_offset <= ws, (name, launch.ws_offset, ws)
             ptrs = [0x1000 * (i + 1) for i in range(len(get_spec(op).tensors))]
             kernel.launch(ptrs, 0x900000 if ws else 0, (), 0)
-        assert mod.create(info, handle).plan_name == mod.planned(info)[0]  # the rule table's choice is built
+        assert (
+            mod.create(info, handle).plan_name == mod.planned(info, runtime.properties(0)["sm_count"])[0]
+        )  # the rule table's choice is built
     assert any("cudnn" in n for n in names) and len(names) >= 3, names
 
 
@@ -470,13 +561,14 @@ def test_pinned_plans_match_reference(op, x, w, bias, attrs, plans):
 @requires_gpu
 @pytest.mark.gpu
 def test_plan_reported_and_refused():
+    from infiniop_py.cuda import runtime
     from ops.conv import cuda
 
     h = create_handle("nvidia")
     with create_descriptor("conv", h, **conv_descs(), plan="igemm64x64") as d:
         assert d.plan == "igemm64x64"
     with create_descriptor("conv", h, **conv_descs()) as d:
-        assert d.plan == cuda.planned(d.info)[0]
+        assert d.plan == cuda.planned(d.info, runtime.properties(h.device_id)["sm_count"])[0]
     with pytest.raises(InfiniopError) as e:
         create_descriptor("conv", h, **conv_descs(), plan="dw2d")
     assert e.value.status == Status.BAD_PARAM and "cannot run" in str(e.value)

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from .cudnn_plans import Cudnn
 from .kernels import Depthwise, Direct, DwReg, IGemm
-from .problem import Conv
-
-WAVE = 264  # blocks that fill an H100 (132 SMs) about twice
+from .problem import Conv, WeightGrad
 
 GEMM_CONFIGS = {c.name: c for c in (Cudnn(), IGemm(64, 16), IGemm(64, 64), IGemm(128, 64), IGemm(128, 128))}
 CONFIGS = {c.name: c for c in (DwReg(), Depthwise(), Direct())} | GEMM_CONFIGS  # every one-stage config, in order
@@ -24,6 +22,11 @@ def blocks(name: str, c: Conv) -> int:
     return mtiles * phases * ntiles * c.groups
 
 
+def wave(p: Conv | WeightGrad) -> int:
+    """Thread blocks that fill the problem's device about twice: two per SM."""
+    return 2 * p.sm_count
+
+
 def applies(name: str):
     """The condition "config ``name`` can run the problem"."""
     return lambda c: CONFIGS[name].applies(c)
@@ -32,7 +35,7 @@ def applies(name: str):
 GEMM_RULES = (
     ("dense-cudnn", applies("cudnn"), "cudnn"),
     ("narrow", lambda c: c.ng <= 16, "igemm64x16"),
-    ("large", lambda c: CONFIGS["igemm128x128"].applies(c) and blocks("igemm128x128", c) >= WAVE, "igemm128x128"),
-    ("medium", lambda c: blocks("igemm128x64", c) >= WAVE, "igemm128x64"),
+    ("large", lambda c: CONFIGS["igemm128x128"].applies(c) and blocks("igemm128x128", c) >= wave(c), "igemm128x128"),
+    ("medium", lambda c: blocks("igemm128x64", c) >= wave(c), "igemm128x64"),
     ("default", lambda c: True, "igemm64x64"),
 )

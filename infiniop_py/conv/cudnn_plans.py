@@ -142,7 +142,7 @@ class CudnnWGrad:
     def names(self, dtype: DType) -> list[str]:
         return []
 
-    def build(self, p: WeightGrad, device_id: int, sm_count: int, ws_base: int = 0):
+    def build(self, p: WeightGrad, device_id: int, ws_base: int = 0):
         from infiniop_py.cuda import cudnn
 
         gw_slot, _, go_slot, x_slot = p.slots
@@ -150,5 +150,5 @@ class CudnnWGrad:
             "wgrad", p.x, p.gw, p.go, p.p, p.s, p.d, p.groups, allow_tf32=p.tf32, deterministic=True, device_id=device_id
         )
         ws = align(int(conv.workspace_size))
-        more, end = bias_launches(p, device_id, sm_count, ws_base + ws)
+        more, end = bias_launches(p, device_id, ws_base + ws)
         return [_CudnnLaunch(conv, x_slot, gw_slot, go_slot, None, ws_base), *more], end - ws_base

@@ -296,7 +296,7 @@ class WGrad:
     def applies(self, p: WeightGrad) -> bool:
         return self.applies_dtype(p.dtype)
 
-    def build(self, p: WeightGrad, device_id: int, sm_count: int, ws_base: int = 0):
+    def build(self, p: WeightGrad, device_id: int, ws_base: int = 0):
         names = self.names(p.dtype)
         mod = _module(names, device_id)
         K = p.cg * math.prod(p.k)  # noqa: N806
@@ -307,8 +307,8 @@ class WGrad:
         # Split the row sum until the grid fills the GPU about twice (at least 4 steps per split).
         splits = 1
         steps = -(-rows // self.RM)
-        if tiles < 2 * sm_count and steps > 8:
-            splits = max(1, min(-(-2 * sm_count // tiles), steps // 4, 256))
+        if tiles < 2 * p.sm_count and steps > 8:
+            splits = max(1, min(-(-2 * p.sm_count // tiles), steps // 4, 256))
         mchunk = -(-steps // splits) * self.RM
         splits = max(1, -(-rows // mchunk)) if rows else 1
         gw_slot, _, go_slot, x_slot = p.slots
@@ -320,11 +320,11 @@ class WGrad:
         )  # fmt: skip
         args = [Slot(gw_slot), Slot("ws", ws_base), Slot(go_slot), Slot(x_slot), meta]
         launches = [Launch(mod.ptr[names[0]], (tiles * splits,), (256,), args)]
-        more, end = bias_launches(p, device_id, sm_count, ws_base + ws, (splits if splits > 1 else 0, ws_base, K))
+        more, end = bias_launches(p, device_id, ws_base + ws, (splits if splits > 1 else 0, ws_base, K))
         return launches + more, end - ws_base
 
 
-def bias_launches(p: WeightGrad, device_id: int, sm_count: int, ws_offset: int, wsplit=(0, 0, 0)):
+def bias_launches(p: WeightGrad, device_id: int, ws_offset: int, wsplit=(0, 0, 0)):
     """grad_bias (when requested) as per-(channel, chunk) partials in the workspace at
     ``ws_offset``, and the fixed-order reduction of those and of grad_weight's partials
     (``wsplit`` = (splits, workspace offset, K); splits 0: grad_weight needs none).
@@ -338,8 +338,8 @@ def bias_launches(p: WeightGrad, device_id: int, sm_count: int, ws_offset: int, 
     bsplits = 0
     if p.gb is not None and cout:
         bsplits = 1
-        if rows > 1 << 14 and cout < 2 * sm_count:
-            bsplits = min(-(-2 * sm_count // cout), -(-rows // 4096), 128)
+        if rows > 1 << 14 and cout < 2 * p.sm_count:
+            bsplits = min(-(-2 * p.sm_count // cout), -(-rows // 4096), 128)
         chunk = -(-rows // bsplits) if rows else 0
         bsplits = max(1, -(-rows // chunk)) if rows else 1
         meta = BG_META.pack(

@@ -11,7 +11,7 @@ from infiniop_py.status import InfiniopError, Status, error
 
 from .cudnn_plans import Cudnn
 from .kernels import SOURCE, IGemm
-from .problem import GPU_DTYPES, Conv, forward_problem, key
+from .problem import GPU_DTYPES, Conv, device_sms, forward_problem, key
 
 
 # -- the kernel object ----------------------------------------------------------------------
@@ -126,29 +126,30 @@ class Planner:
         """Every plan name the backend can report or be pinned to."""
         return [*self.configs, "empty", MEASURE]
 
-    def problem(self, info) -> Conv:
-        return forward_problem(info, self.transposed)
+    def problem(self, info, sm_count: int) -> Conv:
+        return forward_problem(info, self.transposed, sm_count)
 
     def candidates(self, info, handle) -> list[tuple[str, object]]:
         """Every config that can run this problem, as (name, factory() -> kernel)."""
-        c = self.problem(info)
+        c = self.problem(info, device_sms(handle))
         return [(name, factory(cfg, c, handle)) for name, cfg in self.configs.items() if cfg.applies(c)]
 
-    def planned(self, info) -> tuple[str, list[str]]:
-        """The rule table's plan for this problem and the kernels it launches (cuDNN counts
-        as available only where it loads; no GPU needed otherwise)."""
-        c = self.problem(info)
+    def planned(self, info, sm_count: int) -> tuple[str, list[str]]:
+        """The rule table's plan for this problem on a device of ``sm_count`` SMs and the
+        kernels it launches (cuDNN counts as available only where it loads; no GPU needed
+        otherwise)."""
+        c = self.problem(info, sm_count)
         if info["y"].numel == 0:
             return "empty", []
         name = first_match(self.rules, c)[1]
         return name, self.configs[name].kernel_names(c)
 
     def create(self, info, handle):
-        c = self.problem(info)
         if info["y"].numel == 0:
             return ConvKernel(handle, [], 0, "empty")
+        c = self.problem(info, device_sms(handle))
         pinned = info.attrs.get("plan")
-        cands = self.candidates(info, handle)
+        cands = [(name, factory(cfg, c, handle)) for name, cfg in self.configs.items() if cfg.applies(c)]
         if pinned == MEASURE:
             descs = [info[n] for n in ("y", "x", "w", "b")]
             kernel = measured_kernel(key(self.op, c), cands, descs, handle.device_id)

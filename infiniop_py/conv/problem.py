@@ -2,14 +2,17 @@
 convolution stage (``Conv``: forward or transposed) or a weight gradient (``WeightGrad``), with
 the layout helpers their kernels' launch arguments use.
 
-Problems are described in three spatial dims (1-d and 2-d get leading dims of size 1).
+Problems are described in three spatial dims (1-d and 2-d get leading dims of size 1). Each
+carries the streaming-multiprocessor count of the device it is planned for (``sm_count``, from
+the handle's device; the rules size grids against it).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from infiniop_py.cuda import runtime
 from infiniop_py.dtypes import DType
 from infiniop_py.tensor import TensorDescriptor
 
@@ -61,6 +64,7 @@ class Conv:
     transposed: bool
     slots: tuple  # Slot indices of (y, x, w, b); b None when absent
     tf32: bool = False  # the allow_tf32 attribute (cuDNN plans only)
+    sm_count: int = field(kw_only=True)  # streaming multiprocessors of the device
 
     @property
     def batch(self) -> int:
@@ -111,6 +115,7 @@ class WeightGrad:
     d: tuple
     slots: tuple  # Slot indices of (gw, gb, go, x)
     tf32: bool = False  # the allow_tf32 attribute (cuDNN plans only)
+    sm_count: int = field(kw_only=True)  # streaming multiprocessors of the device
 
 
 def key(op: str, c: Conv) -> tuple:
@@ -132,11 +137,17 @@ def key(op: str, c: Conv) -> tuple:
     )
 
 
-def forward_problem(info, transposed: bool) -> Conv:
-    """The Conv of conv (x -> y) or conv_transpose (x -> y by stride phases) from its Info."""
+def device_sms(handle) -> int:
+    """Streaming multiprocessors of a handle's device."""
+    return int(runtime.properties(handle.device_id)["sm_count"])
+
+
+def forward_problem(info, transposed: bool, sm_count: int) -> Conv:
+    """The Conv of conv (x -> y) or conv_transpose (x -> y by stride phases) from its Info,
+    planned for a device of ``sm_count`` SMs."""
     g = info.geo
     x = info["x"]
     return Conv(
         x.dtype, g.nd, x, info["w"], info["y"], info["b"], g.groups, g.cin_g, g.cout_g, g.k, g.s, g.p, g.d,
-        transposed, (0, 1, 2, 3), bool(info.attrs.get("allow_tf32")),
+        transposed, (0, 1, 2, 3), bool(info.attrs.get("allow_tf32")), sm_count=sm_count,
     )  # fmt: skip

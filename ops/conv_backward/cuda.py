@@ -15,11 +15,10 @@ import itertools
 import math
 
 from infiniop_py.conv import planner
-from infiniop_py.conv.configs import GEMM_CONFIGS, GEMM_RULES, WAVE
+from infiniop_py.conv.configs import GEMM_CONFIGS, GEMM_RULES, wave
 from infiniop_py.conv.cudnn_plans import CudnnWGrad
 from infiniop_py.conv.kernels import SOURCE, IGemm, WGrad
-from infiniop_py.conv.problem import GPU_DTYPES, Conv, WeightGrad, align, key
-from infiniop_py.cuda import runtime
+from infiniop_py.conv.problem import GPU_DTYPES, Conv, WeightGrad, align, device_sms, key
 from infiniop_py.planner import first_match, matching
 from infiniop_py.spec import Info
 
@@ -36,7 +35,7 @@ DGRAD_RULES = GEMM_RULES
 WGRAD_RULES = (
     ("dense-cudnn", lambda p: WGRAD["cudnn"].applies(p), "cudnn"),
     ("narrow", lambda p: p.ng <= 16, "wgrad16x64"),
-    ("large", lambda p: _wgrad_tiles("wgrad128x64", p) >= WAVE, "wgrad128x64"),
+    ("large", lambda p: _wgrad_tiles("wgrad128x64", p) >= wave(p), "wgrad128x64"),
     ("default", lambda p: True, "wgrad64x64"),
 )
 
@@ -45,11 +44,27 @@ def names() -> list[str]:
     return [f"{a}+{b}" for a, b in itertools.product(["none", *DGRAD], WGRAD)] + ["empty", planner.MEASURE]
 
 
-def problems(info: Info) -> tuple[Conv, WeightGrad]:
+def problems(info: Info, sm_count: int) -> tuple[Conv, WeightGrad]:
+    """grad_input's stage and grad_weight's, planned for a device of ``sm_count`` SMs."""
     g = info.geo
     go, x, w = info["grad_output"], info["input"], info["weight"]
     dgrad = Conv(
-        go.dtype, g.nd, go, w, info["grad_input"], None, g.groups, g.cout_g, g.cin_g, g.k, g.s, g.p, g.d, True, (0, 3, 5, None)
+        go.dtype,
+        g.nd,
+        go,
+        w,
+        info["grad_input"],
+        None,
+        g.groups,
+        g.cout_g,
+        g.cin_g,
+        g.k,
+        g.s,
+        g.p,
+        g.d,
+        True,
+        (0, 3, 5, None),
+        sm_count=sm_count,
     )
     wgrad = WeightGrad(
         go.dtype,
@@ -66,6 +81,7 @@ def problems(info: Info) -> tuple[Conv, WeightGrad]:
         g.p,
         g.d,
         (1, 2, 3, 4),
+        sm_count=sm_count,
     )
     return dgrad, wgrad
 
@@ -80,7 +96,6 @@ def _parts(dgrad: Conv, wgrad: WeightGrad):
 def _builder(handle, dgrad, wgrad):
     """build(d_name, w_name) -> ConvKernel: grad_input's launches first (workspace from 0), then
     grad_weight's and grad_bias's (workspace after, 256-byte aligned)."""
-    sm = runtime.properties(handle.device_id)["sm_count"]
 
     def build_d(d_name):
         if d_name == "none":
@@ -90,7 +105,7 @@ def _builder(handle, dgrad, wgrad):
     def build_w(w_name, base):
         if not wgrad.gw.numel:
             return [], 0
-        return WGRAD[w_name].build(wgrad, handle.device_id, sm, ws_base=base)
+        return WGRAD[w_name].build(wgrad, handle.device_id, ws_base=base)
 
     def build(d_name, w_name, d_part=None):
         launches, ws = d_part if d_part is not None else build_d(d_name)
@@ -103,17 +118,22 @@ def _builder(handle, dgrad, wgrad):
 
 def candidates(info: Info, handle) -> list[tuple[str, object]]:
     """Every (grad_input config, grad_weight config) pair that can run this problem."""
-    dgrad, wgrad = problems(info)
+    dgrad, wgrad = problems(info, device_sms(handle))
     build, _ = _builder(handle, dgrad, wgrad)
     ds, ws = _parts(dgrad, wgrad)
     return [(f"{d}+{w}", (lambda d=d, w=w: build(d, w))) for d, w in itertools.product(ds, ws)]
 
 
-def planned(info: Info) -> tuple[str, list[str]]:
-    """The rule tables' plan for this problem and the kernels it launches (no GPU needed)."""
-    dgrad, wgrad = problems(info)
-    if wgrad.gw.numel == 0 and dgrad.y.numel == 0:
+def _empty(info: Info) -> bool:
+    return info["grad_weight"].numel == 0 and info["grad_input"].numel == 0
+
+
+def planned(info: Info, sm_count: int) -> tuple[str, list[str]]:
+    """The rule tables' plan for this problem on a device of ``sm_count`` SMs and the kernels
+    it launches (no GPU needed)."""
+    if _empty(info):
         return "empty", []
+    dgrad, wgrad = problems(info, sm_count)
     kernels = []
     d_name = "none"
     if dgrad.y.numel:
@@ -126,9 +146,9 @@ def planned(info: Info) -> tuple[str, list[str]]:
 
 
 def create(info: Info, handle):
-    dgrad, wgrad = problems(info)
-    if wgrad.gw.numel == 0 and dgrad.y.numel == 0:
+    if _empty(info):
         return planner.ConvKernel(handle, [], 0, "empty")
+    dgrad, wgrad = problems(info, device_sms(handle))
     pinned = info.attrs.get("plan")
     if pinned == planner.MEASURE:
         descs = [info[n] for n in ("grad_input", "grad_weight", "grad_bias", "grad_output", "input", "weight")]
