@@ -358,3 +358,23 @@ def test_without_torch_run_is_one_line_and_compare_works(quick_run):
         timeout=120,
     )
     assert r.returncode == 0 and "0 regression(s)" in r.stdout, r.stderr
+
+
+def test_pointwise_suites_take_their_operators_from_the_registry(fast_limits, monkeypatch):
+    """The elementwise and pointwise suites list the registry's operators (no list to keep); an
+    operator without a one-kernel torch form is timed against its own reference function."""
+    from infiniop_py.bench import core
+    from infiniop_py.bench.env import CpuEnv
+    from infiniop_py.bench.suites import elementwise, pointwise
+    from infiniop_py.registry import get_spec
+
+    assert set(elementwise.binary_ops()) == {"add", "sub", "mul", "div"}
+    unary = set(pointwise.unary_ops())
+    assert {"exp", "sin", "cos", "tanh", "sigmoid", "silu", "relu", "gelu", "gelutanh", "gelu(tanh)"} <= unary
+    assert "cast" not in unary and all(get_spec(op.split("(")[0]) for op in unary)
+    assert set(pointwise.binary_ops()) == {"sigmoid_backward", "relu_backward", "gelu_backward", "swiglu"}
+    monkeypatch.setattr(pointwise, "_unary", lambda torch: {})  # no curated torch form: the reference
+    monkeypatch.setattr(pointwise, "_binary", lambda torch: {})
+    for case in (pointwise.unary_case("gelu(tanh)", "f32", (64, 64)), pointwise.binary_case("sigmoid_backward", "f32", (64, 64))):
+        row = core.run_case(CpuEnv(), case, core.Options(reps=3, warmup=1), 10.0)
+        assert row["check"]["ok"] and row["check_ref"]["ok"], row

@@ -226,3 +226,27 @@ def standard_workload(
         exact=exact,
         attrs=dict(attrs or {}),
     )
+
+
+def elementwise_ops(tensors: tuple[str, ...]) -> list:
+    """The registered operators of the elementwise framework whose tensors are ``tensors``
+    (outputs first) and which take f32 / f16 / bf16 for every one of them (their OpSpecs, by
+    name): what a pointwise suite benchmarks, without a list to keep."""
+    from infiniop_py import create_handle, create_tensor_descriptor
+    from infiniop_py.descriptor import create_descriptor
+    from infiniop_py.dtypes import DType
+    from infiniop_py.registry import all_specs
+    from infiniop_py.status import InfiniopError
+
+    handle = create_handle("cpu")
+    out = []
+    for spec in all_specs():
+        if spec.kernel_sources[:1] != ("<elementwise>",) or tuple(t.name for t in spec.tensors) != tuple(tensors):
+            continue
+        try:
+            for dt in (DType.F32, DType.F16, DType.BF16):
+                create_descriptor(spec.name, handle, *[create_tensor_descriptor((2, 2), None, dt) for _ in tensors]).destroy()
+        except InfiniopError:
+            continue
+        out.append(spec)
+    return out

@@ -1,4 +1,6 @@
-"""Elementwise binary operators: add, sub, mul, div against torch eager (and torch.compile).
+"""Elementwise binary operators against torch eager (and torch.compile): every registered
+elementwise operator on (c, a, b) declared as one torch function of a and b (``OpSpec.torch``
+``torch.<fn>(a, b)``: add, sub, mul, div), timed against that function with ``out=``.
 
 GPU shapes (perf.md): 4096² and 8192² each contiguous, with ``b`` a broadcast row (strides
 (0, 1)) and with ``a`` transposed (strides (1, N)); 256², 2048² and a batched 32×1024×1024
@@ -10,29 +12,41 @@ Minimal bytes: a and c in full, b once per distinct element (a broadcast row cou
 
 from __future__ import annotations
 
+import functools
+import re
+
 from ..core import BenchCase, standard_workload
+from ..workload import elementwise_ops
 
 NAME = "elementwise"
 
 DTYPES = ("f32", "f16", "bf16")
-OPS = ("add", "sub", "mul", "div")
 CONTIGUOUS, BROADCAST, TRANSPOSED = "contiguous", "b bcast row (0,1)", "a transposed (1,N)"
+TORCH_FORM = re.compile(r"torch\.(\w+)\(a, b\)")
 
 
-def _torch_ops(torch):
-    return {
-        "add": (lambda out, a, b: torch.add(a, b, out=out), lambda a, b: a + b),
-        "sub": (lambda out, a, b: torch.sub(a, b, out=out), lambda a, b: a - b),
-        "mul": (lambda out, a, b: torch.mul(a, b, out=out), lambda a, b: a * b),
-        "div": (lambda out, a, b: torch.div(a, b, out=out), lambda a, b: a / b),
-    }
+@functools.cache
+def binary_ops() -> dict:
+    """{operator: its torch function's name} for the operators this suite covers."""
+    found = {}
+    for spec in elementwise_ops(("c", "a", "b")):
+        m = TORCH_FORM.fullmatch(spec.torch)
+        if m:
+            found[spec.name] = m.group(1)
+    return found
+
+
+def _torch_op(torch, op: str):
+    """(eager writing ``out``, pure function for torch.compile) of ``op``'s declared torch function."""
+    fn = getattr(torch, binary_ops()[op])
+    return (lambda out, a, b: fn(a, b, out=out)), (lambda a, b: fn(a, b))
 
 
 def binary_case(op: str, dtype: str, shape: tuple, layout: str, *, host_wall=False, quick=False) -> BenchCase:
     def build(env):
         torch = env.torch
         tdt = getattr(torch, {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}[dtype])
-        eager, pure = _torch_ops(torch)[op]
+        eager, pure = _torch_op(torch, op)
         # NOTE: divisors stay away from zero so the check compares finite values.
         blo, bhi = (0.5, 2.0) if op == "div" else (-2.0, 2.0)
 
@@ -56,8 +70,9 @@ def binary_case(op: str, dtype: str, shape: tuple, layout: str, *, host_wall=Fal
 
 def cases(env, quick: bool = False) -> list[BenchCase]:
     out = []
+    ops = list(binary_ops())
     if env.gpu:
-        for op in OPS:
+        for op in ops:
             for dt in DTYPES:
                 for n in (4096, 8192):
                     for layout in (CONTIGUOUS, BROADCAST, TRANSPOSED):
@@ -68,7 +83,7 @@ def cases(env, quick: bool = False) -> list[BenchCase]:
                         out.append(binary_case(op, dt, shape, layout))
                 out.append(binary_case(op, dt, (1024,), CONTIGUOUS, host_wall=True, quick=op == "add"))
     else:
-        for op in OPS:
+        for op in ops:
             for dt in DTYPES:
                 for layout in (CONTIGUOUS, BROADCAST, TRANSPOSED):
                     out.append(binary_case(op, dt, (4096, 4096), layout, quick=layout == CONTIGUOUS))

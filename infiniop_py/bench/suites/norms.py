@@ -85,49 +85,61 @@ def _grad(torch, out, wrt, dy):
     return peer
 
 
+def _rms_norm(env, torch, tdt, shape, x, w, b):
+    y = env.poisoned(shape, tdt)
+    return [y, x, w], lambda: torch.nn.functional.rms_norm(x, shape[-1:], w, EPS)
+
+
+def _layer_norm(env, torch, tdt, shape, x, w, b):
+    bufs = [env.poisoned(shape, tdt), env.poisoned(shape, tdt), env.poisoned(shape[:-1], tdt), x, w, b]
+    return bufs, lambda: torch.nn.functional.layer_norm(x, shape[-1:], w, b, EPS)
+
+
+def _rms_norm_backward(env, torch, tdt, shape, x, w, b):
+    n = shape[-1]
+    dy = env.random(shape, tdt)
+    xr, wr = x.clone().requires_grad_(), w.clone().requires_grad_()
+    out = torch.nn.functional.rms_norm(xr, (n,), wr, EPS)
+    bufs = [env.poisoned(shape, tdt), env.poisoned((n,), tdt), dy, x, w]
+    return bufs, _grad(torch, out, (xr, wr), dy)
+
+
+def _layer_norm_backward(env, torch, tdt, shape, x, w, b):
+    n = shape[-1]
+    dy = env.random(shape, tdt)
+    xr, wr, br = x.clone().requires_grad_(), w.clone().requires_grad_(), b.clone().requires_grad_()
+    # x̂ and std as the forward produces them
+    xf = x.float()
+    mean = xf.mean(-1, keepdim=True)
+    std = ((xf - mean).pow(2).mean(-1, keepdim=True) + EPS).sqrt()
+    xh = ((xf - mean) / std).to(tdt)
+    out = torch.nn.functional.layer_norm(xr, (n,), wr, br, EPS)
+    bufs = [env.poisoned(shape, tdt), env.poisoned((n,), tdt), env.poisoned((n,), tdt), dy, w, xh, std.squeeze(-1).to(tdt)]
+    return bufs, _grad(torch, out, (xr, wr, br), dy)
+
+
+# The row-wise norms: operator -> (its buffers and torch peer from x, w, b; its attributes).
+ROW_OPS = {
+    "rms_norm": (_rms_norm, {"epsilon": EPS}),
+    "layer_norm": (_layer_norm, {"eps": EPS}),
+    "rms_norm_backward": (_rms_norm_backward, {"epsilon": EPS}),
+    "layer_norm_backward": (_layer_norm_backward, {}),
+}
+
+
 def row_case(op: str, dtype: str, shape: tuple, quick=False) -> BenchCase:
     def build(env):
         torch = env.torch
-        F = torch.nn.functional
         tdt = getattr(torch, TDT[dtype])
         n = shape[-1]
+        make, attrs = ROW_OPS[op]
 
         def make_set():
             x = env.random(shape, tdt)
             w = env.random((n,), tdt, 0.5, 1.5)
             b = env.random((n,), tdt, -0.5, 0.5)
-            if op == "rms_norm":
-                y = env.poisoned(shape, tdt)
-                return [y, x, w], lambda: F.rms_norm(x, (n,), w, EPS)
-            if op == "layer_norm":
-                bufs = [env.poisoned(shape, tdt), env.poisoned(shape, tdt), env.poisoned(shape[:-1], tdt), x, w, b]
-                return bufs, lambda: F.layer_norm(x, (n,), w, b, EPS)
-            dy = env.random(shape, tdt)
-            xr, wr, br = x.clone().requires_grad_(), w.clone().requires_grad_(), b.clone().requires_grad_()
-            if op == "rms_norm_backward":
-                out = F.rms_norm(xr, (n,), wr, EPS)
-                bufs = [env.poisoned(shape, tdt), env.poisoned((n,), tdt), dy, x, w]
-                return bufs, _grad(torch, out, (xr, wr), dy)
-            # layer_norm_backward: x̂ and std as the forward produces them
-            xf = x.float()
-            mean = xf.mean(-1, keepdim=True)
-            std = ((xf - mean).pow(2).mean(-1, keepdim=True) + EPS).sqrt()
-            xh = ((xf - mean) / std).to(tdt)
-            out = F.layer_norm(xr, (n,), wr, br, EPS)
-            bufs = [
-                env.poisoned(shape, tdt),
-                env.poisoned((n,), tdt),
-                env.poisoned((n,), tdt),
-                dy,
-                w,
-                xh,
-                std.squeeze(-1).to(tdt),
-            ]
-            return bufs, _grad(torch, out, (xr, wr, br), dy)
+            return make(env, torch, tdt, shape, x, w, b)
 
-        attrs = {"eps": EPS} if op.startswith("layer_norm") and op != "layer_norm_backward" else {}
-        if op.startswith("rms_norm"):
-            attrs = {"epsilon": EPS}
         work = _workload(env, op, make_set, attrs)
         work.atol, work.rtol = TOL[dtype]
         return work
@@ -170,7 +182,7 @@ def cases(env, quick: bool = False) -> list[BenchCase]:
     out = []
     ns = (1024, 4096, 8192) if env.gpu else (1024,)
     rows = 8192 if env.gpu else 1024
-    for op in ("rms_norm", "layer_norm", "rms_norm_backward", "layer_norm_backward"):
+    for op in ROW_OPS:
         for dt in DTYPES:
             for n in ns:
                 out.append(row_case(op, dt, (rows, n), quick=n == 4096 or not env.gpu))

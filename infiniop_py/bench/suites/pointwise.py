@@ -2,6 +2,10 @@
 equal, logical_and, casts and rope, against torch eager writing into an ``out=`` buffer (one
 kernel where torch has one: ``aten.<op>.out`` / ``grad_input`` overloads).
 
+The unary and binary activations are the registry's (``unary_ops``, ``binary_ops``); an operator
+without a one-kernel torch form below is timed against its own float64 reference function (run
+in the benchmark's dtype). The strided, small and CPU-quick variants time a few of them.
+
 GPU shapes: 8192² contiguous for every op in f32/f16/bf16; strided and broadcast variants at
 8192² (input transposed (1, N), broadcast row (0, 1), scalar bounds (0, 0)); 256², 2048² and
 32×1024×1024 for exp and gelu; casts f32->f16, f16->f32, f32->bf16, bf16->f32; rope
@@ -16,7 +20,11 @@ rows it gathers (pos_ids, tables: 4096·(4 + 2·64·itemsize)).
 
 from __future__ import annotations
 
+import functools
+import re
+
 from ..core import BenchCase, standard_workload
+from ..workload import elementwise_ops
 
 NAME = "pointwise"
 
@@ -46,13 +54,44 @@ def _unary(torch):
     }
 
 
+VARIANTS = {"gelu(tanh)": {"approximate": "tanh"}}  # attribute variants timed as labels of their own
+UNARY_FORM = re.compile(r"(torch|F)\.[\w.]+\(input\b")  # a torch function of ``input`` (not e.g. a cast)
+ELEMENTWISE_FORM = re.compile(r"torch\.\w+\(a, b\)")  # the elementwise suite's binary operators
+
+
+@functools.cache
+def unary_ops() -> tuple[str, ...]:
+    """Labels of the unary activations: every registered elementwise (output, input) operator
+    declared as a torch function of ``input``, and the attribute variants of ``VARIANTS``."""
+    ops = [s.name for s in elementwise_ops(("output", "input")) if UNARY_FORM.match(s.torch)]
+    return tuple(ops + [v for v in VARIANTS if v.split("(")[0] in ops])
+
+
+@functools.cache
+def binary_ops() -> tuple[str, ...]:
+    """The two-input activations: the registered backward passes (grad_input, input, grad_output)
+    and the (c, a, b) operators that are not one torch function of a and b (swiglu)."""
+    grads = [s.name for s in elementwise_ops(("grad_input", "input", "grad_output"))]
+    return tuple(grads + [s.name for s in elementwise_ops(("c", "a", "b")) if not ELEMENTWISE_FORM.fullmatch(s.torch)])
+
+
+def _reference_peer(op: str, attrs: dict):
+    """torch's side where it has no one-kernel form below: the operator's own reference function
+    on the inputs (by tensor name), returning its result."""
+    from infiniop_py.registry import get_spec
+
+    spec = get_spec(op)
+    names = [t.name for t in spec.inputs]
+    return lambda *ins: spec.reference(**dict(zip(names, ins)), **attrs)
+
+
 def unary_case(label, dtype, shape, layout=CONTIGUOUS, host_wall=False, quick=False) -> BenchCase:
     op = label.split("(")[0]
 
     def build(env):
         torch = env.torch
         tdt = _tdt(torch, dtype)
-        eager, attrs = _unary(torch)[label]
+        eager, attrs = _unary(torch).get(label) or (None, VARIANTS.get(label, {}))
 
         def make_set():
             if layout == TRANSPOSED:
@@ -61,6 +100,8 @@ def unary_case(label, dtype, shape, layout=CONTIGUOUS, host_wall=False, quick=Fa
                 x = env.random(shape, tdt)
             return [env.poisoned(shape, tdt), x], (x,)
 
+        if eager is None:
+            return standard_workload(env, op, make_set, _reference_peer(op, attrs), attrs=attrs, assign=True)
         return standard_workload(env, op, make_set, eager, attrs=attrs)
 
     name = "x".join(str(d) for d in shape)
@@ -86,14 +127,16 @@ def binary_case(op, dtype, shape, layout=CONTIGUOUS, quick=False) -> BenchCase:
     def build(env):
         torch = env.torch
         tdt = _tdt(torch, dtype)
-        eager = _binary(torch)[op]
+        eager = _binary(torch).get(op)
 
         def make_set():
             x = env.random(shape, tdt)
             g = env.random(shape[-1:], tdt).expand(shape) if layout == BCAST_ROW else env.random(shape, tdt)
-            peer_x = torch.sigmoid(x) if op == "sigmoid_backward" else x
+            peer_x = torch.sigmoid(x) if op == "sigmoid_backward" and eager is not None else x
             return [env.poisoned(shape, tdt), x, g], (peer_x, g)
 
+        if eager is None:
+            return standard_workload(env, op, make_set, _reference_peer(op, {}), assign=True)
         return standard_workload(env, op, make_set, eager)
 
     name = "x".join(str(d) for d in shape)
@@ -217,14 +260,14 @@ def cases(env, quick: bool = False) -> list[BenchCase]:
     big = (8192, 8192)
     if not env.gpu:  # every op and dtype at 2048^2 (--quick: the f32 subset at 4096^2)
         mid = (2048, 2048)
-        for label in ("exp", "sigmoid", "gelu", "relu"):
+        for label in ("exp", "sigmoid", "gelu", "relu"):  # representatives
             out.append(unary_case(label, "f32", (4096, 4096), quick=True))
         out.append(binary_case("swiglu", "f32", (4096, 4096), quick=True))
         out.append(cast_case("f32", "f16", (4096, 4096), quick=True))
         out.append(rope_case("f32", seq=512, quick=True))
         for dt in DTYPES:
-            out += [unary_case(label, dt, mid) for label in _unary(env.torch)]
-            out += [binary_case(op, dt, mid) for op in ("sigmoid_backward", "relu_backward", "gelu_backward", "swiglu")]
+            out += [unary_case(label, dt, mid) for label in unary_ops()]
+            out += [binary_case(op, dt, mid) for op in binary_ops()]
             out += [clip_case(dt, mid), where_case(dt, mid), compare_case("equal", dt, mid)]
             out += [compare_case("logical_and", dt, mid), rope_case(dt, seq=512), rope_case(dt, seq=512, algo=0)]
         for src, dst in (("f32", "f16"), ("f16", "f32"), ("f32", "bf16"), ("bf16", "f32")):
@@ -232,7 +275,7 @@ def cases(env, quick: bool = False) -> list[BenchCase]:
         return out
     # most important first (an interrupted run keeps what it measured)
     for dt in DTYPES:
-        for label in _unary(env.torch):
+        for label in unary_ops():
             out.append(unary_case(label, dt, big, quick=label in ("exp", "gelu", "silu")))
     for src, dst in (("f32", "f16"), ("f16", "f32"), ("f32", "bf16"), ("bf16", "f32")):
         out.append(cast_case(src, dst, big, quick=True))
@@ -240,7 +283,7 @@ def cases(env, quick: bool = False) -> list[BenchCase]:
         out.append(rope_case(dt, algo=1, quick=dt == "f16"))
         out.append(rope_case(dt, algo=0))
     for dt in DTYPES:
-        for op in ("sigmoid_backward", "relu_backward", "gelu_backward", "swiglu"):
+        for op in binary_ops():
             out.append(binary_case(op, dt, big, quick=op == "swiglu"))
         out.append(clip_case(dt, big))
         out.append(where_case(dt, big))

@@ -74,6 +74,10 @@ def _workload(env, op, make_set, eager, attrs=None, assign=False, descs=None):
     return standard_workload(env, op, make_set, eager, attrs=attrs, assign=assign, descs=descs)
 
 
+# The axis reductions: operator -> (torch function, whether it takes several axes ("dims")).
+REDUCTIONS = {"sum": ("sum", True), "reduce_max": ("amax", False), "reduce_mean": ("mean", False)}
+
+
 def reduce_case(op, dtype, shape, axes, quick=False):
     def build(env):
         torch = env.torch
@@ -87,15 +91,10 @@ def reduce_case(op, dtype, shape, axes, quick=False):
             y = env.poisoned(oshape, tdt)
             return [y, x], (x,)
 
-        if op == "sum":
-            attrs = {"dims": list(dims)}
-            eager = lambda out, x: torch.sum(x, dim=dims, out=out)  # noqa: E731
-        elif op == "reduce_max":
-            attrs = {"dim": dims[0]}
-            eager = lambda out, x: torch.amax(x, dim=dims[0], out=out)  # noqa: E731
-        else:
-            attrs = {"dim": dims[0]}
-            eager = lambda out, x: torch.mean(x, dim=dims[0], out=out)  # noqa: E731
+        fn, multi = REDUCTIONS[op]
+        attrs = {"dims": list(dims)} if multi else {"dim": dims[0]}
+        peer = getattr(torch, fn)
+        eager = lambda out, x: peer(x, dim=dims if multi else dims[0], out=out)  # noqa: E731
         work = _workload(env, op, make_set, eager, attrs)
         if op != "reduce_max":  # f32-vs-f32 sums differ by rounding that grows like sqrt(L)
             import math
@@ -297,8 +296,7 @@ def cases(env, quick: bool = False) -> list[BenchCase]:
         out.append(topk_router_case("f32", 256, 8, quick=True))
         return out
     for dt in DTYPES:
-        for op in ("sum", "reduce_max", "reduce_mean"):
-            multi = op == "sum"
+        for op, (_, multi) in REDUCTIONS.items():
             for axes in (None, (-1,), (0, 1)) if multi else ((-1,), (1,)):
                 out.append(reduce_case(op, dt, (4, 512, 896), axes, quick=axes == (-1,)))
             for axes in (None, (0,), (1,)) if multi else ((0,), (1,)):
