@@ -12,33 +12,13 @@ import numpy as np
 
 from infiniop_py.cpu import jit
 from infiniop_py.cpu.rows import Outputs, bits, contiguous, f32vec, run_rows, split
-from infiniop_py.dtypes import DType, F
+from infiniop_py.dtypes import F
 from infiniop_py.norm import acc_numpy, check_positive, check_shape
+from infiniop_py.norm import batch as cuda
+from infiniop_py.norm.batch import as3, check_bn_input, check_stats_dtype
 from infiniop_py.norm.gguf import BatchNormFiles
 from infiniop_py.spec import Attr, Checker, Info, OpSpec, inout, inp, out
 from infiniop_py.status import Status
-
-from . import cuda
-
-
-def check_bn_input(check: Checker, ref: str, min_n: int) -> tuple:
-    d = check[ref]
-    if d.ndim not in (2, 3):
-        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor '{ref}' must be (B, C) or (B, C, D), got shape {list(d.shape)}")
-    n = d.shape[0] * (d.shape[2] if d.ndim == 3 else 1)
-    if n < min_n:
-        check.fail(
-            Status.BAD_TENSOR_SHAPE,
-            f"tensor '{ref}' shape {list(d.shape)} gives n = B*D = {n} values per channel; at least {min_n} needed",
-        )
-    return tuple(d.shape)
-
-
-def check_stats_dtype(check: Checker, dt: DType, *names: str) -> None:
-    for n in names:
-        s = check[n].dtype
-        if s != dt and s is not DType.F32:
-            check.fail(Status.BAD_TENSOR_DTYPE, f"tensor '{n}' dtype {s.name} must be the input dtype {dt.name} or F32")
 
 
 def validate(check: Checker) -> Info:
@@ -55,10 +35,6 @@ def validate(check: Checker) -> Info:
     if not (math.isfinite(m) and 0.0 <= m <= 1.0):
         check.fail(Status.BAD_PARAM, f"attribute 'momentum' must be in [0, 1], got {m!r}")
     return Info(check.op, check.tensors, check.attrs)
-
-
-def as3(a):
-    return a if a.ndim == 3 else a[:, :, None]
 
 
 def cpu(info: Info):
@@ -134,6 +110,6 @@ SPEC = OpSpec(
     torch="torch.nn.functional.batch_norm(input, running_mean, running_var, weight, bias, training=True, momentum, eps)",
     summary="training-mode batch norm over (B, D) per channel; running stats updated in place (unbiased var)",
     inplace=(("output", "input"),),
-    kernel_sources=("kernel.cu",),
+    kernel_sources=("../../infiniop_py/norm/batch_norm.cu",),
     gguf=BatchNormFiles(),
 )

@@ -10,11 +10,10 @@ import numpy as np
 from infiniop_py.cpu import jit
 from infiniop_py.cpu.rows import Outputs, bits, contiguous, f32vec, run_rows, split
 from infiniop_py.dtypes import F
+from infiniop_py.norm import batch as bn_cuda
 from infiniop_py.norm import check_positive, check_shape
+from infiniop_py.norm.batch import as3, check_bn_input, check_stats_dtype
 from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
-
-from ..batch_norm import as3, check_bn_input, check_stats_dtype
-from ..batch_norm import cuda as bn_cuda
 
 
 def validate(check: Checker) -> Info:
@@ -121,5 +120,5 @@ SPEC = OpSpec(
     infer=lambda input, grad_output, weight, **_: {"grad_input": input, "grad_weight": weight, "grad_bias": weight},  # noqa: A006
     torch="torch.autograd.grad(F.batch_norm(input, rm, rv, weight, bias, training=True, eps=eps), (input, weight, bias), grad_output)",
     summary="training-mode batch norm gradients; batch statistics recomputed from input (deterministic)",
-    kernel_sources=("../batch_norm/kernel.cu",),
+    kernel_sources=("../../infiniop_py/norm/batch_norm.cu",),
 )

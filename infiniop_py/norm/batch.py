@@ -1,6 +1,7 @@
-"""NVIDIA batch_norm / batch_norm_backward (training mode): chunked per-channel statistics,
-a per-channel finalize (f64 combination in a fixed order), then an elementwise apply pass.
-See kernel.cu for the stages. batch_norm_backward imports this module."""
+"""batch_norm / batch_norm_backward (training mode), what both passes share: the input and
+statistics checks, and the NVIDIA implementation (chunked per-channel statistics, a per-channel
+finalize (f64 combination in a fixed order), then an elementwise apply pass; the stages are in
+batch_norm.cu)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,42 @@ import ctypes
 import struct
 from pathlib import Path
 
-from infiniop_py.cuda.compiler import Launch, Slot, get_module
-from infiniop_py.cuda.kernel import CudaKernel, ctype
-from infiniop_py.dtypes import DType, F
-from infiniop_py.layout import fast_div_params
-from infiniop_py.norm import Pick, Seq, acc_size, align_up, sm_count, source
-from infiniop_py.spec import Info
+from ..cuda.compiler import Launch, Slot, get_module
+from ..cuda.kernel import CudaKernel, ctype
+from ..dtypes import DType, F
+from ..layout import fast_div_params
+from ..spec import Checker, Info
+from ..status import Status
+from . import Pick, Seq, acc_size, align_up, sm_count, source
 
-SOURCE = source(Path(__file__).parent / "kernel.cu")
+SOURCE = source(Path(__file__).parent / "batch_norm.cu")
 VEC = {DType.F16: 8, DType.BF16: 8, DType.F32: 4, DType.F64: 2}
 ROWS_MIN_D = 512  # below this D the apply pass uses one thread per element
+
+
+def check_bn_input(check: Checker, ref: str, min_n: int) -> tuple:
+    d = check[ref]
+    if d.ndim not in (2, 3):
+        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor '{ref}' must be (B, C) or (B, C, D), got shape {list(d.shape)}")
+    n = d.shape[0] * (d.shape[2] if d.ndim == 3 else 1)
+    if n < min_n:
+        check.fail(
+            Status.BAD_TENSOR_SHAPE,
+            f"tensor '{ref}' shape {list(d.shape)} gives n = B*D = {n} values per channel; at least {min_n} needed",
+        )
+    return tuple(d.shape)
+
+
+def check_stats_dtype(check: Checker, dt: DType, *names: str) -> None:
+    for n in names:
+        s = check[n].dtype
+        if s != dt and s is not DType.F32:
+            check.fail(Status.BAD_TENSOR_DTYPE, f"tensor '{n}' dtype {s.name} must be the input dtype {dt.name} or F32")
+
+
+def as3(a):
+    """A (B, C) array as (B, C, 1); (B, C, D) as is."""
+    return a if a.ndim == 3 else a[:, :, None]
 
 
 def strides3(desc) -> tuple[int, int, int]:
