@@ -59,15 +59,6 @@ BAD_CONV = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("label,descs,attrs,status,text", BAD_CONV, ids=[b[0] for b in BAD_CONV])
-def test_conv_bad_input(device, label, descs, attrs, status, text):
-    h = create_handle(device)
-    with pytest.raises(InfiniopError) as e:
-        create_descriptor("conv", h, **descs, **attrs)
-    assert e.value.status == status and text in str(e.value), str(e.value)
-
-
 def ct_descs(x=(1, 4, 5, 5), w=(4, 3, 3, 3), y=(1, 3, 11, 11), dt=F32):
     return dict(y=td(y, None, dt), x=td(x, None, dt), w=td(w, None, dt), b=None)
 
@@ -86,14 +77,6 @@ BAD_TRANSPOSE = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("label,descs,attrs,status,text", BAD_TRANSPOSE, ids=[b[0] for b in BAD_TRANSPOSE])
-def test_conv_transpose_bad_input(device, label, descs, attrs, status, text):
-    with pytest.raises(InfiniopError) as e:
-        create_descriptor("conv_transpose", create_handle(device), **descs, **attrs)
-    assert e.value.status == status and text in str(e.value), str(e.value)
-
-
 def bw_descs(gi=(2, 4, 7, 8), gw=(6, 4, 3, 3), gb=(6,), go=(2, 6, 5, 6), x=(2, 4, 7, 8), w=(6, 4, 3, 3), dt=F32):
     d = dict(grad_input=gi, grad_weight=gw, grad_bias=gb, grad_output=go, input=x, weight=w)
     return {k: None if v is None else td(v, None, dt) for k, v in d.items()}
@@ -109,11 +92,15 @@ BAD_BACKWARD = [
 ]  # fmt: skip
 
 
+BAD = [("conv", *b) for b in BAD_CONV] + [("conv_transpose", *b) for b in BAD_TRANSPOSE]
+BAD += [("conv_backward", *b) for b in BAD_BACKWARD]
+
+
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("label,descs,attrs,status,text", BAD_BACKWARD, ids=[b[0] for b in BAD_BACKWARD])
-def test_conv_backward_bad_input(device, label, descs, attrs, status, text):
+@pytest.mark.parametrize("op,label,descs,attrs,status,text", BAD, ids=[f"{b[0]}: {b[1]}" for b in BAD])
+def test_bad_input(device, op, label, descs, attrs, status, text):
     with pytest.raises(InfiniopError) as e:
-        create_descriptor("conv_backward", create_handle(device), **descs, **attrs)
+        create_descriptor(op, create_handle(device), **descs, **attrs)
     assert e.value.status == status and text in str(e.value), str(e.value)
 
 

@@ -40,6 +40,14 @@ def dense(cg: int, ng: int, kvol: int) -> bool:
     return cg >= 8 and ng >= 8 and cg * kvol >= 32
 
 
+def takes(dtype: DType, cg: int, ng: int, kvol: int, data, tensors) -> bool:
+    """Whether a cuDNN config is offered the problem: a GPU dtype, the ``data`` tensors not
+    empty, dense groups, every tensor packed, and cuDNN loads."""
+    return (
+        dtype in GPU_DTYPES and all(t.numel > 0 for t in data) and dense(cg, ng, kvol) and packed(*tensors) and cudnn_available()
+    )
+
+
 class _CudnnLaunch:
     """A cuDNN call in a plan's launch list: ``(ptrs, ws_ptr, stream)`` like ``Launch``."""
 
@@ -83,14 +91,7 @@ class Cudnn:
     name = "cudnn"
 
     def applies(self, c: Conv) -> bool:
-        return (
-            c.dtype in GPU_DTYPES
-            and c.x.numel > 0
-            and c.y.numel > 0
-            and dense(c.cg, c.ng, c.kvol)
-            and packed(c.x, c.w, c.y)
-            and cudnn_available()
-        )
+        return takes(c.dtype, c.cg, c.ng, c.kvol, (c.x, c.y), (c.x, c.w, c.y))
 
     def kernel_names(self, c: Conv) -> list[str]:
         return []
@@ -123,14 +124,7 @@ class CudnnWGrad:
     name = "cudnn"
 
     def applies(self, p: WeightGrad) -> bool:
-        return (
-            p.dtype in GPU_DTYPES
-            and p.x.numel > 0
-            and p.go.numel > 0
-            and dense(p.cg, p.ng, math.prod(p.k))
-            and packed(p.x, p.go, p.gw)
-            and cudnn_available()
-        )
+        return takes(p.dtype, p.cg, p.ng, math.prod(p.k), (p.x, p.go), (p.x, p.go, p.gw))
 
     def applies_dtype(self, dtype: DType) -> bool:
         return dtype in GPU_DTYPES

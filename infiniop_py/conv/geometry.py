@@ -130,7 +130,8 @@ def _same_rank(check: Checker, ref: str, *names: str) -> None:
             check.fail(Status.BAD_TENSOR_SHAPE, f"tensor '{n}' shape {list(t.shape)} must have the rank of '{ref}' ({want})")
 
 
-def _bias(check: Checker, name: str, channels: int) -> None:
+def bias_shape(check: Checker, name: str, channels: int) -> None:
+    """A bias-shaped tensor ``name`` (when given) is (channels,)."""
     b = check[name]
     if b is not None and b.shape != (channels,):
         check.fail(Status.BAD_TENSOR_SHAPE, f"tensor '{name}' shape {list(b.shape)} must be [{channels}]")
@@ -145,20 +146,35 @@ def _data(check: Checker, name: str) -> None:
         )
 
 
-def forward(check: Checker, x: str, w: str, y: str, b: str | None) -> Geometry:
-    """conv / conv_backward: x (N, Cin, *L), w (Cout, Cin/G, *k), y (N, Cout, *O), b (Cout,)."""
+def _start(check: Checker, x: str, w: str, y: str, transpose: bool):
+    """The checks both directions begin with; (nd, (p, s, d, op, groups), N, Cin, k)."""
     nd = spatial_rank(check, x)
     _same_rank(check, x, w, y)
-    p, s, d, op, groups = _lists(check, nd, False)
-    xd, wd, yd = check[x], check[w], check[y]
+    lists = _lists(check, nd, transpose)
+    groups = lists[-1]
     _data(check, x)
-    n, cin = xd.shape[:2]
-    cout = wd.shape[0]
+    n, cin = check[x].shape[:2]
     if cin % groups:
         check.fail(Status.BAD_TENSOR_SHAPE, f"tensor '{x}' has {cin} channels, not divisible by groups={groups}")
+    return nd, lists, n, cin, tuple(check[w].shape[2:])
+
+
+def _finish(check: Checker, y: str, b: str | None, want: tuple, cout: int) -> None:
+    """The checks both directions end with: y's shape, then b's."""
+    yd = check[y]
+    if yd.shape != want:
+        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor '{y}' shape {list(yd.shape)} does not match the expected {list(want)}")
+    if b is not None:
+        bias_shape(check, b, cout)
+
+
+def forward(check: Checker, x: str, w: str, y: str, b: str | None) -> Geometry:
+    """conv / conv_backward: x (N, Cin, *L), w (Cout, Cin/G, *k), y (N, Cout, *O), b (Cout,)."""
+    nd, (p, s, d, op, groups), n, cin, k = _start(check, x, w, y, False)
+    xd, wd = check[x], check[w]
+    cout = wd.shape[0]
     if cout % groups:
         check.fail(Status.BAD_TENSOR_SHAPE, f"tensor '{w}' has {cout} output channels, not divisible by groups={groups}")
-    k = tuple(wd.shape[2:])
     if wd.shape[1] != cin // groups or any(v < 1 for v in k):
         check.fail(
             Status.BAD_TENSOR_SHAPE,
@@ -172,25 +188,14 @@ def forward(check: Checker, x: str, w: str, y: str, b: str | None) -> Geometry:
             f"kernel {list(k)} with dilation {list(d)} is larger than the padded input {[a + 2 * q for a, q in zip(L, p)]} "
             f"of tensor '{x}'",
         )
-    want = (n, cout, *O)
-    if yd.shape != want:
-        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor '{y}' shape {list(yd.shape)} does not match the expected {list(want)}")
-    if b is not None:
-        _bias(check, b, cout)
+    _finish(check, y, b, (n, cout, *O), cout)
     return Geometry(nd, n, cin, cout, groups, L, O, k, s, p, d, op)
 
 
 def transpose(check: Checker, x: str, w: str, y: str, b: str | None) -> Geometry:
     """conv_transpose: x (N, Cin, *L), w (Cin, Cout/G, *k), y (N, Cout, *O), b (Cout,)."""
-    nd = spatial_rank(check, x)
-    _same_rank(check, x, w, y)
-    p, s, d, op, groups = _lists(check, nd, True)
-    xd, wd, yd = check[x], check[w], check[y]
-    _data(check, x)
-    n, cin = xd.shape[:2]
-    if cin % groups:
-        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor '{x}' has {cin} channels, not divisible by groups={groups}")
-    k = tuple(wd.shape[2:])
+    nd, (p, s, d, op, groups), n, cin, k = _start(check, x, w, y, True)
+    xd, wd = check[x], check[w]
     if wd.shape[0] != cin or any(v < 1 for v in k):
         check.fail(
             Status.BAD_TENSOR_SHAPE,
@@ -201,9 +206,5 @@ def transpose(check: Checker, x: str, w: str, y: str, b: str | None) -> Geometry
     O = tuple(conv_transpose_out_size(L[i], k[i], s[i], p[i], d[i], op[i]) for i in range(nd))  # noqa: E741
     if any(v < 1 for v in O):
         check.fail(Status.BAD_TENSOR_SHAPE, f"padding {list(p)} leaves no output (output size {list(O)})")
-    want = (n, cout, *O)
-    if yd.shape != want:
-        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor '{y}' shape {list(yd.shape)} does not match the expected {list(want)}")
-    if b is not None:
-        _bias(check, b, cout)
+    _finish(check, y, b, (n, cout, *O), cout)
     return Geometry(nd, n, cin, cout, groups, L, O, k, s, p, d, op)

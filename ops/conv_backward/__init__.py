@@ -12,12 +12,12 @@ fixed-order reduction kernel (no atomics: bitwise reproducible); grad_bias likew
 
 from __future__ import annotations
 
-from infiniop_py.conv import cpu as _cpu
 from infiniop_py.conv import geometry
+from infiniop_py.conv.cpu import conv_transposed, conv_weight_grad
+from infiniop_py.conv.declare import KERNEL_SOURCES, cpu_backend, nvidia_backend, planned_info
 from infiniop_py.spec import Checker, Info, OpSpec, inp, out
-from infiniop_py.status import Status
 
-from . import cuda as _cuda
+from . import cuda
 
 
 def validate(check: Checker) -> Info:
@@ -26,32 +26,15 @@ def validate(check: Checker) -> Info:
     geo = geometry.forward(check, "input", "weight", "grad_output", None)
     check.same_shape("input", "grad_input")
     check.same_shape("weight", "grad_weight")
-    gb = check["grad_bias"]
-    if gb is not None and gb.shape != (geo.cout,):
-        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'grad_bias' shape {list(gb.shape)} must be [{geo.cout}]")
+    geometry.bias_shape(check, "grad_bias", geo.cout)
     check.writable("grad_input", "grad_weight", "grad_bias")
-    geometry.check_plan(check, (*_cuda.names(), *_cpu.PLAN_NAMES))
-    return Info(check.op, check.tensors, check.attrs, geo=geo)
+    return planned_info(check, geo, cuda)
 
 
-def cpu_factory(info: Info):
-    geo = info.geo
-    work = _cpu.work_dtype(info["grad_output"].dtype)
-
-    def run(views, ws, rt):
-        gi, gw, gb, go, x, w = (views[n] for n in ("grad_input", "grad_weight", "grad_bias", "grad_output", "input", "weight"))
-        _cpu.conv_transposed(geo, geo.L, gi, go, w, None, work)
-        _cpu.conv_weight_grad(geo, gw, gb, go, x, work)
-
-    run.plan_name = _cpu.plan_name("backward", geo)
-    return run
-
-
-def nvidia_factory(info: Info, handle):
-    return _cuda.create(info, handle)
-
-
-nvidia_factory.compile_units = _cuda.compile_units
+def cpu_run(geo, views, work) -> None:
+    gi, gw, gb, go, x, w = (views[n] for n in ("grad_input", "grad_weight", "grad_bias", "grad_output", "input", "weight"))
+    conv_transposed(geo, geo.L, gi, go, w, None, work)
+    conv_weight_grad(geo, gw, gb, go, x, work)
 
 
 def reference(grad_output, input, weight, pads=(0,), strides=(1,), dilations=(1,), groups=1, **_):
@@ -89,10 +72,10 @@ SPEC = OpSpec(
     attrs=geometry.attrs(),
     validate=validate,
     dtypes=geometry.DTYPES,
-    cpu=cpu_factory,
-    nvidia=nvidia_factory,
+    cpu=cpu_backend("backward", "grad_output", cpu_run),
+    nvidia=nvidia_backend(cuda),
     reference=reference,
     torch="autograd of F.conv{1,2,3}d(input, weight, bias, stride, padding, dilation, groups)",
     summary="gradients of a 1-3-d convolution: grad_input, grad_weight and, when requested, grad_bias",
-    kernel_sources=("../../infiniop_py/conv/kernel.cu", "../../infiniop_py/conv/wgrad.cu"),
+    kernel_sources=KERNEL_SOURCES,
 )

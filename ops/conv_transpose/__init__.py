@@ -11,38 +11,16 @@ stride phases (no zero insertion, no scatter, deterministic); see infiniop_py/co
 
 from __future__ import annotations
 
-from infiniop_py.conv import cpu as _cpu
 from infiniop_py.conv import geometry
-from infiniop_py.spec import Checker, Info, OpSpec, inp, out
+from infiniop_py.conv.cpu import conv_transposed
+from infiniop_py.conv.declare import DATA_TENSORS, KERNEL_SOURCES, cpu_backend, data_validate, nvidia_backend
+from infiniop_py.spec import OpSpec
 
-from . import cuda as _cuda
-
-
-def validate(check: Checker) -> Info:
-    check.dtype_in("x", geometry.DTYPES)
-    check.same_dtype("x", "y", "w", "b")
-    geo = geometry.transpose(check, "x", "w", "y", "b")
-    check.writable("y")
-    geometry.check_plan(check, (*_cuda.names(), *_cpu.PLAN_NAMES))
-    return Info(check.op, check.tensors, check.attrs, geo=geo)
+from . import cuda
 
 
-def cpu_factory(info: Info):
-    geo = info.geo
-    work = _cpu.work_dtype(info["x"].dtype)
-
-    def run(views, ws, rt):
-        _cpu.conv_transposed(geo, geo.O, views["y"], views["x"], views["w"], views["b"], work)
-
-    run.plan_name = _cpu.plan_name("transpose", geo)
-    return run
-
-
-def nvidia_factory(info: Info, handle):
-    return _cuda.create(info, handle)
-
-
-nvidia_factory.compile_units = _cuda.compile_units
+def cpu_run(geo, views, work) -> None:
+    conv_transposed(geo, geo.O, views["y"], views["x"], views["w"], views["b"], work)
 
 
 def reference(x, w, b, pads=(0,), strides=(1,), dilations=(1,), output_padding=(0,), groups=1, **_):
@@ -57,19 +35,14 @@ def reference(x, w, b, pads=(0,), strides=(1,), dilations=(1,), output_padding=(
 SPEC = OpSpec(
     name="conv_transpose",
     stem="ConvTranspose",
-    tensors=(
-        out("y", aliases=("output",)),
-        inp("x", aliases=("input",)),
-        inp("w", aliases=("weight",)),
-        inp("b", optional=True, aliases=("bias",)),
-    ),
+    tensors=DATA_TENSORS,
     attrs=geometry.attrs(transpose=True),
-    validate=validate,
+    validate=data_validate(geometry.transpose, cuda),
     dtypes=geometry.DTYPES,
-    cpu=cpu_factory,
-    nvidia=nvidia_factory,
+    cpu=cpu_backend("transpose", "x", cpu_run),
+    nvidia=nvidia_backend(cuda),
     reference=reference,
     torch="F.conv_transpose{1,2,3}d(x, w, b, stride, padding, output_padding, groups, dilation)",
     summary="transposed convolution over 1-3 spatial dims: pads, strides, dilations, output_padding, groups, bias",
-    kernel_sources=("../../infiniop_py/conv/kernel.cu", "../../infiniop_py/conv/wgrad.cu"),
+    kernel_sources=KERNEL_SOURCES,
 )
