@@ -5,28 +5,19 @@
 // each); the max pass runs on packed pairs (max.NaN.{f16,bf16}x2, no conversion), the sum and
 // write passes convert; outputs are packed pairwise (cvt.rn.*x2.f32) and stored as 16 bytes.
 // MINB (blocks per SM in __launch_bounds__) sets the register cap: 65536 / (128 * MINB).
-template <class T> struct RawPair;
-template <> struct RawPair<iop_half> {
+template <class T> struct IsBf16 { static constexpr bool v = false; };
+template <> struct IsBf16<iop_bf16> { static constexpr bool v = true; };
+template <class T> struct RawPair {  // iop_half or iop_bf16 pairs in a 32-bit word
   __device__ static __forceinline__ unsigned int max2(unsigned int a, unsigned int b) {
     unsigned int d;
-    asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    if constexpr (IsBf16<T>::v) asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    else asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
     return d;
   }
   __device__ static __forceinline__ unsigned int pack2(float lo, float hi) {
     unsigned int d;
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
-    return d;
-  }
-};
-template <> struct RawPair<iop_bf16> {
-  __device__ static __forceinline__ unsigned int max2(unsigned int a, unsigned int b) {
-    unsigned int d;
-    asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-    return d;
-  }
-  __device__ static __forceinline__ unsigned int pack2(float lo, float hi) {
-    unsigned int d;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+    if constexpr (IsBf16<T>::v) asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+    else asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
     return d;
   }
 };
@@ -158,7 +149,13 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_warp(T* y, const T* x, 
 // resident per SM where the register-only cache of row_softmax holds 1 / 2, so one row's
 // reductions and exponentials overlap other rows' loads and stores. The unaligned head and tail
 // (< 16 bytes each) are one scalar element per thread.
-template <class T> struct HybW;
+template <class T> struct HybW {  // 16-bit types: two values per word
+  static const unsigned int ninf = RawBits<T>::ninf | (RawBits<T>::ninf << 16);
+  static const int EPW = 2;
+  __device__ static __forceinline__ float get(unsigned int w, int k) { return rw_get<T>(w, k); }
+  __device__ static __forceinline__ unsigned int wmax(unsigned int a, unsigned int b) { return RawPair<T>::max2(a, b); }
+  __device__ static __forceinline__ unsigned int put(float lo, float hi) { return RawPair<T>::pack2(lo, hi); }
+};
 template <> struct HybW<float> {
   static const unsigned int ninf = 0xff800000u;
   static const int EPW = 1;
@@ -167,20 +164,6 @@ template <> struct HybW<float> {
     return __float_as_uint(MaxOp::combine<float>(__uint_as_float(a), __uint_as_float(b)));
   }
   __device__ static __forceinline__ unsigned int put(float lo, float) { return __float_as_uint(lo); }
-};
-template <> struct HybW<iop_half> {
-  static const unsigned int ninf = 0xFC00FC00u;
-  static const int EPW = 2;
-  __device__ static __forceinline__ float get(unsigned int w, int k) { return rw_get<iop_half>(w, k); }
-  __device__ static __forceinline__ unsigned int wmax(unsigned int a, unsigned int b) { return RawPair<iop_half>::max2(a, b); }
-  __device__ static __forceinline__ unsigned int put(float lo, float hi) { return RawPair<iop_half>::pack2(lo, hi); }
-};
-template <> struct HybW<iop_bf16> {
-  static const unsigned int ninf = 0xFF80FF80u;
-  static const int EPW = 2;
-  __device__ static __forceinline__ float get(unsigned int w, int k) { return rw_get<iop_bf16>(w, k); }
-  __device__ static __forceinline__ unsigned int wmax(unsigned int a, unsigned int b) { return RawPair<iop_bf16>::max2(a, b); }
-  __device__ static __forceinline__ unsigned int put(float lo, float hi) { return RawPair<iop_bf16>::pack2(lo, hi); }
 };
 
 template <class T, int MODE, int P>
