@@ -1,6 +1,6 @@
 """Compile every CUDA kernel of every registered operator for a GPU architecture, without a GPU.
 
-    python tools/compile_check.py [--arch sm_90] [--all] [--jobs N] [--progress] [--verbose] [--json OUT.json] [OP ...]
+    python tools/compile_check.py [--arch sm_90] [--jobs N] [--progress] [--verbose] [--json OUT.json] [OP ...]
 
 For each operator whose NVIDIA factory (``spec.nvidia``) exposes ``compile_units()`` -- a list
 of ``(source, [name expressions])`` -- each unit is compiled once, with all of its name
@@ -8,10 +8,8 @@ expressions, exactly as the runtime compiles it: ``full_source(source)`` (the co
 prepended) with ``options_for(cc)``. A unit is compiled to a CUBIN, so ptxas runs too and the
 per-kernel register, stack and spill figures come for free (``-Xptxas=-v``).
 
-``compile_units()`` lists every kernel a descriptor's plan can select with the tuning switches
-(environment variables read at create) as they are set, i.e. unset in CI. A factory may also
-expose ``tuning_units()``: the instantiations only other switch settings reach (they compile on
-demand at create). ``--all`` compiles those too.
+``compile_units()`` lists every kernel a descriptor's plan can select: what the operator's
+planner rules reach, nothing more.
 
 Compilers, in order of preference:
 
@@ -343,11 +341,10 @@ def exempt_reason(spec) -> str | None:
 
 
 def collect(
-    ops: list[str] | None, cc: int, backend: tuple[str, str], chunk: int = 48, ptx: bool = False, everything: bool = False
+    ops: list[str] | None, cc: int, backend: tuple[str, str], chunk: int = 48, ptx: bool = False
 ) -> tuple[list[dict], dict[str, str]]:
-    """(jobs, problems): one job per ``chunk`` name expressions of each compile unit (with
-    ``everything``, of the factories' ``tuning_units()`` too); problems maps op -> why it cannot
-    be checked."""
+    """(jobs, problems): one job per ``chunk`` name expressions of each compile unit; problems
+    maps op -> why it cannot be checked."""
     import infiniop_py as iop
     from infiniop_py.cuda.compiler import full_source, options_for
     from infiniop_py.registry import get_spec
@@ -370,9 +367,6 @@ def collect(
             continue
         try:
             units = list(units_fn())
-            tuning_fn = getattr(spec.nvidia, "tuning_units", None)
-            if everything and tuning_fn is not None:
-                units += list(tuning_fn())
         except Exception as exc:
             problems[spec.name] = f"ERROR: compile_units() raised {type(exc).__name__}: {exc}"
             continue
@@ -604,11 +598,6 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="front end only (PTX, no ptxas): ~3x faster, misses inline-asm errors and register counts",
     )
-    ap.add_argument(
-        "--all",
-        action="store_true",
-        help="also the instantiations only non-default tuning switches select (factories' tuning_units())",
-    )
     ap.add_argument("--progress", action="store_true", help="show progress on stderr (a bar on a terminal)")
     ap.add_argument("--chunk", type=int, default=CHUNK, help="name expressions per compile job (default %(default)s)")
     args = ap.parse_args(argv)
@@ -627,12 +616,12 @@ def main(argv: list[str] | None = None) -> int:
     everything = []
     for arch in args.arch.split(","):
         cc = parse_arch(arch)
-        jobs, problems = collect(args.ops or None, cc, backend, max(args.chunk, 1), args.ptx, args.all)
+        jobs, problems = collect(args.ops or None, cc, backend, max(args.chunk, 1), args.ptx)
         nkern = sum(len(j["names"]) for j in jobs)
         nunits = len({(j["op"], j["unit"]) for j in jobs})
         print(
             f"compile_check: {'compute' if args.ptx else 'sm'}_{cc} with {backend[0]} {version} ({backend[1]}): "
-            f"{len({j['op'] for j in jobs})} ops, {nunits} units, {nkern} kernels{' (--all)' if args.all else ''}, "
+            f"{len({j['op'] for j in jobs})} ops, {nunits} units, {nkern} kernels, "
             f"{len(jobs)} jobs, {args.jobs} workers"
         )
         results = run_jobs(jobs, args.jobs, version, None if args.no_cache else cache_dir(), args.progress)
