@@ -102,18 +102,19 @@ def vec_names(name, tout, tins, nin, vec, config: str) -> list[str]:
     return [dense_name(name, tout, tins, nin, vec, config), f"ew_vec<{_targs(name, tout, tins)}, {nin}, 1, 1>"]
 
 
-def resident_blocks(func_ptr: int, device_id: int) -> int:
-    """Blocks of BLOCK threads resident on the whole GPU for a kernel (one wave)."""
+def resident_blocks(func_ptr: int, device_id: int, threads: int = BLOCK) -> int:
+    """Blocks of ``threads`` threads resident on the whole GPU for a kernel (one wave): the
+    driver's occupancy figure per SM, else (older CuPy) as many as the SM's thread limit allows."""
     from ..cuda import runtime
 
-    sm = runtime.properties(device_id)["sm_count"]
+    props = runtime.properties(device_id)
     try:
         from cupy_backends.cuda.api import driver
 
-        per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(func_ptr, BLOCK, 0))
-    except Exception:  # noqa: BLE001 - older CuPy: assume full occupancy
-        per_sm = 2048 // BLOCK
-    return sm * max(1, per_sm)
+        per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(func_ptr, threads, 0))
+    except Exception:  # noqa: BLE001 - older CuPy: assume full occupancy (2048 threads where unreported)
+        per_sm = (props.get("threads_per_sm") or 2048) // threads
+    return props["sm_count"] * max(1, per_sm)
 
 
 def strided_name(name, tout, tins, nin, index):

@@ -23,6 +23,7 @@ from typing import NamedTuple
 from infiniop_py.cuda.compiler import Launch, Slot, get_module
 from infiniop_py.cuda.kernel import CudaKernel, ctype
 from infiniop_py.dtypes import DType, F, H, itemsize
+from infiniop_py.elementwise.cuda import resident_blocks
 from infiniop_py.planner import Rule, always, first_match
 
 SOURCE = (Path(__file__).parent / "kernel.cu").read_text()
@@ -140,16 +141,7 @@ def fits32(info) -> bool:
 def wave_rows(fn_ptr: int, threads: int, groups: int, device_id: int) -> int:
     """Row blocks of rope_units: the blocks of ``threads`` resident on the GPU at once, shared by
     the ``groups`` head groups."""
-    from infiniop_py.cuda import runtime
-
-    sm = runtime.properties(device_id)["sm_count"]
-    try:
-        from cupy_backends.cuda.api import driver
-
-        per_sm = max(1, int(driver.occupancyMaxActiveBlocksPerMultiprocessor(fn_ptr, threads, 0)))
-    except Exception:  # noqa: BLE001 - older CuPy: assume full occupancy
-        per_sm = max(1, 2048 // threads)
-    return max(1, sm * per_sm // groups)
+    return max(1, resident_blocks(fn_ptr, device_id, threads) // groups)
 
 
 def choose_pairs(info) -> int:
