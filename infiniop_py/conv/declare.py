@@ -1,11 +1,13 @@
-"""How conv, conv_transpose and conv_backward declare themselves: their data tensors, the end of
-every validation (a pinned plan must be a name the operator knows), the CPU and NVIDIA
-callables of an ``OpSpec`` and the kernel sources the compile check names.
+"""How conv, conv_transpose and conv_backward declare themselves: ``conv_op`` fills what their
+``OpSpec`` share (dtypes, the CPU and NVIDIA callables, the kernel sources the compile check
+names); ``DATA_TENSORS`` and ``data_validate`` are conv's and conv_transpose's tensors and
+validation, ``planned_info`` the end of every validation (a pinned plan must be a name the
+operator knows).
 """
 
 from __future__ import annotations
 
-from infiniop_py.spec import Checker, Info, inp, out
+from infiniop_py.spec import Checker, Info, OpSpec, inp, out
 
 from . import cpu
 from .geometry import DTYPES, Geometry, check_plan
@@ -67,3 +69,12 @@ def nvidia_backend(cuda):
 
     factory.compile_units = cuda.compile_units
     return factory
+
+
+def conv_op(*, cuda, cpu_kind: str, cpu_run, work_of: str = "x", **fields) -> OpSpec:
+    """The OpSpec of one of the family's operators: the family's dtypes and kernel sources, the
+    NVIDIA backend of its ``cuda`` module, the CPU backend running ``cpu_run(geo, views, work
+    dtype)`` (plan name of ``cpu_kind``, work dtype from tensor ``work_of``); ``fields``: the
+    rest of the OpSpec."""
+    cpu_fn = cpu_backend(cpu_kind, work_of, cpu_run)
+    return OpSpec(dtypes=DTYPES, cpu=cpu_fn, nvidia=nvidia_backend(cuda), kernel_sources=KERNEL_SOURCES, **fields)

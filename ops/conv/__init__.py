@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from infiniop_py.conv import geometry
 from infiniop_py.conv.cpu import conv_forward
-from infiniop_py.conv.declare import DATA_TENSORS, KERNEL_SOURCES, cpu_backend, data_validate, nvidia_backend
-from infiniop_py.spec import OpSpec
+from infiniop_py.conv.declare import DATA_TENSORS, conv_op, data_validate
 
 from . import cuda
 
@@ -34,18 +33,17 @@ def reference(x, w, b, pads=(0,), strides=(1,), dilations=(1,), groups=1, **_):
     return fn(x, w, b, stride=s, padding=p, dilation=d, groups=groups)
 
 
-SPEC = OpSpec(
+SPEC = conv_op(
     name="conv",
     stem="Conv",
     tensors=DATA_TENSORS,
     attrs=geometry.attrs(c_rank=True),
     validate=data_validate(geometry.forward, cuda),
-    dtypes=geometry.DTYPES,
-    cpu=cpu_backend("conv", "x", cpu_run),
-    nvidia=nvidia_backend(cuda),
+    cuda=cuda,
+    cpu_kind="conv",
+    cpu_run=cpu_run,
     reference=reference,
     torch="F.conv{1,2,3}d(x, w, b, stride, padding, dilation, groups)",
     summary="convolution over 1-3 spatial dims: pads, strides, dilations, groups, optional bias",
     c_create_args=("y", "x", "w", "b", "pads", "strides", "dilations", "n", "groups"),
-    kernel_sources=KERNEL_SOURCES,
 )

@@ -4,8 +4,8 @@ grad_input = the transposed convolution of grad_output with weight (same s, p, d
 positions no window covers get 0); grad_weight[co, ci', κ] = Σ_n,o grad_output[n, co, o]·
 input[n, ci, o·s - p + κ·d]; grad_bias[co] = Σ_n,o grad_output[n, co, o], only when present.
 
-CPU: grad_input by col2im (infiniop_py/conv/cpu.py), grad_weight by im2col and one stacked GEMM per
-batch chunk. NVIDIA: grad_input by the phase-decomposed implicit GEMM; grad_weight by a tiled
+CPU: grad_input by col2im (infiniop_py/conv/cpu.py), grad_weight by im2col and one stacked
+GEMM per batch chunk. NVIDIA: grad_input by the phase-decomposed implicit GEMM; grad_weight by a tiled
 kernel whose row sums are split into chunks with f32 partials in the workspace, summed by a
 fixed-order reduction kernel (no atomics: bitwise reproducible); grad_bias likewise.
 """
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from infiniop_py.conv import geometry
 from infiniop_py.conv.cpu import conv_transposed, conv_weight_grad
-from infiniop_py.conv.declare import KERNEL_SOURCES, cpu_backend, nvidia_backend, planned_info
-from infiniop_py.spec import Checker, Info, OpSpec, inp, out
+from infiniop_py.conv.declare import conv_op, planned_info
+from infiniop_py.spec import Checker, Info, inp, out
 
 from . import cuda
 
@@ -58,7 +58,7 @@ def reference(grad_output, input, weight, pads=(0,), strides=(1,), dilations=(1,
     }
 
 
-SPEC = OpSpec(
+SPEC = conv_op(
     name="conv_backward",
     stem="ConvBackward",
     tensors=(
@@ -71,11 +71,11 @@ SPEC = OpSpec(
     ),
     attrs=geometry.attrs(),
     validate=validate,
-    dtypes=geometry.DTYPES,
-    cpu=cpu_backend("backward", "grad_output", cpu_run),
-    nvidia=nvidia_backend(cuda),
+    cuda=cuda,
+    cpu_kind="backward",
+    cpu_run=cpu_run,
+    work_of="grad_output",
     reference=reference,
     torch="autograd of F.conv{1,2,3}d(input, weight, bias, stride, padding, dilation, groups)",
     summary="gradients of a 1-3-d convolution: grad_input, grad_weight and, when requested, grad_bias",
-    kernel_sources=KERNEL_SOURCES,
 )

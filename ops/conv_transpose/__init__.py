@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from infiniop_py.conv import geometry
 from infiniop_py.conv.cpu import conv_transposed
-from infiniop_py.conv.declare import DATA_TENSORS, KERNEL_SOURCES, cpu_backend, data_validate, nvidia_backend
-from infiniop_py.spec import OpSpec
+from infiniop_py.conv.declare import DATA_TENSORS, conv_op, data_validate
 
 from . import cuda
 
@@ -32,17 +31,16 @@ def reference(x, w, b, pads=(0,), strides=(1,), dilations=(1,), output_padding=(
     return fn(x, w, b, stride=s, padding=p, output_padding=op, groups=groups, dilation=d)
 
 
-SPEC = OpSpec(
+SPEC = conv_op(
     name="conv_transpose",
     stem="ConvTranspose",
     tensors=DATA_TENSORS,
     attrs=geometry.attrs(transpose=True),
     validate=data_validate(geometry.transpose, cuda),
-    dtypes=geometry.DTYPES,
-    cpu=cpu_backend("transpose", "x", cpu_run),
-    nvidia=nvidia_backend(cuda),
+    cuda=cuda,
+    cpu_kind="transpose",
+    cpu_run=cpu_run,
     reference=reference,
     torch="F.conv_transpose{1,2,3}d(x, w, b, stride, padding, output_padding, groups, dilation)",
     summary="transposed convolution over 1-3 spatial dims: pads, strides, dilations, output_padding, groups, bias",
-    kernel_sources=KERNEL_SOURCES,
 )
