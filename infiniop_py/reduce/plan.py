@@ -26,7 +26,6 @@ OPS = {"sum": ("SumOp", 0), "max": ("MaxOp", 0), "mean": ("SumOp", 1)}  # Op typ
 HALF = (DType.F16, DType.BF16)  # rows of these on the 16-byte path: reduce_rows16 (raw 32-bit words)
 WARP_DTYPES = (DType.F32, DType.F16, DType.BF16)  # reduce_rows_warp instantiations
 RW_NP = (1, 2, 4, 8)  # reduce_rows_warp: 16-byte packs per lane per batch
-TILE_U = 4  # reduce_cols_tile: packs in flight per thread (the kernel's U)
 
 
 def pow2ceil(n: int) -> int:
