@@ -461,3 +461,28 @@ def test_dense_configs_odd_sizes(device, op, dt, config):
         got = run(op, device, outs, ins).astype(np.float64)
         want = run(op, "cpu", outs, ins).astype(np.float64)
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=f"{op} {config} {dt.name} n={n}")
+
+
+def test_rope_planner_reaches_exactly_its_compile_list(fake_nvidia):
+    """A sweep of layouts through the rope planner on a fake device (each rule's config and every
+    fallback, for every pair-group width) requests exactly the kernels of compile_units()."""
+    from infiniop_py.dtypes import itemsize
+
+    rope_cuda = iop.registry.get_spec("rope").module.cuda
+    h = iop.create_handle("nvidia")
+    for dt in (F32, F16, BF16, F64):
+        for algo in (0, 1):
+            for p in rope_cuda.candidates(algo, itemsize(dt)):
+                layouts = []
+                for k in (3, 129, 257):  # odd: exactly p pairs per group; nj = k: in the grid, past 128, past 256
+                    d = 2 * p * k
+                    layouts += [((5, 3, d), None), ((2, 3, d), (2**31, d, 1))]  # offsets past 31 bits: no rope_grid
+                    layouts += [((2, 262145, d), (2**31, d, 1))]  # more than 65535 head chunks: no rope_heads
+                for shape, strides in layouts:
+                    x = iop.create_tensor_descriptor(shape, strides, dt)
+                    t = iop.create_tensor_descriptor((4, shape[-1] // 2), None, dt)
+                    pos = iop.create_tensor_descriptor((shape[0],), None, DType.I32)
+                    desc = iop.create_descriptor("rope", h, y=x, x=x, pos_ids=pos, sin_table=t, cos_table=t, algo=algo)
+                    desc.destroy()
+    compiled = {n for _, names in rope_cuda.compile_units() for n in names}
+    assert fake_nvidia == compiled, (sorted(compiled - fake_nvidia), sorted(fake_nvidia - compiled))

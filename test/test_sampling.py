@@ -579,3 +579,16 @@ def test_topkrouter_rounds_sigmoid_to_x_dtype(device, dt):
     v, i = be.download(v, f32).reshape(3, 2), be.download(i, np.int32).reshape(3, 2)
     assert i.tolist() == [[0, 1]] * 3, (device, dt, i.tolist())
     assert v.tolist() == [[0.5, 0.5]] * 3, (device, dt, v.tolist())
+
+
+def test_random_sample_planner_reaches_exactly_its_compile_list(fake_nvidia):
+    """Descriptors of every logits and result dtype, on vocabularies either side of the one-block
+    greedy limit, on a fake device request exactly the kernels of compile_units()."""
+    rs = iop.registry.get_spec("random_sample").module
+    h = iop.create_handle("nvidia")
+    for pdt in rs.SPEC.dtypes:
+        for rdt in rs.OUT_DTYPES:
+            for n in (1, 5000, rs.GREEDY1_MAX, rs.GREEDY1_MAX + 1):
+                iop.create_descriptor("random_sample", h, D((), None, rdt), D((n,), None, pdt)).destroy()
+    compiled = {n for _, names in rs.nvidia.compile_units() for n in names}
+    assert fake_nvidia == compiled, (sorted(compiled - fake_nvidia), sorted(fake_nvidia - compiled))
