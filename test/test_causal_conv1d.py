@@ -424,8 +424,7 @@ OPS = ("causal_conv1d", "causal_conv1d_backward", "causal_conv1d_update")
 @pytest.mark.parametrize("op", OPS)
 @pytest.mark.parametrize("tune", ["default", "long runs", "short runs"])
 def test_planners_request_only_listed_kernels(op, tune):
-    from infiniop_ops.causal_conv1d import plan
-
+    from infiniop_py.causal import plan
     from infiniop_py.testing.cases import instances
 
     consts = {"default": {"CF_TASKS_PER_SM": plan.CF_TASKS_PER_SM}, "long runs": {"CF_TASKS_PER_SM": 0, "CL_THREADS_PER_SM": 0}}
@@ -483,7 +482,8 @@ def test_gpu_unaligned_buffers_and_run_lengths_agree(layout):
     """Buffers one element off 16 bytes take the unaligned launches; longer warp runs and tiles
     (plan constants) give the same bits."""
     import cupy as cp
-    from infiniop_ops.causal_conv1d import plan
+
+    from infiniop_py.causal import plan
 
     B, D, L, W = 2, 64, 1000, 4  # noqa: N806
     rng = np.random.default_rng(11)

@@ -11,14 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from infiniop_py.spec import Checker, Info, OpSpec, inp, out
-from infiniop_py.status import Status
-
-from . import cuda
-from .common import (
+from infiniop_py.causal.common import (
     MAX_W,
     XDT,
-    ConvFiles,
     activation_attr,
     check_sequence_inputs,
     check_weight,
@@ -26,6 +21,7 @@ from .common import (
     conv_pre,
     extended,
     f32,
+    gguf_dialect,
     is_silu,
     need_dtype,
     need_shape,
@@ -34,6 +30,10 @@ from .common import (
     silu_,
     store,
 )
+from infiniop_py.spec import Checker, Info, OpSpec, inp, out
+from infiniop_py.status import Status
+
+from . import cuda
 
 
 def validate(check: Checker) -> Info:
@@ -99,6 +99,6 @@ SPEC = OpSpec(
     infer=lambda x, **_: {"out": x},
     torch="F.conv1d(x, weight.unsqueeze(1), bias, padding=W-1, groups=D)[..., :L] (+ F.silu)",
     summary="depthwise causal conv1d (widths 2-64, optional bias/SiLU/initial and final states/seq_idx)",
-    gguf=ConvFiles(single_ans=True),
-    kernel_sources=("common.cuh", "kernel.cu"),
+    gguf=gguf_dialect(single_ans=True),
+    kernel_sources=("../../infiniop_py/causal/common.cuh", "kernel.cu"),
 )

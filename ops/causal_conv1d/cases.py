@@ -1,7 +1,6 @@
 from infiniop_py.dtypes import DType
 from infiniop_py.testing.cases import Case, T
-
-from .casegen import BF16, F16, F32, QUICK_SEED, SEED, X3, make_data, strides
+from infiniop_py.testing.causal_cases import BF16, F16, F32, QUICK_SEED, SEED, X3, make_data, strides
 
 DATA = make_data()
 I32, I64 = DType.I32, DType.I64

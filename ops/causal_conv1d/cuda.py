@@ -1,29 +1,18 @@
 """NVIDIA causal_conv1d: one launch per call (two on the generic path with final_states).
-Paths and grids: plan.py; kernels: kernel.cu after common.cuh."""
+Paths and grids: infiniop_py/causal/plan.py; kernels: kernel.cu after infiniop_py/causal/common.cuh."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from infiniop_py.causal import plan
+from infiniop_py.causal.plan import CF_WARPS, CL_BLOCK, CL_E, GEN_BLOCK, CcKernel, Pick, flags_of, launch, names
 from infiniop_py.cuda.compiler import Slot
-from infiniop_py.dtypes import DType, itemsize
+from infiniop_py.dtypes import itemsize
 from infiniop_py.norm import sm_count
 from infiniop_py.spec import Info
 
-from . import plan
-from .plan import CF_WARPS, CL_BLOCK, CL_E, GEN_BLOCK, CcKernel, Pick, launch, names
-
-SOURCE = plan.source(plan.HERE / "kernel.cu")
-
-
-def flags_of(info: Info, final: str) -> int:
-    ti = info.tensors
-    f = 0
-    f |= plan.BIAS if ti.get("bias") is not None else 0
-    f |= plan.INIT if ti.get("initial_states") is not None else 0
-    f |= plan.FINAL if ti.get(final) is not None else 0
-    if ti.get("seq_idx") is not None:
-        f |= plan.SEQ | (plan.SEQ64 if ti["seq_idx"].dtype is DType.I64 else 0)
-    f |= plan.SILU if info.silu else 0
-    return f
+SOURCE = plan.source(Path(__file__).parent / "kernel.cu")
 
 
 class CausalConv1dKernel(CcKernel):

@@ -11,13 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
-from infiniop_py.status import Status
-
-from ..causal_conv1d.common import (
+from infiniop_py.causal.common import (
     MAX_W,
     XDT,
-    ConvFiles,
     activation_attr,
     check_sequence_inputs,
     check_weight,
@@ -27,6 +23,7 @@ from ..causal_conv1d.common import (
     empty_like_rows,
     extended,
     f32,
+    gguf_dialect,
     is_silu,
     need_dtype,
     need_shape,
@@ -35,6 +32,9 @@ from ..causal_conv1d.common import (
     store,
     time_major,
 )
+from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
+from infiniop_py.status import Status
+
 from . import cuda
 
 
@@ -142,6 +142,6 @@ SPEC = OpSpec(
     infer=lambda x, weight, bias=None, **_: {"dx": x, "dweight": weight, **({"dbias": bias} if bias is not None else {})},
     torch="torch.autograd.grad(causal_conv1d(x, weight, bias, ...), (x, weight, bias, initial_states), dout)",
     summary="gradients of causal_conv1d: dx, dweight, dbias, dinitial_states (deterministic sums)",
-    gguf=ConvFiles(),
-    kernel_sources=("../causal_conv1d/common.cuh", "kernel.cu"),
+    gguf=gguf_dialect(),
+    kernel_sources=("../../infiniop_py/causal/common.cuh", "kernel.cu"),
 )

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from infiniop_py.causal import plan
+from infiniop_py.causal.plan import CF_WARPS, CL_BLOCK, CLB_E, GEN_BLOCK, CcKernel, Pick, flags_of, launch, names
 from infiniop_py.cuda.compiler import Slot
 from infiniop_py.dtypes import itemsize
 from infiniop_py.norm import align_up, sm_count
 from infiniop_py.spec import Info
-
-from ..causal_conv1d import plan
-from ..causal_conv1d.cuda import flags_of
-from ..causal_conv1d.plan import CF_WARPS, CL_BLOCK, CLB_E, GEN_BLOCK, CcKernel, Pick, launch, names
 
 SOURCE = plan.source(Path(__file__).parent / "kernel.cu")
 CL_MAX_PARTS = 1024  # channel-last: at most this many partial rows (time groups loop beyond)

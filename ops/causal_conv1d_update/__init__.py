@@ -13,24 +13,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from infiniop_py.dtypes import IDX
-from infiniop_py.spec import Checker, Info, OpSpec, inout, inp, out
-from infiniop_py.status import Status
-
-from ..causal_conv1d.common import (
+from infiniop_py.causal.common import (
     FAST_W,
     MAX_T,
     XDT,
-    ConvFiles,
     activation_attr,
     check_weight,
     f32,
+    gguf_dialect,
     is_silu,
     need_dtype,
     need_shape,
     silu_,
     store,
 )
+from infiniop_py.dtypes import IDX
+from infiniop_py.spec import Checker, Info, OpSpec, inout, inp, out
+from infiniop_py.status import Status
+
 from . import cuda
 
 
@@ -148,6 +148,6 @@ SPEC = OpSpec(
     reference=reference,
     torch="causal_conv1d_update(x, conv_state, weight, bias, activation, conv_state_indices=...) (Dao-AILab)",
     summary="one decode step (1-8 tokens) of causal_conv1d against conv_state, updated in place",
-    gguf=ConvFiles(),
-    kernel_sources=("../causal_conv1d/common.cuh", "kernel.cu"),
+    gguf=gguf_dialect(),
+    kernel_sources=("../../infiniop_py/causal/common.cuh", "kernel.cu"),
 )

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from infiniop_py.causal import plan
+from infiniop_py.causal.plan import GEN_BLOCK, CcKernel, Pick, launch, names
 from infiniop_py.cuda.compiler import Slot
 from infiniop_py.dtypes import DType
 from infiniop_py.norm import sm_count
 from infiniop_py.spec import Info
-
-from ..causal_conv1d import plan
-from ..causal_conv1d.plan import GEN_BLOCK, CcKernel, Pick, launch, names
 
 SOURCE = plan.source(Path(__file__).parent / "kernel.cu")
 

@@ -1,5 +1,5 @@
 """Rules shared by the causal conv1d family (ops.md §7): attributes, validation, the NumPy
-backend's arithmetic and the float64 PyTorch references.
+backend's arithmetic and the float64 PyTorch references (the GGUF dialect: infiniop_py/gguf).
 
 Conventions: x is (B, D, L), weight (D, W) and H = W - 1. x̃ is x with H columns in front
 (initial_states, or zeros). pre[t] = bias + sum_k weight[k]·x̃[t + k]; with seq_idx, the tap k
@@ -24,11 +24,6 @@ FAST_W = 8  # widths 2..FAST_W have kernels specialised on the width
 MAX_T = 8  # causal_conv1d_update: new tokens per step
 SILU = ("silu", "swish")
 
-try:  # the gguf package is optional at run time (the registry must import without it)
-    from infiniop_py.gguf.dialect import GGUFDialect
-except ImportError:  # pragma: no cover - GGUF support not installed
-    GGUFDialect = object
-
 
 @dataclass(frozen=True)
 class ActivationAttr(Attr):
@@ -46,24 +41,14 @@ def is_silu(activation) -> bool:
     return activation in SILU
 
 
-class ConvFiles(GGUFDialect):
-    """GGUF quirks of the family (ops.md §7): a bool ``silu`` key stands for ``activation``
-    when that string is absent; with ``single_ans``, the first output's expected value is
-    written as ``ans`` (the forward's file form; ``ans_final_states`` stays as it is)."""
-
-    def __init__(self, single_ans: bool = False):
-        self.single_ans = single_ans
-
-    def adapt(self, test, raw) -> None:
-        v = raw.value("silu")
-        if v is not None and raw.value("activation") is None:
-            from infiniop_py.gguf.values import as_kind
-
-            test.attrs["activation"] = "silu" if as_kind(v, "bool", raw.key("silu")) else "none"
-
-    def write(self, record) -> None:
-        if self.single_ans and "ans_out" in record.tensors:
-            record.rename("ans_out", "ans")
+def gguf_dialect(single_ans: bool = False):
+    """The family's GGUF dialect (infiniop_py.gguf.causal_conv1d), None where GGUF support is
+    not installed (the registry must import without it)."""
+    try:
+        from infiniop_py.gguf.causal_conv1d import ConvFiles
+    except ImportError:  # pragma: no cover - GGUF support not installed
+        return None
+    return ConvFiles(single_ans)
 
 
 # -- validation --------------------------------------------------------------------------------

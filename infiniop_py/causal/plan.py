@@ -74,6 +74,20 @@ class CcArgs(ctypes.Structure):
     ]
 
 
+def flags_of(info, final: str) -> int:
+    """CcArgs::flags of a forward or backward call: bias, initial_states, the states tensor
+    ``final`` (final_states or dinitial_states), seq_idx (and its width), SiLU."""
+    ti = info.tensors
+    f = 0
+    f |= BIAS if ti.get("bias") is not None else 0
+    f |= INIT if ti.get("initial_states") is not None else 0
+    f |= FINAL if ti.get(final) is not None else 0
+    if ti.get("seq_idx") is not None:
+        f |= SEQ | (SEQ64 if ti["seq_idx"].dtype is DType.I64 else 0)
+    f |= SILU if info.silu else 0
+    return f
+
+
 def strides_of(desc, n: int) -> tuple:
     return tuple(desc.strides) if desc is not None else (0,) * n
 
