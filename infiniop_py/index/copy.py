@@ -12,6 +12,8 @@ source slice scans the later positions instead (O(len) each).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .. import index as common
@@ -19,6 +21,7 @@ from ..cuda.compiler import Launch, Slot
 from ..cuda.kernel import runtime
 from ..elementwise import copy as staging
 from ..layout import collapse
+from ..planner import Rule, always, first_match
 from ..spec import Checker, Info
 from ..status import Status
 from . import UTYPE
@@ -101,6 +104,18 @@ def uses_table(dim_size: int, length: int) -> bool:
     return length < 2**31 - 1 and chunks <= max(1, length)
 
 
+class CopyProblem(NamedTuple):
+    dim_size: int  # the destination extent along dim
+    length: int  # index positions
+
+
+# docs/perf/gemm_index.md, "Last-writer tables"
+RULES = (
+    Rule("index_copy.table", lambda p: uses_table(p.dim_size, p.length), "table"),
+    Rule("index_copy.scan", always, "scan"),
+)
+
+
 class IndexCopyKernel(common.IndexKernel):
     """ptr slots: dest, [base], index, source in spec order (``slots``).
 
@@ -120,7 +135,7 @@ class IndexCopyKernel(common.IndexKernel):
             return
         self.slots = slots
         self.base = base
-        self.table = uses_table(o.shape[dim], i.shape[0])
+        self.table = first_match(RULES, CopyProblem(o.shape[dim], i.shape[0]), "index_copy planner")[1] == "table"
         if self.table:
             self.same_layout = base is None or o.strides == info[base].strides
             self.plans = {}

@@ -5,10 +5,13 @@ Out-of-range index values (negative included) write 0 and read nothing.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from infiniop_py import index as common
 from infiniop_py.index import UTYPE, Launch, Slot
+from infiniop_py.planner import Rule, always, first_match
 from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
 from infiniop_py.status import Status
 
@@ -67,6 +70,18 @@ def use_lines(index_len: int, dim_size: int, itemsize: int) -> bool:
     return 0 < dim_size * itemsize <= LINE_BYTES and 4 * index_len >= dim_size
 
 
+class GatherProblem(NamedTuple):
+    index_len: int  # index positions per line
+    dim_size: int  # the input extent along dim
+    itemsize: int
+
+
+RULES = (
+    Rule("gather.lines", lambda p: use_lines(p.index_len, p.dim_size, p.itemsize), "lines"),
+    Rule("gather.elements", always, "elements"),
+)
+
+
 class GatherKernel(common.IndexKernel):
     def __init__(self, info: Info, handle):
         super().__init__(handle)
@@ -77,7 +92,8 @@ class GatherKernel(common.IndexKernel):
             return
         dim = info.dim
         itype = common.ITYPE[i.dtype]
-        if use_lines(i.shape[dim], x.shape[dim], o.itemsize):
+        plan = first_match(RULES, GatherProblem(i.shape[dim], x.shape[dim], o.itemsize), "gather planner")[1]
+        if plan == "lines":
             line_shape = list(i.shape)
             line_shape[dim] = 1
             lines = n // i.shape[dim]
