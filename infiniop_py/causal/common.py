@@ -15,7 +15,7 @@ import numpy as np
 
 from infiniop_py.dtypes import IDX, DType
 from infiniop_py.halfconv import copy_into, to_f32
-from infiniop_py.spec import Attr, Checker
+from infiniop_py.spec import Attr, Checker, Info, OpSpec
 from infiniop_py.status import Status
 
 XDT = frozenset({DType.F16, DType.BF16, DType.F32})  # x and weight, chosen independently
@@ -97,6 +97,33 @@ def check_sequence_inputs(check: Checker, B: int, D: int, L: int, W: int) -> Non
         need_shape(check, "seq_idx", (B, L))
         if check["initial_states"] is not None:
             check.fail(Status.BAD_PARAM, "tensors 'seq_idx' and 'initial_states' are mutually exclusive")
+
+
+def check_inputs(check: Checker):
+    """x (B, D, L), weight (D, W) with 2 <= W <= MAX_W, bias, initial_states and seq_idx (the
+    forward's and the backward's inputs); returns (B, D, L, W)."""
+    B, D, L = check_x(check)  # noqa: N806
+    W = check_weight(check, D, MAX_W)  # noqa: N806
+    check_sequence_inputs(check, B, D, L, W)
+    return B, D, L, W
+
+
+def info_of(check: Checker, **sizes) -> Info:
+    """The Info of a validated call: the ``sizes`` and ``silu`` (the activation attribute)."""
+    return Info(check.op, check.tensors, check.attrs, **sizes, silu=is_silu(check.attrs["activation"]))
+
+
+def causal_op(*, single_ans: bool = False, attrs=(), **fields) -> OpSpec:
+    """The OpSpec of one of the family's operators: the x dtypes, the ``activation`` attribute
+    (then ``attrs``), the GGUF dialect (``single_ans``: the forward's file form), the kernel
+    sources (common.cuh, then the operator's kernel.cu); ``fields``: the rest of the OpSpec."""
+    return OpSpec(
+        dtypes=XDT,
+        attrs=(activation_attr(), *attrs),
+        gguf=gguf_dialect(single_ans),
+        kernel_sources=("../../infiniop_py/causal/common.cuh", "kernel.cu"),
+        **fields,
+    )
 
 
 # -- NumPy backend -------------------------------------------------------------------------------

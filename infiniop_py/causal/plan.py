@@ -106,6 +106,29 @@ def make_args(B, D, L, W, flags, wdtype, **strides) -> CcArgs:  # noqa: N803
     return a
 
 
+def row_args(info, final: str, out: str, **strides) -> CcArgs:
+    """CcArgs of a forward or backward call: sizes, ``flags_of(info, final)``, weight's dtype,
+    the strides of x, the (B, D, L) output ``out``, initial_states, the states tensor ``final``,
+    seq_idx, weight and bias, and ``strides``."""
+    ti = info.tensors
+    return make_args(
+        info.B,
+        info.D,
+        info.L,
+        info.W,
+        flags_of(info, final),
+        ti["weight"].dtype,
+        x=ti["x"].strides,
+        o=ti[out].strides,
+        is_=strides_of(ti["initial_states"], 3),
+        fs=strides_of(ti[final], 3),
+        sq=strides_of(ti["seq_idx"], 2),
+        w=ti["weight"].strides,
+        bs=ti["bias"].strides[0] if ti["bias"] is not None else 0,
+        **strides,
+    )
+
+
 def with_(a: CcArgs, **fields) -> CcArgs:
     b = CcArgs.from_buffer_copy(bytes(a))
     for k, v in fields.items():
@@ -216,3 +239,20 @@ def names(kernel: str, T: DType, W: int | None = None, seq: bool | None = None) 
     """A kernel's name expression: kernel<T>, kernel<T, W> or kernel<T, W, SEQ>."""
     args = [ctype(T)] + ([str(W)] if W is not None else []) + ([str(seq).lower()] if seq is not None else [])
     return f"{kernel}<{', '.join(args)}>"
+
+
+def width_names(kernels, T: DType, seq: bool = True) -> list[str]:  # noqa: N803
+    """The name expressions of ``kernels`` specialised on every width (and, with ``seq``, on
+    seq_idx's presence): kernel<T, W, SEQ> or kernel<T, W>."""
+    return [names(k, T, w, q) for k in kernels for w in WIDTHS for q in ((False, True) if seq else (None,))]
+
+
+def nvidia_factory(kernel_cls, unit):
+    """The SPEC's ``nvidia`` callable: ``kernel_cls(info, handle)``; its ``compile_units()`` is
+    one unit of ``kernel_cls.SOURCE`` per x dtype, with the names ``unit(dtype)``."""
+
+    def factory(info, handle):
+        return kernel_cls(info, handle)
+
+    factory.compile_units = lambda: [(kernel_cls.SOURCE, unit(t)) for t in DTYPES]
+    return factory

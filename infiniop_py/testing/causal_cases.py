@@ -21,6 +21,16 @@ SEED = {
 QUICK_SEED = ("Small", "Medium")
 
 
+def seed_configs():
+    """The seed report's ten configurations, channel-first and channel-last: ((B, D, L), layout,
+    SiLU or not, description, suites); the larger ones in the full suite only."""
+    for name, (b, d, n) in SEED.items():
+        for lay in ("cf", "cl"):
+            for silu in (False, True):
+                desc = f"{name} {b}x{d}x{n} W4 {lay}" + (" + SiLU" if silu else "")
+                yield (b, d, n), lay, silu, desc, ("quick",) if name in QUICK_SEED else ("full",)
+
+
 def strides(B, D, L, layout: str):  # noqa: N803
     """Element strides of a (B, D, L) tensor.
 

@@ -11,44 +11,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from infiniop_py.causal.common import (
-    MAX_W,
-    XDT,
-    activation_attr,
-    check_sequence_inputs,
-    check_weight,
-    check_x,
-    conv_pre,
-    extended,
-    f32,
-    gguf_dialect,
-    is_silu,
-    need_dtype,
-    need_shape,
-    ref_forward,
-    seq_masks,
-    silu_,
-    store,
-)
-from infiniop_py.spec import Checker, Info, OpSpec, inp, out
+from infiniop_py.causal import common
+from infiniop_py.spec import Checker, Info, inp, out
 from infiniop_py.status import Status
 
 from . import cuda
 
 
 def validate(check: Checker) -> Info:
-    B, D, L = check_x(check)  # noqa: N806
-    W = check_weight(check, D, MAX_W)  # noqa: N806
-    check_sequence_inputs(check, B, D, L, W)
+    B, D, L, W = common.check_inputs(check)  # noqa: N806
     xdt = check["x"].dtype
     for name in ("out", "final_states"):
-        need_dtype(check, name, xdt, f"{name} has x's dtype")
-    need_shape(check, "out", (B, D, L))
-    need_shape(check, "final_states", (B, D, W - 1))
+        common.need_dtype(check, name, xdt, f"{name} has x's dtype")
+    common.need_shape(check, "out", (B, D, L))
+    common.need_shape(check, "final_states", (B, D, W - 1))
     if check["final_states"] is not None and check["seq_idx"] is not None:
         check.fail(Status.BAD_PARAM, "tensor 'final_states' is not defined with 'seq_idx'")
     check.writable("out", "final_states")
-    return Info(check.op, check.tensors, check.attrs, B=B, D=D, L=L, W=W, silu=is_silu(check.attrs["activation"]))
+    return common.info_of(check, B=B, D=D, L=L, W=W)
 
 
 def cpu(info: Info):
@@ -56,29 +36,36 @@ def cpu(info: Info):
 
     def run(views, ws, rt):
         x, o = views["x"], views["out"]
-        xt = extended(x, views["initial_states"], W - 1)
+        xt = common.extended(x, views["initial_states"], W - 1)
         L = x.shape[2]  # noqa: N806
-        store(views["final_states"], xt[..., L:])
+        common.store(views["final_states"], xt[..., L:])
         if x.size == 0:
             return
         direct = o.dtype == np.float32  # accumulate straight into the output
-        pre = conv_pre(xt, f32(views["weight"]), f32(views["bias"]), seq_masks(views["seq_idx"], W), L, o if direct else None)
+        pre = common.conv_pre(
+            xt,
+            common.f32(views["weight"]),
+            common.f32(views["bias"]),
+            common.seq_masks(views["seq_idx"], W),
+            L,
+            o if direct else None,
+        )
         if silu:
-            silu_(pre)
+            common.silu_(pre)
         if views["seq_idx"] is not None:
             np.copyto(pre, 0.0, where=(views["seq_idx"] < 0)[:, None, :])
         if not direct:
-            store(o, pre)
+            common.store(o, pre)
 
     return run
 
 
 def reference(x, weight, bias=None, initial_states=None, seq_idx=None, activation="none"):
-    out_, xt = ref_forward(x, weight, bias, initial_states, seq_idx, activation)
+    out_, xt = common.ref_forward(x, weight, bias, initial_states, seq_idx, activation)
     return {"out": out_, "final_states": xt[..., x.shape[2] :]}
 
 
-SPEC = OpSpec(
+SPEC = common.causal_op(
     name="causal_conv1d",
     stem="CausalConv1d",
     tensors=(
@@ -90,15 +77,12 @@ SPEC = OpSpec(
         inp("initial_states", optional=True),
         inp("seq_idx", optional=True),
     ),
-    attrs=(activation_attr(),),
     validate=validate,
-    dtypes=XDT,
     cpu=cpu,
     nvidia=cuda.factory,
     reference=reference,
     infer=lambda x, **_: {"out": x},
     torch="F.conv1d(x, weight.unsqueeze(1), bias, padding=W-1, groups=D)[..., :L] (+ F.silu)",
     summary="depthwise causal conv1d (widths 2-64, optional bias/SiLU/initial and final states/seq_idx)",
-    gguf=gguf_dialect(single_ans=True),
-    kernel_sources=("../../infiniop_py/causal/common.cuh", "kernel.cu"),
+    single_ans=True,
 )

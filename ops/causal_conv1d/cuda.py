@@ -6,17 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from infiniop_py.causal import plan
-from infiniop_py.causal.plan import CF_WARPS, CL_BLOCK, CL_E, GEN_BLOCK, CcKernel, Pick, flags_of, launch, names
+from infiniop_py.causal.plan import CF_WARPS, CL_BLOCK, CL_E, GEN_BLOCK, CcKernel, Pick, launch, names
 from infiniop_py.cuda.compiler import Slot
 from infiniop_py.dtypes import itemsize
 from infiniop_py.norm import sm_count
 from infiniop_py.spec import Info
 
-SOURCE = plan.source(Path(__file__).parent / "kernel.cu")
-
 
 class CausalConv1dKernel(CcKernel):
-    SOURCE = SOURCE
+    SOURCE = plan.source(Path(__file__).parent / "kernel.cu")
 
     def __init__(self, info: Info, handle):
         super().__init__(handle)
@@ -24,22 +22,7 @@ class CausalConv1dKernel(CcKernel):
         T = ti["x"].dtype  # noqa: N806
         B, D, L, W = info.B, info.D, info.L, info.W  # noqa: N806
         xs, os_ = ti["x"].strides, ti["out"].strides
-        flags = flags_of(info, "final_states")
-        a = plan.make_args(
-            B,
-            D,
-            L,
-            W,
-            flags,
-            ti["weight"].dtype,
-            x=xs,
-            o=os_,
-            is_=plan.strides_of(ti["initial_states"], 3),
-            fs=plan.strides_of(ti["final_states"], 3),
-            sq=plan.strides_of(ti["seq_idx"], 2),
-            w=ti["weight"].strides,
-            bs=ti["bias"].strides[0] if ti["bias"] is not None else 0,
-        )
+        a = plan.row_args(info, "final_states", "out")
         if B * D == 0:
             return
         sms = sm_count(handle)
@@ -73,17 +56,6 @@ class CausalConv1dKernel(CcKernel):
         self.pick = Pick(None, runs, [])
 
 
-def factory(info: Info, handle):
-    return CausalConv1dKernel(info, handle)
-
-
-def compile_units():
-    units = []
-    for t in plan.DTYPES:
-        exprs = [names(k, t, w, q) for k in ("ccf_cf", "ccf_cl") for w in plan.WIDTHS for q in (False, True)]
-        exprs += [names("ccf_gen", t), names("cc_final", t)]
-        units.append((SOURCE, exprs))
-    return units
-
-
-factory.compile_units = compile_units
+factory = plan.nvidia_factory(
+    CausalConv1dKernel, lambda t: [*plan.width_names(("ccf_cf", "ccf_cl"), t), names("ccf_gen", t), names("cc_final", t)]
+)

@@ -11,53 +11,31 @@ from __future__ import annotations
 
 import numpy as np
 
-from infiniop_py.causal.common import (
-    MAX_W,
-    XDT,
-    activation_attr,
-    check_sequence_inputs,
-    check_weight,
-    check_x,
-    conv_pre,
-    dsilu,
-    empty_like_rows,
-    extended,
-    f32,
-    gguf_dialect,
-    is_silu,
-    need_dtype,
-    need_shape,
-    ref_forward,
-    seq_masks,
-    store,
-    time_major,
-)
-from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
+from infiniop_py.causal import common
+from infiniop_py.spec import Attr, Checker, Info, inp, out
 from infiniop_py.status import Status
 
 from . import cuda
 
 
 def validate(check: Checker) -> Info:
-    B, D, L = check_x(check)  # noqa: N806
-    W = check_weight(check, D, MAX_W)  # noqa: N806
-    check_sequence_inputs(check, B, D, L, W)
+    B, D, L, W = common.check_inputs(check)  # noqa: N806
     xdt, wdt = check["x"].dtype, check["weight"].dtype
     for name in ("dx", "dout", "dinitial_states"):
-        need_dtype(check, name, xdt, f"{name} has x's dtype")
+        common.need_dtype(check, name, xdt, f"{name} has x's dtype")
     for name in ("dweight", "dbias"):
-        need_dtype(check, name, wdt, f"{name} has weight's dtype")
-    need_shape(check, "dx", (B, D, L))
-    need_shape(check, "dout", (B, D, L))
-    need_shape(check, "dweight", (D, W))
-    need_shape(check, "dbias", (D,))
-    need_shape(check, "dinitial_states", (B, D, W - 1))
+        common.need_dtype(check, name, wdt, f"{name} has weight's dtype")
+    common.need_shape(check, "dx", (B, D, L))
+    common.need_shape(check, "dout", (B, D, L))
+    common.need_shape(check, "dweight", (D, W))
+    common.need_shape(check, "dbias", (D,))
+    common.need_shape(check, "dinitial_states", (B, D, W - 1))
     if (check["dbias"] is None) != (check["bias"] is None):
         check.fail(Status.BAD_PARAM, "tensor 'dbias' must be given exactly when 'bias' is")
     if check["dinitial_states"] is not None and check["initial_states"] is None:
         check.fail(Status.BAD_PARAM, "tensor 'dinitial_states' needs 'initial_states'")
     check.writable("dx", "dweight", "dbias", "dinitial_states")
-    return Info(check.op, check.tensors, check.attrs, B=B, D=D, L=L, W=W, silu=is_silu(check.attrs["activation"]))
+    return common.info_of(check, B=B, D=D, L=L, W=W)
 
 
 def cpu(info: Info):
@@ -67,13 +45,13 @@ def cpu(info: Info):
     def run(views, ws, rt):
         x, seq = views["x"], views["seq_idx"]
         B, D, L = x.shape  # noqa: N806
-        xt = extended(x, views["initial_states"], H)
-        w = f32(views["weight"])
-        masks = seq_masks(seq, W)
-        g = empty_like_rows(B, D, L, time_major(x))
-        np.copyto(g, f32(views["dout"]))
+        xt = common.extended(x, views["initial_states"], H)
+        w = common.f32(views["weight"])
+        masks = common.seq_masks(seq, W)
+        g = common.empty_like_rows(B, D, L, common.time_major(x))
+        np.copyto(g, common.f32(views["dout"]))
         if silu and g.size:
-            g *= dsilu(conv_pre(xt, w, f32(views["bias"]), masks, L))
+            g *= common.dsilu(common.conv_pre(xt, w, common.f32(views["bias"]), masks, L))
         if seq is not None:
             np.copyto(g, 0.0, where=(seq < 0)[:, None, :])
         dxt = np.zeros_like(xt)
@@ -89,10 +67,10 @@ def cpu(info: Info):
             dxt[..., k : k + L] += tmp
             np.multiply(gk, xt[..., k : k + L], out=tmp)
             dw[:, k] = tmp.sum(axis=(0, 2), dtype=np.float64)
-        store(views["dx"], dxt[..., H:])
-        store(views["dinitial_states"], dxt[..., :H])
-        store(views["dweight"], dw)
-        store(views["dbias"], g.sum(axis=(0, 2), dtype=np.float64))
+        common.store(views["dx"], dxt[..., H:])
+        common.store(views["dinitial_states"], dxt[..., :H])
+        common.store(views["dweight"], dw)
+        common.store(views["dbias"], g.sum(axis=(0, 2), dtype=np.float64))
 
     return run
 
@@ -107,7 +85,9 @@ def reference(x, weight, dout, bias=None, initial_states=None, seq_idx=None, act
             for n, t in (("x", x), ("weight", weight), ("bias", bias), ("initial_states", initial_states))
             if t is not None
         }
-        y, _ = ref_forward(leaves["x"], leaves["weight"], leaves.get("bias"), leaves.get("initial_states"), seq_idx, activation)
+        y, _ = common.ref_forward(
+            leaves["x"], leaves["weight"], leaves.get("bias"), leaves.get("initial_states"), seq_idx, activation
+        )
         grads = torch.autograd.grad(y, list(leaves.values()), dout, allow_unused=True)
     got = {n: torch.zeros_like(leaves[n]) if gr is None else gr for n, gr in zip(leaves, grads)}
     res = {"dx": got["x"], "dweight": got["weight"]}
@@ -118,7 +98,7 @@ def reference(x, weight, dout, bias=None, initial_states=None, seq_idx=None, act
     return res
 
 
-SPEC = OpSpec(
+SPEC = common.causal_op(
     name="causal_conv1d_backward",
     stem="CausalConv1dBackward",
     tensors=(
@@ -133,15 +113,12 @@ SPEC = OpSpec(
         inp("initial_states", optional=True),
         inp("seq_idx", optional=True),
     ),
-    attrs=(activation_attr(), Attr("deterministic", "bool", True, doc="bitwise reproducible dweight/dbias")),
+    attrs=(Attr("deterministic", "bool", True, doc="bitwise reproducible dweight/dbias"),),
     validate=validate,
-    dtypes=XDT,
     cpu=cpu,
     nvidia=cuda.factory,
     reference=reference,
     infer=lambda x, weight, bias=None, **_: {"dx": x, "dweight": weight, **({"dbias": bias} if bias is not None else {})},
     torch="torch.autograd.grad(causal_conv1d(x, weight, bias, ...), (x, weight, bias, initial_states), dout)",
     summary="gradients of causal_conv1d: dx, dweight, dbias, dinitial_states (deterministic sums)",
-    gguf=gguf_dialect(),
-    kernel_sources=("../../infiniop_py/causal/common.cuh", "kernel.cu"),
 )

@@ -1,6 +1,6 @@
 from infiniop_py.dtypes import DType
 from infiniop_py.testing.cases import Case, T
-from infiniop_py.testing.causal_cases import BF16, F16, F32, QUICK_SEED, SEED, X3, make_data, strides
+from infiniop_py.testing.causal_cases import BF16, F16, F32, X3, make_data, seed_configs, strides
 
 DATA = make_data()
 I32, I64 = DType.I32, DType.I64
@@ -45,13 +45,7 @@ def C(tensors, desc, dtypes=X3, silu=False, suites=("quick",), det=None, **kw): 
     return cases
 
 
-CASES = []
-for _name, (_b, _d, _l) in SEED.items():
-    for _lay in ("cf", "cl"):
-        for _silu in (False, True):
-            _suite = ("quick",) if _name in QUICK_SEED else ("full",)
-            _desc = f"{_name} {_b}x{_d}x{_l} W4 {_lay}" + (" + SiLU" if _silu else "")
-            CASES += C(bwd(_b, _d, _l, 4, x=_lay), _desc, silu=_silu, suites=_suite)
+CASES = [c for size, lay, silu, desc, suites in seed_configs() for c in C(bwd(*size, 4, x=lay), desc, silu=silu, suites=suites)]
 
 for _args, _kw, _desc in [
     ((2, 5, 63, 2), {}, "W2 L63 cf"),

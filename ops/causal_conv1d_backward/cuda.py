@@ -9,18 +9,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from infiniop_py.causal import plan
-from infiniop_py.causal.plan import CF_WARPS, CL_BLOCK, CLB_E, GEN_BLOCK, CcKernel, Pick, flags_of, launch, names
+from infiniop_py.causal.plan import CF_WARPS, CL_BLOCK, CLB_E, GEN_BLOCK, CcKernel, Pick, launch, names
 from infiniop_py.cuda.compiler import Slot
 from infiniop_py.dtypes import itemsize
 from infiniop_py.norm import align_up, sm_count
 from infiniop_py.spec import Info
 
-SOURCE = plan.source(Path(__file__).parent / "kernel.cu")
 CL_MAX_PARTS = 1024  # channel-last: at most this many partial rows (time groups loop beyond)
 
 
 class CausalConv1dBackwardKernel(CcKernel):
-    SOURCE = SOURCE
+    SOURCE = plan.source(Path(__file__).parent / "kernel.cu")
 
     def __init__(self, info: Info, handle):
         super().__init__(handle)
@@ -28,22 +27,11 @@ class CausalConv1dBackwardKernel(CcKernel):
         T, TW = ti["x"].dtype, ti["weight"].dtype  # noqa: N806
         B, D, L, W = info.B, info.D, info.L, info.W  # noqa: N806
         xs, gs, os_ = ti["x"].strides, ti["dout"].strides, ti["dx"].strides
-        flags = flags_of(info, "dinitial_states")
-        a = plan.make_args(
-            B,
-            D,
-            L,
-            W,
-            flags,
-            TW,
-            x=xs,
-            o=os_,
+        a = plan.row_args(
+            info,
+            "dinitial_states",
+            "dx",
             g=gs,
-            is_=plan.strides_of(ti["initial_states"], 3),
-            fs=plan.strides_of(ti["dinitial_states"], 3),
-            sq=plan.strides_of(ti["seq_idx"], 2),
-            w=ti["weight"].strides,
-            bs=ti["bias"].strides[0] if ti["bias"] is not None else 0,
             dw=ti["dweight"].strides,
             dbs=ti["dbias"].strides[0] if ti["dbias"] is not None else 0,
         )
@@ -95,17 +83,7 @@ class CausalConv1dBackwardKernel(CcKernel):
         self.pick = Pick(None, runs, [])
 
 
-def factory(info: Info, handle):
-    return CausalConv1dBackwardKernel(info, handle)
-
-
-def compile_units():
-    units = []
-    for t in plan.DTYPES:
-        exprs = [names(k, t, w, q) for k in ("ccb_cf", "ccb_cl") for w in plan.WIDTHS for q in (False, True)]
-        exprs += [names(k, t) for k in ("ccb_g", "ccb_dx", "ccb_dw", "cc_reduce")]
-        units.append((SOURCE, exprs))
-    return units
-
-
-factory.compile_units = compile_units
+factory = plan.nvidia_factory(
+    CausalConv1dBackwardKernel,
+    lambda t: [*plan.width_names(("ccb_cf", "ccb_cl"), t), *(names(k, t) for k in ("ccb_g", "ccb_dx", "ccb_dw", "cc_reduce"))],
+)

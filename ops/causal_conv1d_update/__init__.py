@@ -13,22 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from infiniop_py.causal.common import (
-    FAST_W,
-    MAX_T,
-    XDT,
-    activation_attr,
-    check_weight,
-    f32,
-    gguf_dialect,
-    is_silu,
-    need_dtype,
-    need_shape,
-    silu_,
-    store,
-)
+from infiniop_py.causal import common
 from infiniop_py.dtypes import IDX
-from infiniop_py.spec import Checker, Info, OpSpec, inout, inp, out
+from infiniop_py.spec import Checker, Info, inout, inp, out
 from infiniop_py.status import Status
 
 from . import cuda
@@ -42,18 +29,18 @@ def padding_free(idx: np.ndarray, S: int) -> np.ndarray:  # noqa: N803
 
 
 def validate(check: Checker) -> Info:
-    check.dtype_in("x", XDT)
+    check.dtype_in("x", common.XDT)
     x = check["x"]
     if x.ndim not in (2, 3):
         check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'x' must be (B, D) or (B, D, T), got shape {list(x.shape)}")
     B, D = x.shape[:2]  # noqa: N806
     T = x.shape[2] if x.ndim == 3 else 1  # noqa: N806
-    if not 1 <= T <= MAX_T:
-        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'x' has {T} new tokens (1 <= T <= {MAX_T})")
-    W = check_weight(check, D, FAST_W)  # noqa: N806
+    if not 1 <= T <= common.MAX_T:
+        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'x' has {T} new tokens (1 <= T <= {common.MAX_T})")
+    W = common.check_weight(check, D, common.FAST_W)  # noqa: N806
     for name in ("out", "conv_state"):
-        need_dtype(check, name, x.dtype, f"{name} has x's dtype")
-    need_shape(check, "out", x.shape)
+        common.need_dtype(check, name, x.dtype, f"{name} has x's dtype")
+    common.need_shape(check, "out", x.shape)
     cs = check["conv_state"]
     if cs.ndim != 3 or cs.shape[1:] != (D, W - 1):
         check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'conv_state' shape {list(cs.shape)} must be (S, {D}, {W - 1})")
@@ -63,9 +50,9 @@ def validate(check: Checker) -> Info:
             check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'conv_state' has {S} states but x has batch {B} (no conv_state_indices)")
     else:
         check.dtype_in("conv_state_indices", IDX)
-        need_shape(check, "conv_state_indices", (B,))
+        common.need_shape(check, "conv_state_indices", (B,))
     check.writable("out", "conv_state")
-    return Info(check.op, check.tensors, check.attrs, B=B, D=D, T=T, W=W, S=S, silu=is_silu(check.attrs["activation"]))
+    return common.info_of(check, B=B, D=D, T=T, W=W, S=S)
 
 
 def cpu(info: Info):
@@ -82,9 +69,9 @@ def cpu(info: Info):
         live = padding_free(idx, S)
         rows = idx[live]
         win = np.zeros((B, D, H + T), np.float32)
-        win[live, :, :H] = f32(cs[rows])
-        win[..., H:] = f32(x)
-        w, bias = f32(views["weight"]), f32(views["bias"])
+        win[live, :, :H] = common.f32(cs[rows])
+        win[..., H:] = common.f32(x)
+        w, bias = common.f32(views["weight"]), common.f32(views["bias"])
         res = np.empty((B, D, T), np.float32)
         for t in range(T):
             acc = np.zeros((B, D), np.float32) if bias is None else np.repeat(bias[None, :], B, 0)
@@ -92,12 +79,12 @@ def cpu(info: Info):
                 acc += w[None, :, k] * win[:, :, t + k]
             res[..., t] = acc
         if silu:
-            silu_(res)
+            common.silu_(res)
         res[~live] = 0.0
-        store(o, res)
+        common.store(o, res)
         if rows.size:
             new = np.empty((rows.size, D, H), cs.dtype)
-            store(new, win[live, :, T:])
+            common.store(new, win[live, :, T:])
             cs[rows] = new
 
     return run
@@ -123,13 +110,13 @@ def reference(x, conv_state, weight, bias=None, conv_state_indices=None, activat
         for t in range(T):
             full = torch.cat([win, x3[b, :, t : t + 1]], dim=-1)
             y = (full * weight).sum(-1) + (bias if bias is not None else 0.0)
-            out_[b, :, t] = F.silu(y) if is_silu(activation) else y
+            out_[b, :, t] = F.silu(y) if common.is_silu(activation) else y
             win = full[:, 1:]
         state[s] = win
     return {"out": out_.reshape(x.shape), "conv_state": state}
 
 
-SPEC = OpSpec(
+SPEC = common.causal_op(
     name="causal_conv1d_update",
     stem="CausalConv1dUpdate",
     tensors=(
@@ -140,14 +127,10 @@ SPEC = OpSpec(
         inp("bias", optional=True),
         inp("conv_state_indices", optional=True),
     ),
-    attrs=(activation_attr(),),
     validate=validate,
-    dtypes=XDT,
     cpu=cpu,
     nvidia=cuda.factory,
     reference=reference,
     torch="causal_conv1d_update(x, conv_state, weight, bias, activation, conv_state_indices=...) (Dao-AILab)",
     summary="one decode step (1-8 tokens) of causal_conv1d against conv_state, updated in place",
-    gguf=gguf_dialect(),
-    kernel_sources=("../../infiniop_py/causal/common.cuh", "kernel.cu"),
 )

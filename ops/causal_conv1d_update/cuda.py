@@ -12,11 +12,9 @@ from infiniop_py.dtypes import DType
 from infiniop_py.norm import sm_count
 from infiniop_py.spec import Info
 
-SOURCE = plan.source(Path(__file__).parent / "kernel.cu")
-
 
 class CausalConv1dUpdateKernel(CcKernel):
-    SOURCE = SOURCE
+    SOURCE = plan.source(Path(__file__).parent / "kernel.cu")
 
     def __init__(self, info: Info, handle):
         super().__init__(handle)
@@ -55,12 +53,4 @@ class CausalConv1dUpdateKernel(CcKernel):
         self.pick = Pick(None, runs, [])
 
 
-def factory(info: Info, handle):
-    return CausalConv1dUpdateKernel(info, handle)
-
-
-def compile_units():
-    return [(SOURCE, [names("ccu", t, w) for w in plan.WIDTHS]) for t in plan.DTYPES]
-
-
-factory.compile_units = compile_units
+factory = plan.nvidia_factory(CausalConv1dUpdateKernel, lambda t: plan.width_names(("ccu",), t, seq=False))

@@ -26,6 +26,8 @@ dx, dweight, dbias; the update reads x and writes out, and reads and writes conv
 
 from __future__ import annotations
 
+from infiniop_py.testing.causal_cases import SEED
+
 from ..core import BenchCase, Skip, Workload, rotation, standard_workload, traffic
 from ..peers import Peer, optional
 
@@ -34,13 +36,6 @@ PEERS = ("dao",)
 DTYPES = ("f32", "bf16")
 TDT = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 W = 4
-SEED = {
-    "Small": (2, 64, 128),
-    "Medium": (4, 256, 512),
-    "Large Mamba": (8, 2048, 1024),
-    "Long": (4, 256, 4096),
-    "Wide": (4, 4096, 512),
-}
 HOST_WALL = ("Small", "Medium")
 QUICK = ("Small", "Large Mamba")
 CF, CL = "channel-first", "channel-last"
