@@ -20,6 +20,7 @@ from infiniop_py.registry import get_cases, get_spec
 from infiniop_py.status import InfiniopError, Status
 from infiniop_py.tensor import TensorDescriptor
 
+H100_THREADS = 132 * 2048  # the fake device of the CPU-side planner tests: 132 SMs of 2048 threads
 FWD = ("avg_pool", "max_pool")
 BWD = ("avg_pool_backward", "max_pool_backward")
 POOL_OPS = FWD + BWD
@@ -417,7 +418,7 @@ def _emulate(op, case, smem_limit=None, budget=None):
     info = _geometry(op, case)
     names, data, bufs = _buffers(op, case)
     written, reads = names[0], names[1:]
-    plan = pc.plan(info.geom, info[written], [info[r] for r in reads], MODES[op], smem_limit)
+    plan = pc.plan(info.geom, info[written], [info[r] for r in reads], MODES[op], smem_limit, threads=H100_THREADS)
     emu = _Emu(plan, bufs)
     emu.run()
     shape, strides, _ = case.tensors[written].resolved(DType.F64)
@@ -643,7 +644,7 @@ def _emulate_fast(op, case, dtype):
             results.append(gather(emu.writes[id(bufs[0])].astype(np.float64), shape, strides))
             ws_writes = emu.writes[id(emu.ws)]
         else:
-            _Emu(pc.plan(info.geom, info[names[0]], [info[r] for r in names[1:]], MODES[op]), bufs).run()
+            _Emu(pc.plan(info.geom, info[names[0]], [info[r] for r in names[1:]], MODES[op], threads=H100_THREADS), bufs).run()
         results.append(gather(bufs[0], shape, strides))
     expected = np.empty(shape)
     spec.cpu(_geometry(op, case))({names[0]: expected, **data}, None, {})
@@ -750,7 +751,7 @@ def _plan_for(op, shape, attrs, kind="contiguous", dtype=DType.F32, fast=False):
     names = [r.name for r in get_spec(op).tensors]
     if fast:
         return pc.fast_plan(info.geom, info[names[0]], [info[n] for n in names[1:]], MODES[op])
-    return pc.plan(info.geom, info[names[0]], [info[n] for n in names[1:]], MODES[op])
+    return pc.plan(info.geom, info[names[0]], [info[n] for n in names[1:]], MODES[op], threads=H100_THREADS)
 
 
 def test_plan_target_shapes():
@@ -1088,6 +1089,76 @@ def test_nvidia_factories_on_a_fake_device():
         assert block in pc.BLOCKS and 1 <= grid <= 132 * (2048 // block) * 2 and shmem <= pc.SMEM_LIMIT, key
         assert (shmem > 0) == name.startswith("pool_max_backward_tiled"), key
     assert nfast >= len(result) // 4
+
+
+def _device_problems():
+    """(op, descriptors, attributes) of every case of the four tables (f16, f32) and a sweep of
+    sizes, windows and layouts."""
+    for op in POOL_OPS:
+        for case in get_cases(op):
+            for dt in set(case.dtypes) & {DType.F16, DType.F32}:
+                yield op, {n: td(*tc.resolved(dt)) for n, tc in case.tensors.items()}, case.attrs
+    windows = ({"kernel_size": [2], "stride": [2]}, {"kernel_size": [3], "stride": [2], "padding": [1]})
+    windows += ({"kernel_size": [3], "stride": [1], "padding": [1]}, {"kernel_size": [5], "stride": [3], "padding": [2]})
+    for op, n, c, size, attrs, last in itertools.product(POOL_OPS, (1, 8, 32), (3, 64, 256), (7, 30, 112), windows, (0, 1)):
+        shape = (n, c, size, size)
+        d = descs(op, shape, attrs)
+        if last:  # channels-last: C innermost in every tensor
+            d = {
+                k: td(v.shape, (v.shape[1] * v.shape[2] * v.shape[3], 1, v.shape[3] * v.shape[1], v.shape[1]))
+                for k, v in d.items()
+            }
+        yield op, d, attrs
+
+
+def test_plans_on_132_sms_are_the_h100_constants():
+    """Tile sizes and grids come from the device's properties: with 132 SMs (threads per SM
+    reported as 2048, or not reported) every generic plan and grid equal those of the H100
+    figures they replace (132 x 2048 resident threads in the tile-size model, a grid of at most
+    132 x (2048 // block) x 2 blocks), over the case tables and a sweep of sizes; with 66 SMs
+    some plans differ."""
+    import contextlib
+    from unittest import mock
+
+    from infiniop_py.cuda import compiler, runtime
+    from infiniop_py.lru import LRU
+
+    class Module:
+        def __init__(self, source, names, device_id):
+            self.kernels = {n: None for n in names}
+            self.ptr = {n: i + 1 for i, n in enumerate(names)}
+
+    infos = {}
+
+    def plans(props) -> dict:
+        out = {}
+        with contextlib.ExitStack() as st:
+            st.enter_context(mock.patch.object(runtime, "device_count", lambda: 1))
+            st.enter_context(mock.patch.object(runtime, "properties", lambda device_id=0: props))
+            st.enter_context(mock.patch.object(compiler, "Module", Module))
+            st.enter_context(mock.patch.object(compiler, "_modules", LRU(compiler._modules.limit)))
+            st.enter_context(mock.patch.object(compiler, "_launch_fn", lambda: lambda *a: None))
+            h = iop.create_handle("nvidia")
+            for i, (op, d, attrs) in enumerate(_device_problems()):
+                with create_descriptor(op, h, **d, **attrs) as desc:
+                    k = desc._kernel
+                    if isinstance(getattr(k, "plan", None), pc.Plan):
+                        out[i] = (op, k.plan, k.launches[0].grid[0])
+                        infos[i] = desc.info
+        return out
+
+    base = {"name": "sm_90", "sm_count": 132, "cc": 90, "max_shared_per_block_optin": 232448}
+    h100 = plans(base)
+    assert len(h100) > 500
+    assert plans({**base, "threads_per_sm": 2048}) == h100
+    for i, (op, plan, grid) in h100.items():
+        info = infos[i]
+        names = [r.name for r in get_spec(op).tensors]
+        want = pc.plan(info.geom, info[names[0]], [info[n] for n in names[1:]], MODES[op], threads=132 * 2048)
+        assert plan == want, op
+        assert grid == max(1, min(want.ntiles, 132 * (2048 // want.block) * 2)), op
+    half = plans({**base, "sm_count": 66})
+    assert sum(half[i][1] != h100[i][1] for i in h100) > 0
 
 
 # -- benchmark suite ----------------------------------------------------------------------------------

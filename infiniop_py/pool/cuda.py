@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..cuda import runtime
 from ..cuda.compiler import Launch, Slot, get_module
 from ..cuda.kernel import CudaKernel, ctype
 from ..dtypes import F, itemsize
@@ -39,7 +40,6 @@ VB = 4  # POOL_VB: elements per work item
 LANES = 32  # lanes per tile when N or C is the written tensor's innermost dim
 MAX_TILE = 8192  # elements per tile at most
 MIN_ROW = 32  # positions per tile row along S2 at least (coalescing) when a tile has one lane
-THREADS = 132 * 2048  # resident threads of an H100, for the tile-size model
 SMEM_LIMIT = 32 * 1024  # dynamic shared memory of the tiled max backward; larger halos use MODE 4
 INT_LIMIT = (1 << 31) - 1
 
@@ -118,13 +118,20 @@ def block_for(items: int, halo: int = 0, window: float = 0.0) -> tuple[int, floa
     return best
 
 
-def choose_tile(ext, lanes: int, tiles_outside: int, per_item: int, g3: dict | None = None, smem_limit: int = 0):
+def device_threads(device_id: int) -> tuple[int, int]:
+    """(SMs, resident threads per SM) of a device; 2048 threads per SM (sm_80, sm_90) where its
+    properties do not say."""
+    p = runtime.properties(device_id)
+    return int(p["sm_count"]), int(p.get("threads_per_sm") or 2048)
+
+
+def choose_tile(ext, lanes: int, tiles_outside: int, per_item: int, threads: int, g3: dict | None = None, smem_limit: int = 0):
     """(tile extents, block size) for iteration extents ``ext`` (three spatial dims), or None when
     no tile's halo fits ``smem_limit`` (tiled max backward, ``g3`` given).
 
     Model of the time: a tile costs its thread slots (``block_for``: items = lanes x
     ceil(T2 / per_item) x T1 x T0, plus, with a halo, its halo items at the cost of one window scan
-    each, prod(k) loads against per_item elements per item); the GPU runs THREADS threads at once,
+    each, prod(k) loads against per_item elements per item); the GPU runs ``threads`` threads at once,
     and no schedule beats the longest tile. Ties go to fewer, then wider, tiles."""
     best = None
     window = math.prod(g3["k"]) / per_item if g3 is not None else 0.0
@@ -141,19 +148,20 @@ def choose_tile(ext, lanes: int, tiles_outside: int, per_item: int, g3: dict | N
                 continue
         block, slots = block_for(lanes * -(-t2 // per_item) * t1 * t0, halo, window)
         ntiles = tiles_outside * math.prod(-(-e // t) for e, t in zip(ext, T))
-        cost = max(ntiles * slots / THREADS, slots / block)
+        cost = max(ntiles * slots / threads, slots / block)
         key = (cost, ntiles, -t2, -t1)
         if best is None or key < best[0]:
             best = (key, T, block)
     return None if best is None else (best[1], best[2])
 
 
-def plan(geom, written, reads, mode: int, smem_limit: int | None = None) -> Plan:
+def plan(geom, written, reads, mode: int, smem_limit: int | None = None, *, threads: int) -> Plan:
     """Launch plan for ``mode`` (MAX_FWD, AVG_FWD, AVG_BWD, or MAX_BWD_TILED, which falls back to
     MAX_BWD_GATHER when no tile's halo box fits ``smem_limit`` bytes of shared memory).
 
     written: descriptor of the output / grad_input; reads: the read tensors in kernel order
-    (input; or grad_output, input)."""
+    (input; or grad_output, input); threads: the device's resident threads (SMs x threads per SM,
+    ``device_threads``), which the tile-size model fills."""
     smem_limit = SMEM_LIMIT if smem_limit is None else smem_limit
     g3 = {
         "L": _pad3(geom.L, 1),
@@ -185,11 +193,11 @@ def plan(geom, written, reads, mode: int, smem_limit: int | None = None) -> Plan
     outside = written.shape[other] * nl
     choice = None
     if mode == MAX_BWD_TILED:
-        choice = choose_tile(ext, TL, outside, V, g3, smem_limit)
+        choice = choose_tile(ext, TL, outside, V, threads, g3, smem_limit)
         if choice is None:
             mode = MAX_BWD_GATHER
     if choice is None:
-        choice = choose_tile(ext, TL, outside, V)
+        choice = choose_tile(ext, TL, outside, V, threads)
     T, block = choice
     H = halo_extents(g3, T) if mode == MAX_BWD_TILED else [1, 1, 1]
     G = -(-T[2] // V)
@@ -365,13 +373,12 @@ class PoolKernel(CudaKernel):
                 for name, st in zip(names, fp.stages)
             ]
             return
-        p = plan(info.geom, w, descs, mode)
+        sms, per_sm = device_threads(handle.device_id)
+        p = plan(info.geom, w, descs, mode, threads=sms * per_sm)
         self.plan = p
         self.name = name = kernel_name(p.mode, w.dtype)
         mod = get_module(SOURCE, [name], handle.device_id)
-        from ..cuda.runtime import properties
-
-        grid = max(1, min(p.ntiles, int(properties(handle.device_id)["sm_count"]) * (2048 // p.block) * 2))
+        grid = max(1, min(p.ntiles, sms * (per_sm // p.block) * 2))
         if p.mode == MAX_BWD_TILED:
             args = [Slot(0), Slot(1), Slot(2)]
         self.launches = [Launch(mod.ptr[name], (grid,), (p.block,), [*args, p.meta], p.smem)]
