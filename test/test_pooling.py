@@ -15,10 +15,10 @@ import infiniop_py as iop
 from infiniop_py.descriptor import create_descriptor
 from infiniop_py.dtypes import DType
 from infiniop_py.pool import cuda as pc
-from infiniop_py.pool.cases import out_shape, strides_for
 from infiniop_py.registry import get_cases, get_spec
 from infiniop_py.status import InfiniopError, Status
 from infiniop_py.tensor import TensorDescriptor
+from infiniop_py.testing.pool_cases import out_shape, strides_for
 
 H100_THREADS = 132 * 2048  # the fake device of the CPU-side planner tests: 132 SMs of 2048 threads
 FWD = ("avg_pool", "max_pool")
@@ -655,7 +655,7 @@ def _fast_problems():
     """Problems for every fast rule and layout: odd sizes (partial column chunks, partial row
     blocks), ceil_mode windows past L, rows not 16-byte aligned (padded rows), channel counts not
     a multiple of V, ties, NaN and -inf windows."""
-    from infiniop_py.pool.cases import infs, nans, ties
+    from infiniop_py.testing.pool_cases import infs, nans, ties
 
     out = []
     for k, s, p in pc.FAST_RULES:
@@ -681,17 +681,14 @@ def test_fast_path_emulated(op, dtype, rule, shape, kind, ceil, data):
     values match the CPU backend and are bitwise those of the generic kernels' arithmetic;
     max_pool_backward writes each window's argmax byte exactly once (and only those bytes of its
     workspace)."""
-    from infiniop_py.pool.cases import A, _t
     from infiniop_py.testing.cases import Case
+    from infiniop_py.testing.pool_cases import A, tensors
 
     k, s, p = rule
     attrs = A([k], [s], [p], ceil=ceil)
     if data is not None and not op.startswith("max"):
         data = None
-    names = [r.name for r in get_spec(op).tensors]
-    oshape = out_shape(shape, attrs)
-    shapes = {"output": oshape, "input": shape, "grad_input": shape, "grad_output": oshape}
-    case = Case({n: _t(shapes[n], kind, n == names[0]) for n in names}, (dtype,), attrs=attrs, data=data)
+    case = Case(tensors(op, shape, attrs, kind), (dtype,), attrs=attrs, data=data)
     res = _emulate_fast(op, case, dtype)
     assert res is not None, "no fast path"
     got, generic, expected, fp, writes, ws_writes = res
@@ -701,7 +698,7 @@ def test_fast_path_emulated(op, dtype, rule, shape, kind, ceil, data):
     assert np.array_equal(got.view(np.uint64), generic.view(np.uint64))
     assert np.allclose(got, expected, rtol=1e-12, atol=1e-12, equal_nan=True)
     if op == "max_pool_backward":
-        n_, c_, oh, ow = oshape
+        n_, c_, oh, ow = out_shape(shape, attrs)
         V = fp.stages[0].V
         assert fp.workspace >= n_ * fp.idx_strides[0] and fp.idx_strides[3 if fp.layout == "rows" else 1] == 1
         assert fp.idx_strides[2 if fp.layout == "rows" else 3] % V == 0
@@ -733,21 +730,10 @@ def test_fast_rules(op):
 
 
 def _plan_for(op, shape, attrs, kind="contiguous", dtype=DType.F32, fast=False):
-    from infiniop_py.pool.cases import _t
     from infiniop_py.testing.cases import Case
+    from infiniop_py.testing.pool_cases import tensors
 
-    case = Case(
-        {"output": _t(out_shape(shape, attrs), kind, True), "input": _t(shape, kind, False)}
-        if op in FWD
-        else {
-            "grad_input": _t(shape, kind, True),
-            "grad_output": _t(out_shape(shape, attrs), kind, False),
-            "input": _t(shape, kind, False),
-        },
-        (dtype,),
-        attrs=attrs,
-    )
-    info = _geometry(op, case, dtype)
+    info = _geometry(op, Case(tensors(op, shape, attrs, kind), (dtype,), attrs=attrs), dtype)
     names = [r.name for r in get_spec(op).tensors]
     if fast:
         return pc.fast_plan(info.geom, info[names[0]], [info[n] for n in names[1:]], MODES[op])
@@ -865,12 +851,10 @@ def _gpu_fast_and_generic(op, shape, attrs, kind, odd, dtype, data, monkeypatch)
     import cupy as cp
 
     from infiniop_py.dtypes import to_numpy
-    from infiniop_py.pool.cases import _t
+    from infiniop_py.testing.pool_cases import tensors as pool_tensors
 
     names = [r.name for r in get_spec(op).tensors]
-    oshape = out_shape(shape, attrs)
-    shapes = {"output": oshape, "input": shape, "grad_input": shape, "grad_output": oshape}
-    tensors = {n: td(*_t(shapes[n], kind, n == names[0]).resolved(dtype)[:2], dtype) for n in names}
+    tensors = {n: td(*tc.resolved(dtype)[:2], dtype) for n, tc in pool_tensors(op, shape, attrs, kind).items()}
     bits = f"u{np.dtype(to_numpy(dtype)).itemsize}"
     bufs = {}
     for n, t in tensors.items():
@@ -951,20 +935,11 @@ def test_gpu_bitwise_deterministic(op):
 @pytest.mark.parametrize("kind", ["contiguous", "channels_last"])
 def test_gpu_target_shape_layouts(op, kind):
     """The benchmark problem at batch 2 (k3 s2 p1 for max, k2 s2 for avg), NCHW and channels-last."""
-    from infiniop_py.pool.cases import _t
     from infiniop_py.testing.cases import Case
+    from infiniop_py.testing.pool_cases import tensors as pool_tensors
 
     attrs = {"kernel_size": [3], "stride": [2], "padding": [1]} if op.startswith("max") else {"kernel_size": [2], "stride": [2]}
-    shape = (2, 64, 112, 112)
-    tensors = (
-        {"output": _t(out_shape(shape, attrs), kind, True), "input": _t(shape, kind, False)}
-        if op in FWD
-        else {
-            "grad_input": _t(shape, kind, True),
-            "grad_output": _t(out_shape(shape, attrs), kind, False),
-            "input": _t(shape, kind, False),
-        }
-    )
+    tensors = pool_tensors(op, (2, 64, 112, 112), attrs, kind)
     for dtype in (DType.F32, DType.BF16):
         _gpu_run(op, Case(tensors, (dtype,), attrs=attrs), dtype)
 

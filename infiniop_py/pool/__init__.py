@@ -4,10 +4,11 @@ max_pool and max_pool_backward.
 - ``ATTRS``: kernel_size, stride (None or empty: kernel_size), padding, ceil_mode.
 - ``validate_forward`` / ``validate_backward``: every create-time check; the Info carries a
   frozen :class:`Geometry` (k, s, p, L, O per spatial dim) as ``info.geom``.
-- ``cpu_forward`` / ``cpu_backward``: the NumPy backend (``cpu.py``).
+- ``cpu.forward`` / ``cpu.backward``: the NumPy backend (``cpu.py``).
 - ``nvidia_factory``: the CUDA backend (``cuda.py``; generic kernels in ``pool.cu``, the fast paths
   of common 2-d windows in ``pool_fast.cu``).
 - ``reference_forward`` / ``reference_backward``: torch float64 (autograd for the backward).
+- ``pool_op``: the OpSpec of each of the four operators.
 
 Windows (ops.md §6.4): window o of a spatial dim covers [o*s - p, o*s - p + k); its in-bounds part
 is that range intersected with [0, L). Every window has at least one in-bounds element (p <= k/2
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 
 from ..dtypes import F
 from ..spatial import expect_spatial_shape, pool_out_size, spatial_list, spatial_rank
-from ..spec import Attr, Checker, Info
+from ..spec import Attr, Checker, Info, OpSpec, inp, out
 from ..status import Status
 
 DTYPES = F
@@ -193,3 +194,41 @@ def infer_backward(grad_output, input, **_):  # noqa: A002
     from ..tensor import create_tensor_descriptor
 
     return {"grad_input": create_tensor_descriptor(input.shape, None, input.dtype)}
+
+
+# -- the operators ------------------------------------------------------------------------------------
+KERNEL_SOURCES = ("../../infiniop_py/pool/pool.cu", "../../infiniop_py/pool/pool_fast.cu")
+
+
+def pool_op(name: str, *, torch: str, summary: str) -> OpSpec:
+    """The OpSpec of ``name``, one of avg_pool, max_pool, avg_pool_backward, max_pool_backward:
+    a forward is (output | input), a backward (grad_input | grad_output, input); the attributes,
+    validation, both backends, the reference, output inference and GGUF names follow from the
+    kind (avg, max) and the direction. ``torch`` and ``summary``: the docs' lines."""
+    from . import cpu, cuda
+
+    kind, _, rest = name.partition("_pool")
+    backward = rest == "_backward"
+    gguf = {"avg": "averagepool", "max": "maxpool"}[kind] + rest
+    if backward:
+        mode = {"avg": cuda.AVG_BWD, "max": cuda.MAX_BWD_TILED}[kind]
+        tensors, reads = (out("grad_input"), inp("grad_output"), inp("input")), ("grad_output", "input")
+    else:
+        mode = {"avg": cuda.AVG_FWD, "max": cuda.MAX_FWD}[kind]
+        tensors, reads = (out("output"), inp("input")), ("input",)
+    return OpSpec(
+        name=name,
+        stem="".join(w.capitalize() for w in name.split("_")),
+        tensors=tensors,
+        attrs=ATTRS,
+        validate=validate_backward if backward else validate_forward,
+        dtypes=DTYPES,
+        cpu=(cpu.backward if backward else cpu.forward)(kind),
+        nvidia=cuda.nvidia_factory(mode, tensors[0].name, reads),
+        reference=(reference_backward if backward else reference_forward)(kind),
+        infer=infer_backward if backward else infer_forward,
+        torch=torch,
+        summary=summary,
+        gguf_names=(gguf,),
+        kernel_sources=KERNEL_SOURCES,
+    )

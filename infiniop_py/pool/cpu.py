@@ -11,6 +11,7 @@ into grad_input, which is thereby fully overwritten.
 
 from __future__ import annotations
 
+import functools
 import itertools
 
 import numpy as np
@@ -76,55 +77,60 @@ def _argmax(g, xp: np.ndarray) -> np.ndarray:
     return idx
 
 
-def forward(kind: str):
+def _backend(read: str, written: str, compute):
+    """The SPEC's ``cpu`` callable: ``compute(g, views, acc)`` per call (nothing when the written
+    tensor is empty), accumulating in the dtype ``acc_numpy`` gives tensor ``read``'s."""
+
     def factory(info):
         g = info.geom
-        acc = acc_numpy(info["input"].dtype)
-        empty = info["output"].numel == 0
+        acc = acc_numpy(info[read].dtype)
+        empty = info[written].numel == 0
 
         def run(views, ws, rt):
             if empty:
                 return
-            xp = _padded_input(g, views["input"], acc, -np.inf if kind == "max" else 0.0)
-            out = None
-            for _, sl in _window_slices(g):
-                if out is None:
-                    out = xp[sl].copy()
-                elif kind == "max":
-                    np.maximum(out, xp[sl], out=out)  # NaN propagates
-                else:
-                    out += xp[sl]
-            if kind == "avg":
-                out /= _per_window(g, [g.divisors(d) for d in range(g.n)], acc)
-            copy_into(views["output"], out)
+            compute(g, views, acc)
 
         return run
 
     return factory
+
+
+def _forward(kind: str, g, views, acc) -> None:
+    xp = _padded_input(g, views["input"], acc, -np.inf if kind == "max" else 0.0)
+    out = None
+    for _, sl in _window_slices(g):
+        if out is None:
+            out = xp[sl].copy()
+        elif kind == "max":
+            np.maximum(out, xp[sl], out=out)  # NaN propagates
+        else:
+            out += xp[sl]
+    if kind == "avg":
+        out /= _per_window(g, [g.divisors(d) for d in range(g.n)], acc)
+    copy_into(views["output"], out)
+
+
+def _backward(kind: str, g, views, acc) -> None:
+    go = np.asarray(_load(views["grad_output"], acc), dtype=acc)
+    total = np.zeros((g.N, g.C, *(_padded_len(g, d) for d in range(g.n))), dtype=acc)
+    if kind == "avg":
+        part = go / _per_window(g, [g.divisors(d) for d in range(g.n)], acc)
+        for _, sl in _window_slices(g):
+            total[sl] += part
+    else:
+        idx = _argmax(g, _padded_input(g, views["input"], acc, -np.inf))
+        zero = np.zeros((), dtype=acc)
+        for lin, sl in _window_slices(g):
+            total[sl] += np.where(idx == lin, go, zero)
+    copy_into(views["grad_input"], total[_inside(g)])
+
+
+def forward(kind: str):
+    """The CPU callable of avg_pool / max_pool (``kind``: "avg" or "max")."""
+    return _backend("input", "output", functools.partial(_forward, kind))
 
 
 def backward(kind: str):
-    def factory(info):
-        g = info.geom
-        acc = acc_numpy(info["grad_output"].dtype)
-        empty = info["grad_input"].numel == 0
-
-        def run(views, ws, rt):
-            if empty:
-                return
-            go = np.asarray(_load(views["grad_output"], acc), dtype=acc)
-            total = np.zeros((g.N, g.C, *(_padded_len(g, d) for d in range(g.n))), dtype=acc)
-            if kind == "avg":
-                part = go / _per_window(g, [g.divisors(d) for d in range(g.n)], acc)
-                for _, sl in _window_slices(g):
-                    total[sl] += part
-            else:
-                idx = _argmax(g, _padded_input(g, views["input"], acc, -np.inf))
-                zero = np.zeros((), dtype=acc)
-                for lin, sl in _window_slices(g):
-                    total[sl] += np.where(idx == lin, go, zero)
-            copy_into(views["grad_input"], total[_inside(g)])
-
-        return run
-
-    return factory
+    """The CPU callable of avg_pool_backward / max_pool_backward."""
+    return _backend("grad_output", "grad_input", functools.partial(_backward, kind))

@@ -1,3 +1,3 @@
-from infiniop_py.pool.cases import backward_cases
+from infiniop_py.testing.pool_cases import cases
 
-CASES = backward_cases("avg_pool_backward")
+CASES = cases("avg_pool_backward")

@@ -1,3 +1,3 @@
-from infiniop_py.pool.cases import forward_cases
+from infiniop_py.testing.pool_cases import cases
 
-CASES = forward_cases("max_pool")
+CASES = cases("max_pool")

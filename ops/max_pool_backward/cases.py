@@ -1,3 +1,3 @@
-from infiniop_py.pool.cases import backward_cases
+from infiniop_py.testing.pool_cases import cases
 
-CASES = backward_cases("max_pool_backward")
+CASES = cases("max_pool_backward")

@@ -16,7 +16,7 @@ writes dx.
 
 from __future__ import annotations
 
-from infiniop_py.pool.cases import out_shape as pool_out_shape
+from infiniop_py.testing.pool_cases import out_shape as pool_out_shape
 
 from ..core import BenchCase, standard_workload, traffic
 

@@ -1,9 +1,9 @@
 """The case tables of the four pooling operators, built from one list of pooling problems.
 
-Each problem fixes the input shape, the attributes and a layout; ``forward_cases`` lays it out as
-(output | input) and ``backward_cases`` as (grad_input | grad_output, input). Layouts: contiguous,
-channels-last on every tensor, padded rows, or permuted dims (the written tensor and the read
-tensors in different orders).
+Each problem fixes the input shape, the attributes and a layout; ``cases(op)`` lays it out as the
+operator's tensors (``tensors``): (output | input) or (grad_input | grad_output, input).
+Layouts: contiguous, channels-last on every tensor, padded rows, or permuted dims (the written
+tensor and the read tensors in different orders).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtypes import F, to_numpy
+from ..pool import normalize
 from ..spatial import pool_out_size
-from ..testing.cases import Case, T
-from . import normalize
+from .cases import Case, T
 
 DT = tuple(sorted(F))
 
@@ -175,25 +175,19 @@ PROBLEMS = [
 ]
 
 
-def forward_cases(op: str) -> list[Case]:
-    out = []
-    for desc, shape, attrs, kind, suites, data, only in PROBLEMS:
-        if only is not None and op not in only:
-            continue
-        tensors = {"output": _t(out_shape(shape, attrs), kind, True), "input": _t(shape, kind, False)}
-        out.append(Case(tensors, DT, f"{desc} ({kind})", attrs=attrs, suites=suites, data=data))
-    return out
+def tensors(op: str, shape, attrs, kind: str) -> dict:
+    """The tensors of pooling operator ``op`` on an input of ``shape`` laid out as ``kind``:
+    (output | input) for a forward, (grad_input | grad_output, input) for a backward."""
+    out = _t(out_shape(shape, attrs), kind, not op.endswith("_backward"))
+    if op.endswith("_backward"):
+        return {"grad_input": _t(shape, kind, True), "grad_output": out, "input": _t(shape, kind, False)}
+    return {"output": out, "input": _t(shape, kind, False)}
 
 
-def backward_cases(op: str) -> list[Case]:
-    out = []
-    for desc, shape, attrs, kind, suites, data, only in PROBLEMS:
-        if only is not None and op not in only:
-            continue
-        tensors = {
-            "grad_input": _t(shape, kind, True),
-            "grad_output": _t(out_shape(shape, attrs), kind, False),
-            "input": _t(shape, kind, False),
-        }
-        out.append(Case(tensors, DT, f"{desc} ({kind})", attrs=attrs, suites=suites, data=data))
-    return out
+def cases(op: str) -> list[Case]:
+    """The case table of pooling operator ``op``: every problem that applies to it."""
+    return [
+        Case(tensors(op, shape, attrs, kind), DT, f"{desc} ({kind})", attrs=attrs, suites=suites, data=data)
+        for desc, shape, attrs, kind, suites, data, only in PROBLEMS
+        if only is None or op in only
+    ]
