@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 from unittest import mock
 
@@ -31,6 +30,7 @@ from infiniop_py.dtypes import DType, to_numpy
 from infiniop_py.registry import get_cases, get_spec
 from infiniop_py.testing.data import random_data
 from infiniop_py.testing.device import backend_for
+from infiniop_py.testing.fake_device import fake_nvidia
 from infiniop_py.testing.reference import reference
 
 F16, BF16, F32, F64, I32, I64 = DType.F16, DType.BF16, DType.F32, DType.F64, DType.I32, DType.I64
@@ -388,36 +388,6 @@ def test_gguf_forward_ans_and_bool_silu(tmp_path):
 
 
 # -- NVIDIA planning, checked on a fake device --------------------------------------------------------
-@contextlib.contextmanager
-def fake_gpu(sms=132):
-    """A fake sm_90 device whose module loader records the name expressions it is asked for."""
-    from infiniop_py.cuda import compiler, runtime
-
-    requested: list = []
-
-    class Module:
-        def __init__(self, source, names, device_id):
-            requested.extend(names)
-            self.kernels = {n: None for n in names}
-            self.ptr = {n: i + 1 for i, n in enumerate(names)}
-
-    props = {"name": "sm_90", "sm_count": sms, "cc": 90, "max_shared_per_block_optin": 232448}
-    with contextlib.ExitStack() as st:
-        st.enter_context(mock.patch.object(runtime, "device_count", lambda: 1))
-        st.enter_context(mock.patch.object(runtime, "properties", lambda device_id=0: props))
-        st.enter_context(mock.patch.object(compiler, "Module", Module))
-        st.enter_context(mock.patch.object(compiler, "_modules", _fresh(compiler._modules)))
-        st.enter_context(mock.patch.object(compiler, "_launch_fn", lambda: lambda *a: None))
-        yield requested
-
-
-def _fresh(cache):
-    """An empty module cache of the same kind (a plain dict or the bounded LRU)."""
-    from infiniop_py.lru import LRU
-
-    return LRU(cache.limit) if isinstance(cache, LRU) else type(cache)()
-
-
 OPS = ("causal_conv1d", "causal_conv1d_backward", "causal_conv1d_update")
 
 
@@ -431,7 +401,7 @@ def test_planners_request_only_listed_kernels(op, tune):
     consts["short runs"] = {"CF_TASKS_PER_SM": 1 << 40, "CL_THREADS_PER_SM": 1 << 40}
     spec = get_spec(op)
     listed = {n for _, names in spec.nvidia.compile_units() for n in names}
-    with fake_gpu() as requested, mock.patch.multiple(plan, **consts[tune]):
+    with fake_nvidia() as requested, mock.patch.multiple(plan, **consts[tune]):
         h = iop.create_handle("nvidia")
         for case, dt in instances(get_cases(op)):
             descs = {n: None if tc is None else td(*_lay(tc, dt)) for n, tc in case.tensors.items()}
@@ -459,7 +429,7 @@ def _lay(tc, dt):
 def test_seed_layouts_take_the_fast_paths(op, layout, want):
     B, D, L = 8, 2048, 1024  # noqa: N806
     st = None if layout == "cf" else (L * D, 1, D)
-    with fake_gpu():
+    with fake_nvidia():
         h = iop.create_handle("nvidia")
         row = td((B, D, L), BF16, st)
         if op == "causal_conv1d":

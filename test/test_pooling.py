@@ -1092,27 +1092,13 @@ def test_plans_on_132_sms_are_the_h100_constants():
     figures they replace (132 x 2048 resident threads in the tile-size model, a grid of at most
     132 x (2048 // block) x 2 blocks), over the case tables and a sweep of sizes; with 66 SMs
     some plans differ."""
-    import contextlib
-    from unittest import mock
-
-    from infiniop_py.cuda import compiler, runtime
-    from infiniop_py.lru import LRU
-
-    class Module:
-        def __init__(self, source, names, device_id):
-            self.kernels = {n: None for n in names}
-            self.ptr = {n: i + 1 for i, n in enumerate(names)}
+    from infiniop_py.testing.fake_device import fake_nvidia
 
     infos = {}
 
     def plans(props) -> dict:
         out = {}
-        with contextlib.ExitStack() as st:
-            st.enter_context(mock.patch.object(runtime, "device_count", lambda: 1))
-            st.enter_context(mock.patch.object(runtime, "properties", lambda device_id=0: props))
-            st.enter_context(mock.patch.object(compiler, "Module", Module))
-            st.enter_context(mock.patch.object(compiler, "_modules", LRU(compiler._modules.limit)))
-            st.enter_context(mock.patch.object(compiler, "_launch_fn", lambda: lambda *a: None))
+        with fake_nvidia(**props):
             h = iop.create_handle("nvidia")
             for i, (op, d, attrs) in enumerate(_device_problems()):
                 with create_descriptor(op, h, **d, **attrs) as desc:
@@ -1122,17 +1108,16 @@ def test_plans_on_132_sms_are_the_h100_constants():
                         infos[i] = desc.info
         return out
 
-    base = {"name": "sm_90", "sm_count": 132, "cc": 90, "max_shared_per_block_optin": 232448}
-    h100 = plans(base)
+    h100 = plans({})
     assert len(h100) > 500
-    assert plans({**base, "threads_per_sm": 2048}) == h100
+    assert plans({"threads_per_sm": 2048}) == h100
     for i, (op, plan, grid) in h100.items():
         info = infos[i]
         names = [r.name for r in get_spec(op).tensors]
         want = pc.plan(info.geom, info[names[0]], [info[n] for n in names[1:]], MODES[op], threads=132 * 2048)
         assert plan == want, op
         assert grid == max(1, min(want.ntiles, 132 * (2048 // want.block) * 2)), op
-    half = plans({**base, "sm_count": 66})
+    half = plans({"sm_count": 66})
     assert sum(half[i][1] != h100[i][1] for i in h100) > 0
 
 
