@@ -211,10 +211,8 @@ def pool_op(name: str, *, torch: str, summary: str) -> OpSpec:
     backward = rest == "_backward"
     gguf = {"avg": "averagepool", "max": "maxpool"}[kind] + rest
     if backward:
-        mode = {"avg": cuda.AVG_BWD, "max": cuda.MAX_BWD_TILED}[kind]
         tensors, reads = (out("grad_input"), inp("grad_output"), inp("input")), ("grad_output", "input")
     else:
-        mode = {"avg": cuda.AVG_FWD, "max": cuda.MAX_FWD}[kind]
         tensors, reads = (out("output"), inp("input")), ("input",)
     return OpSpec(
         name=name,
@@ -224,7 +222,7 @@ def pool_op(name: str, *, torch: str, summary: str) -> OpSpec:
         validate=validate_backward if backward else validate_forward,
         dtypes=DTYPES,
         cpu=(cpu.backward if backward else cpu.forward)(kind),
-        nvidia=cuda.nvidia_factory(mode, tensors[0].name, reads),
+        nvidia=cuda.nvidia_factory(cuda.MODES[name], tensors[0].name, reads),
         reference=(reference_backward if backward else reference_forward)(kind),
         infer=infer_backward if backward else infer_forward,
         torch=torch,

@@ -44,6 +44,7 @@ SMEM_LIMIT = 32 * 1024  # dynamic shared memory of the tiled max backward; large
 INT_LIMIT = (1 << 31) - 1
 
 MAX_FWD, AVG_FWD, AVG_BWD, MAX_BWD_TILED, MAX_BWD_GATHER = 0, 1, 2, 3, 4
+MODES = {"max_pool": MAX_FWD, "avg_pool": AVG_FWD, "avg_pool_backward": AVG_BWD, "max_pool_backward": MAX_BWD_TILED}
 
 
 class FastDivC(ctypes.Structure):
