@@ -18,7 +18,7 @@ from .status import Status, error
 class Rule(NamedTuple):
     rule_id: str
     condition: Callable[[Any], bool]
-    config: str
+    config: Any  # a config name or the config itself
 
 
 def always(_problem) -> bool:
