@@ -305,6 +305,34 @@ def test_a_wrong_result_fails_before_it_is_timed(fast_limits):
     assert "1 case(s) FAILED the check" in report.table([row], {"GBps": 10.0}, "test")
 
 
+def test_torch_off_the_exact_result_does_not_fail_a_correct_row(fast_limits):
+    """Timed results are checked against torch eager; where torch is the one off (here by 1e-3)
+    and ours matches the float64 reference, the reference decides: the row passes and says so."""
+    from infiniop_py.bench import core
+    from infiniop_py.bench.env import CpuEnv
+    from infiniop_py.bench.suites.elementwise import CONTIGUOUS, binary_case
+
+    good = binary_case("add", "f32", (1024,), CONTIGUOUS)
+
+    def build(env):
+        work = good.build(env)
+        eager = work.torch_eager
+
+        def off(s):
+            out = eager(s)
+            work.out_torch[s] += 1e-3
+            return out
+
+        work.torch_eager = off
+        return work
+
+    case = core.BenchCase("elementwise", "add", "1024, torch off by 1e-3", "f32", (1024,), build)
+    row = core.run_case(CpuEnv(), case, core.Options(reps=5, warmup=1), 10.0)
+    assert row["check_ref"]["ok"] is True
+    assert row["check"]["ok"] is True and "against torch: 1024 of 1024" in row["check"]["detail"], row["check"]
+    assert "times_us" in row and "unchecked" not in row["times_us"]["ours"]
+
+
 def test_check64_accepts_what_torch_itself_misses_by_half():
     """Past the dtype tolerance, ours passes when no further from float64 than 2 x torch eager."""
     from infiniop_py.bench import core

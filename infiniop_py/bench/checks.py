@@ -56,8 +56,8 @@ def _wide(torch, t):
     return t.long()
 
 
-def reference64(env: Env, work: Workload) -> tuple[Any, str]:
-    """(float64 expected value of the checked output on set 0, how) or (None, why there is none).
+def reference64(env: Env, work: Workload, s: int = 0) -> tuple[Any, str]:
+    """(float64 expected value of the checked output on set ``s``, how) or (None, why there is none).
 
     The operator's own reference (its spec's ``reference``, in float64 on the benchmark's
     device) where the buffers are the operator's tensors in calculate's order; else the case's
@@ -67,7 +67,7 @@ def reference64(env: Env, work: Workload) -> tuple[Any, str]:
     torch = env.torch
     d = getattr(work.descriptor, "d", work.descriptor)  # unwrap a suite's workspace holder
     spec, info = getattr(d, "spec", None), getattr(d, "info", None)
-    bufs = work.buffers[0]
+    bufs = work.buffers[s]
     why = "no float64 reference for this case"
     if spec is not None and spec.reference is not None and spec.reference_inputs == "torch64" and len(bufs) == len(spec.tensors):
         role = spec.tensors[work.out_index]
@@ -101,7 +101,7 @@ def reference64(env: Env, work: Workload) -> tuple[Any, str]:
     if work.torch_fn is not None and work.inputs:
         try:
             with torch.no_grad():
-                ref = work.torch_fn(*[_wide(torch, t) if hasattr(t, "is_floating_point") else t for t in work.inputs[0]])
+                ref = work.torch_fn(*[_wide(torch, t) if hasattr(t, "is_floating_point") else t for t in work.inputs[s]])
             return ref, "the case's torch function in float64"
         except Exception as exc:
             why += f"; its torch function in float64 failed ({type(exc).__name__})"

@@ -47,7 +47,7 @@ def reference(grad_output, input, weight, pads=(0,), strides=(1,), dilations=(1,
     with torch.enable_grad():
         x = input.detach().clone().requires_grad_(True)
         w = weight.detach().clone().requires_grad_(True)
-        b = torch.zeros(weight.shape[0], dtype=weight.dtype, requires_grad=True)
+        b = torch.zeros(weight.shape[0], dtype=weight.dtype, device=weight.device, requires_grad=True)
         y = fn(x, w, b, stride=s, padding=p, dilation=d, groups=groups)
         gx, gw, gb = torch.autograd.grad(y, (x, w, b), grad_output, allow_unused=True)
     zero = torch.zeros_like
