@@ -57,6 +57,19 @@ def properties(device_id: int) -> dict:
     }
 
 
+def occupancy(func_ptr: int, threads: int, dyn_smem: int = 0) -> int | None:
+    """Blocks of ``threads`` threads of the kernel at ``func_ptr`` resident on one SM, by the
+    driver's occupancy calculator; None where this CuPy does not expose it."""
+    try:
+        from cupy_backends.cuda.api import driver
+    except ImportError:
+        return None
+    try:
+        return int(driver.occupancyMaxActiveBlocksPerMultiprocessor(func_ptr, threads, dyn_smem))
+    except Exception:  # noqa: BLE001 - not exposed by this CuPy, or the driver declined: unknown
+        return None
+
+
 def pointer_device(ptr: int) -> int:
     cp = cupy()
     attrs = cp.cuda.runtime.pointerGetAttributes(ptr)

@@ -108,11 +108,8 @@ def resident_blocks(func_ptr: int, device_id: int, threads: int = BLOCK) -> int:
     from ..cuda import runtime
 
     props = runtime.properties(device_id)
-    try:
-        from cupy_backends.cuda.api import driver
-
-        per_sm = int(driver.occupancyMaxActiveBlocksPerMultiprocessor(func_ptr, threads, 0))
-    except Exception:  # noqa: BLE001 - older CuPy: assume full occupancy (2048 threads where unreported)
+    per_sm = runtime.occupancy(func_ptr, threads)
+    if per_sm is None:  # older CuPy: assume full occupancy (2048 threads where unreported)
         per_sm = (props.get("threads_per_sm") or 2048) // threads
     return props["sm_count"] * max(1, per_sm)
 
