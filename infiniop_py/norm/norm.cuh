@@ -237,39 +237,13 @@ __device__ __forceinline__ void norm_store_pk(T* p, long long e, long long strid
   }
 }
 
-// Stage 1 of a deterministic column sum: the row slots of a block add their per-column
-// registers acc[NP][VEC] in slot order and the block writes one partial row
-// part[blockIdx.x * D + col]. sm holds ROWS * TPR * NP * VEC values when ROWS > 1.
-template <int TPR, int ROWS, int VEC, int NP, class A>
-__device__ __forceinline__ void norm_store_partial(A (&acc)[NP][VEC], A* part, long long D, A* sm) {
-  const int lane = threadIdx.x % TPR;
-  A* dst = part + (long long)blockIdx.x * D;
-  if constexpr (ROWS == 1) {
+// Zeroes per-column accumulators.
+template <class A, int NP, int VEC>
+__device__ __forceinline__ void norm_zero(A (&acc)[NP][VEC]) {
 #pragma unroll
-    for (int p = 0; p < NP; ++p) {
+  for (int p = 0; p < NP; ++p) {
 #pragma unroll
-      for (int j = 0; j < VEC; ++j) {
-        const long long e = ((long long)p * TPR + lane) * VEC + j;
-        if (e < D) dst[e] = acc[p][j];
-      }
-    }
-  } else {
-    constexpr int CAP = TPR * NP * VEC;
-    const int slot = threadIdx.x / TPR;
-    __syncthreads();
-#pragma unroll
-    for (int p = 0; p < NP; ++p) {
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) sm[slot * CAP + (p * TPR + lane) * VEC + j] = acc[p][j];
-    }
-    __syncthreads();
-    for (int c = threadIdx.x; c < CAP && c < D; c += TPR * ROWS) {
-      A s = A(0);
-#pragma unroll
-      for (int r = 0; r < ROWS; ++r) s += sm[r * CAP + c];
-      dst[c] = s;
-    }
-    __syncthreads();
+    for (int j = 0; j < VEC; ++j) acc[p][j] = A(0);
   }
 }
 
@@ -284,25 +258,41 @@ __device__ __forceinline__ V norm_vpack(const A (&a)[N], int i) {
   return v;
 }
 
-// norm_store_partial with vector accesses (same sums, same order, same results): a row slot's
-// VEC accumulators of a pack go out as 16-byte stores (ROWS == 1: to the workspace; ROWS > 1: to
-// shared memory, then the slots are added column by column as before). Vector path only
-// (D % VEC == 0, part 16-byte aligned).
-template <int TPR, int ROWS, int VEC, int NP, class A>
-__device__ __forceinline__ void norm_store_partial_v(A (&acc)[NP][VEC], A* part, long long D, A* sm) {
-  constexpr int VB = VEC * (int)sizeof(A);
-  static_assert(VB % 16 == 0, "vector partial store needs 16-byte packs");
-  constexpr int NV = VB / 16;
-  typedef Pack<A, 16 / sizeof(A)> V;
+// The VEC accumulators of one pack at dst[0 .. VEC): 16-byte stores (V16) or one per element.
+template <bool V16, int VEC, class A>
+__device__ __forceinline__ void norm_put_acc(A* dst, const A (&a)[VEC]) {
+  if constexpr (V16) {
+    constexpr int VB = VEC * (int)sizeof(A);
+    static_assert(VB % 16 == 0, "vector partial store needs 16-byte packs");
+    typedef Pack<A, 16 / sizeof(A)> V;
+#pragma unroll
+    for (int i = 0; i < VB / 16; ++i) reinterpret_cast<V*>(dst)[i] = norm_vpack<V>(a, i);
+  } else {
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) dst[j] = a[j];
+  }
+}
+
+// Stage 1 of a deterministic column sum: the row slots of a block add their per-column
+// registers acc[NP][VEC] in slot order and the block writes one partial row
+// part[blockIdx.x * D + col]. sm holds ROWS * TPR * NP * VEC values when ROWS > 1. V16: a
+// pack's accumulators go out as 16-byte stores (same sums, same order, same results; vector
+// path only: D % VEC == 0, part 16-byte aligned).
+template <int TPR, int ROWS, int VEC, int NP, bool V16 = false, class A>
+__device__ __forceinline__ void norm_store_partial(A (&acc)[NP][VEC], A* part, long long D, A* sm) {
   const int lane = threadIdx.x % TPR;
   A* dst = part + (long long)blockIdx.x * D;
   if constexpr (ROWS == 1) {
 #pragma unroll
     for (int p = 0; p < NP; ++p) {
       const long long e = ((long long)p * TPR + lane) * VEC;
-      if (e < D) {
+      if constexpr (V16) {
+        if (e < D) norm_put_acc<true>(dst + e, acc[p]);
+      } else {
 #pragma unroll
-        for (int i = 0; i < NV; ++i) reinterpret_cast<V*>(dst + e)[i] = norm_vpack<V>(acc[p], i);
+        for (int j = 0; j < VEC; ++j) {
+          if (e + j < D) dst[e + j] = acc[p][j];
+        }
       }
     }
   } else {
@@ -310,10 +300,7 @@ __device__ __forceinline__ void norm_store_partial_v(A (&acc)[NP][VEC], A* part,
     const int slot = threadIdx.x / TPR;
     __syncthreads();
 #pragma unroll
-    for (int p = 0; p < NP; ++p) {
-#pragma unroll
-      for (int i = 0; i < NV; ++i) reinterpret_cast<V*>(sm + slot * CAP + (p * TPR + lane) * VEC)[i] = norm_vpack<V>(acc[p], i);
-    }
+    for (int p = 0; p < NP; ++p) norm_put_acc<V16>(sm + slot * CAP + (p * TPR + lane) * VEC, acc[p]);
     __syncthreads();
     for (int c = threadIdx.x; c < CAP && c < D; c += TPR * ROWS) {
       A s = A(0);
@@ -370,6 +357,50 @@ template <class T, int VEC, int NP>
 __device__ __forceinline__ void norm_sm_row(const unsigned char* src, unsigned pstride, NormPack<T, VEC> (&k)[NP]) {
 #pragma unroll
   for (int q = 0; q < NP; ++q) k[q] = *reinterpret_cast<const NormPack<T, VEC>*>(src + q * pstride);
+}
+
+// The ring of a persistent pipelined kernel: per thread of a block of B threads, S stages of NT
+// row tensors of NP packs each. fill() copies the first S - 1 row groups; before using row group
+// g, next() copies the group S - 1 steps ahead into stage wr and waits for stage rd, whose
+// tensors read() returns (norm_stage_after then moves both on).
+template <class T, int VEC, int TPR, int NP, int NT, int S, int B>
+struct NormRing {
+  static constexpr unsigned PS = B * 16;   // bytes between packs
+  static constexpr unsigned TS = NP * PS;  // between tensors
+  static constexpr unsigned SS = NT * TS;  // between stages
+  const unsigned base;
+  const unsigned char* const gbase;
+  __device__ __forceinline__ NormRing() : base(norm_smem_addr(norm_dsm) + threadIdx.x * 16), gbase(norm_dsm + threadIdx.x * 16) {}
+  // Shared address of stage s (tensor t of the stage is TS * t bytes further); copy() puts the
+  // row at p (zeros unless live) at shared address a.
+  __device__ __forceinline__ unsigned stage(int s) const { return base + s * SS; }
+  static __device__ __forceinline__ void copy(unsigned a, const T* p, long long D, bool live) {
+    norm_cp_row<T, VEC, TPR, NP>(a, PS, p, D, live);
+  }
+  // issue(g, s) copies the rows of row group g into stage s.
+  template <class F>
+  __device__ __forceinline__ void fill(F&& issue) const {
+#pragma unroll
+    for (int s = 0; s < S - 1; ++s) {
+      issue(blockIdx.x + (long long)s * gridDim.x, s);
+      norm_cp_commit();
+    }
+  }
+  template <class F>
+  __device__ __forceinline__ void next(F&& issue, long long g, int wr) const {
+    issue(g + (long long)(S - 1) * gridDim.x, wr);
+    norm_cp_commit();
+    norm_cp_wait<S - 1>();
+  }
+  __device__ __forceinline__ void read(int rd, int t, NormPack<T, VEC> (&k)[NP]) const {
+    norm_sm_row<T, VEC, NP>(gbase + rd * SS + t * TS, PS, k);
+  }
+};
+
+// The stage after stage i of a ring of S.
+template <int S>
+__device__ __forceinline__ int norm_stage_after(int i) {
+  return i + 1 == S ? 0 : i + 1;
 }
 
 // Stage 2 of the column sum: block (32, 32); column c = blockIdx.x * 32 + tx; thread row ty adds parts

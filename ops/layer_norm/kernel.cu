@@ -2,6 +2,86 @@
 // 4 weight, 5 bias (null when absent). Per row: mean, biased variance (two passes over the
 // registers), std = sqrt(var + eps), xh = (x - mean) / std, output = xh * weight + bias.
 
+// Sum of a row's packs (absent packs are zero).
+template <class A, class T, int VEC, int NP>
+__device__ __forceinline__ A ln_sum(const NormPack<T, VEC> (&xk)[NP]) {
+  A s = A(0);
+#pragma unroll
+  for (int p = 0; p < NP; ++p) {
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) s += norm_cv<A>(xk[p], j);
+  }
+  return s;
+}
+
+// Sum of squared deviations from mean over the row's columns.
+template <class A, class T, int VEC, int TPR, int NP>
+__device__ __forceinline__ A ln_sqdev(const NormPack<T, VEC> (&xk)[NP], A mean, long long D, int lane) {
+  A q = A(0);
+#pragma unroll
+  for (int p = 0; p < NP; ++p) {
+    const long long e = ((long long)p * TPR + lane) * VEC;
+    if (e < D) {
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        const A d = norm_cv<A>(xk[p], j) - mean;
+        q += d * d;
+      }
+    }
+  }
+  return q;
+}
+
+// Weight and bias packs of a block: loaded once here (PW), else zero bias packs for ln_fwd_row
+// to fill pack by pack.
+template <class T, int VEC, int TPR, int NP, bool PW>
+__device__ __forceinline__ void ln_params(const T* __restrict__ w, const T* __restrict__ b, const NormRows& m,
+                                          NormPack<T, VEC> (&wk)[NP], NormPack<T, VEC> (&bk)[NP]) {
+#pragma unroll
+  for (int p = 0; p < NP; ++p) bk[p].zero();
+  if constexpr (PW) {
+    norm_load_param_row<T, VEC, TPR, NP>(w, m.dstride[4], m.D, wk);
+    if (b != nullptr) norm_load_param_row<T, VEC, TPR, NP>(b, m.dstride[5], m.D, bk);
+  }
+}
+
+// Row r's outputs from its packs: std, input_standardization = (x - mean) * rs and
+// output = xh * weight + bias. !PW: each pack of weight and bias is loaded where used.
+template <bool PW, class T, int VEC, int TPR, int NP, class A>
+__device__ __forceinline__ void ln_fwd_row(T* out, T* xhat, T* stdv, const T* __restrict__ w, const T* __restrict__ b,
+                                           const NormRows& m, long long r, long long D, int lane, A mean, A sd,
+                                           const NormPack<T, VEC> (&xk)[NP], NormPack<T, VEC> (&wk)[NP],
+                                           NormPack<T, VEC> (&bk)[NP]) {
+  const A rs = A(1) / sd;
+  T* orow = out + norm_row_off<0>(m, r);
+  T* hrow = xhat + norm_row_off<1>(m, r);
+  if (lane == 0) stdv[norm_row_off<2>(m, r)] = Conv<T>::from(sd);
+#pragma unroll
+  for (int p = 0; p < NP; ++p) {
+    const long long e = ((long long)p * TPR + lane) * VEC;
+    if (e < D) {
+      if constexpr (!PW) {
+        const long long off = (long long)p * TPR * VEC;
+        NormPack<T, VEC> one[1];
+        norm_load_param_row<T, VEC, TPR, 1>(w + off * m.dstride[4], m.dstride[4], D - off, one);
+        wk[p] = one[0];
+        if (b != nullptr) {
+          norm_load_param_row<T, VEC, TPR, 1>(b + off * m.dstride[5], m.dstride[5], D - off, one);
+          bk[p] = one[0];
+        }
+      }
+      A h[VEC], o[VEC];
+#pragma unroll
+      for (int j = 0; j < VEC; ++j) {
+        h[j] = (norm_cv<A>(xk[p], j) - mean) * rs;
+        o[j] = h[j] * norm_cv<A>(wk[p], j) + norm_cv<A>(bk[p], j);
+      }
+      norm_store_pk<T, VEC, A>(hrow, e, m.dstride[1], h);
+      norm_store_pk<T, VEC, A>(orow, e, m.dstride[0], o);
+    }
+  }
+}
+
 // A block of ROWS row groups handles R * ROWS consecutive rows per step; each thread issues the
 // loads of its R rows together (raw packs, converted where used), reduces the R sums, then the
 // R centred sums of squares; weight and bias packs are loaded (all at once) before the second
@@ -30,73 +110,20 @@ layer_norm_fwd(T* out, T* xhat, T* stdv, const T* x, const T* __restrict__ w, co
     }
     A s[R];
 #pragma unroll
-    for (int i = 0; i < R; ++i) {
-      s[i] = A(0);
-#pragma unroll
-      for (int p = 0; p < NP; ++p) {
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) s[i] += norm_cv<A>(xk[i][p], j);  // absent packs are zero
-      }
-    }
+    for (int i = 0; i < R; ++i) s[i] = ln_sum<A>(xk[i]);
     norm_group_sum<TPR, ROWS, R>(s, sm);
     A mean[R], q[R];
 #pragma unroll
     for (int i = 0; i < R; ++i) {
       mean[i] = s[i] / A(D);
-      q[i] = A(0);
-#pragma unroll
-      for (int p = 0; p < NP; ++p) {
-        const long long e = ((long long)p * TPR + lane) * VEC;
-        if (e < D) {
-#pragma unroll
-          for (int j = 0; j < VEC; ++j) {
-            const A d = norm_cv<A>(xk[i][p], j) - mean[i];
-            q[i] += d * d;
-          }
-        }
-      }
+      q[i] = ln_sqdev<A, T, VEC, TPR>(xk[i], mean[i], D, lane);
     }
     NormPack<T, VEC> wk[NP], bk[NP];
-#pragma unroll
-    for (int p = 0; p < NP; ++p) bk[p].zero();
-    if constexpr (PW) {
-      norm_load_param_row<T, VEC, TPR, NP>(w, m.dstride[4], D, wk);
-      if (b != nullptr) norm_load_param_row<T, VEC, TPR, NP>(b, m.dstride[5], D, bk);
-    }
+    ln_params<T, VEC, TPR, NP, PW>(w, b, m, wk, bk);
     norm_group_sum<TPR, ROWS, R>(q, sm);
 #pragma unroll
     for (int i = 0; i < R; ++i) {
-      if (r[i] < m.rows) {
-        const A sd = sqrt(q[i] / A(D) + A(eps));
-        const A rs = A(1) / sd;
-        T* orow = out + norm_row_off<0>(m, r[i]);
-        T* hrow = xhat + norm_row_off<1>(m, r[i]);
-        if (lane == 0) stdv[norm_row_off<2>(m, r[i])] = Conv<T>::from(sd);
-#pragma unroll
-        for (int p = 0; p < NP; ++p) {
-          const long long e = ((long long)p * TPR + lane) * VEC;
-          if (e < D) {
-            if constexpr (!PW) {  // one pack of weight and bias, loaded where used
-              const long long off = (long long)p * TPR * VEC;
-              NormPack<T, VEC> one[1];
-              norm_load_param_row<T, VEC, TPR, 1>(w + off * m.dstride[4], m.dstride[4], D - off, one);
-              wk[p] = one[0];
-              if (b != nullptr) {
-                norm_load_param_row<T, VEC, TPR, 1>(b + off * m.dstride[5], m.dstride[5], D - off, one);
-                bk[p] = one[0];
-              }
-            }
-            A h[VEC], o[VEC];
-#pragma unroll
-            for (int j = 0; j < VEC; ++j) {
-              h[j] = (norm_cv<A>(xk[i][p], j) - mean[i]) * rs;
-              o[j] = h[j] * norm_cv<A>(wk[p], j) + norm_cv<A>(bk[p], j);
-            }
-            norm_store_pk<T, VEC, A>(hrow, e, m.dstride[1], h);
-            norm_store_pk<T, VEC, A>(orow, e, m.dstride[0], o);
-          }
-        }
-      }
+      if (r[i] < m.rows) ln_fwd_row<PW, T, VEC, TPR>(out, xhat, stdv, w, b, m, r[i], D, lane, mean[i], sqrt(q[i] / A(D) + A(eps)), xk[i], wk, bk);
     }
   }
 }
@@ -146,95 +173,37 @@ layer_norm_fwd_cp(T* out, T* xhat, T* stdv, const T* x, const T* __restrict__ w,
   typedef typename Compute<T>::type A;
   constexpr int ROWS = TPR >= 256 ? 1 : 256 / TPR;
   constexpr int NP = NORM_NP;
-  constexpr int B = TPR * ROWS;
-  constexpr unsigned PS = B * 16;
-  constexpr unsigned SS = NP * PS;
   constexpr bool PW = TPR < 512;
   __shared__ A sm[ROWS * (TPR / 32)];
   const int lane = threadIdx.x % TPR;
   const int slot = threadIdx.x / TPR;
   const long long D = m.D;
   const long long ngroups = (m.rows + ROWS - 1) / ROWS;
-  const unsigned base = norm_smem_addr(norm_dsm) + threadIdx.x * 16;
-  const unsigned char* gbase = norm_dsm + threadIdx.x * 16;
+  NormRing<T, VEC, TPR, NP, 1, S, TPR * ROWS> ring;
   auto issue = [&](long long g, int s) {
     const long long r = g * ROWS + slot;
     const bool live = g < ngroups && r < m.rows;
-    norm_cp_row<T, VEC, TPR, NP>(base + s * SS, PS, x + (live ? norm_row_off<3>(m, r) : 0), D, live);
+    ring.copy(ring.stage(s), x + (live ? norm_row_off<3>(m, r) : 0), D, live);
   };
-#pragma unroll
-  for (int s = 0; s < S - 1; ++s) {
-    issue(blockIdx.x + (long long)s * gridDim.x, s);
-    norm_cp_commit();
-  }
+  ring.fill(issue);
   NormPack<T, VEC> wk[NP], bk[NP];
-#pragma unroll
-  for (int p = 0; p < NP; ++p) bk[p].zero();
-  if constexpr (PW) {
-    norm_load_param_row<T, VEC, TPR, NP>(w, m.dstride[4], D, wk);
-    if (b != nullptr) norm_load_param_row<T, VEC, TPR, NP>(b, m.dstride[5], D, bk);
-  }
+  ln_params<T, VEC, TPR, NP, PW>(w, b, m, wk, bk);
   int rd = 0, wr = S - 1;
   for (long long g = blockIdx.x; g < ngroups; g += gridDim.x) {
-    issue(g + (long long)(S - 1) * gridDim.x, wr);
-    norm_cp_commit();
-    norm_cp_wait<S - 1>();
+    ring.next(issue, g, wr);
     NormPack<T, VEC> xk[NP];
-    norm_sm_row<T, VEC, NP>(gbase + rd * SS, PS, xk);
-    rd = rd + 1 == S ? 0 : rd + 1;
-    wr = wr + 1 == S ? 0 : wr + 1;
+    ring.read(rd, 0, xk);
+    rd = norm_stage_after<S>(rd);
+    wr = norm_stage_after<S>(wr);
     const long long r = g * ROWS + slot;
-    A s[1] = {A(0)};
-#pragma unroll
-    for (int p = 0; p < NP; ++p) {
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) s[0] += norm_cv<A>(xk[p], j);  // absent packs are zero
-    }
+    A s[1] = {ln_sum<A>(xk)};
     norm_group_sum<TPR, ROWS, 1>(s, sm);
     const A mean = s[0] / A(D);
-    A q[1] = {A(0)};
-#pragma unroll
-    for (int p = 0; p < NP; ++p) {
-      const long long e = ((long long)p * TPR + lane) * VEC;
-      if (e < D) {
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) {
-          const A d = norm_cv<A>(xk[p], j) - mean;
-          q[0] += d * d;
-        }
-      }
-    }
+    A q[1] = {ln_sqdev<A, T, VEC, TPR>(xk, mean, D, lane)};
     norm_group_sum<TPR, ROWS, 1>(q, sm);
     if (r < m.rows) {
       const A sd = sqrt(q[0] / A(D) + A(eps));
-      const A rs = A(1) / sd;
-      T* orow = out + norm_row_off<0>(m, r);
-      T* hrow = xhat + norm_row_off<1>(m, r);
-      if (lane == 0) stdv[norm_row_off<2>(m, r)] = Conv<T>::from(sd);
-#pragma unroll
-      for (int p = 0; p < NP; ++p) {
-        const long long e = ((long long)p * TPR + lane) * VEC;
-        if (e < D) {
-          if constexpr (!PW) {
-            const long long off = (long long)p * TPR * VEC;
-            NormPack<T, VEC> one[1];
-            norm_load_param_row<T, VEC, TPR, 1>(w + off * m.dstride[4], m.dstride[4], D - off, one);
-            wk[p] = one[0];
-            if (b != nullptr) {
-              norm_load_param_row<T, VEC, TPR, 1>(b + off * m.dstride[5], m.dstride[5], D - off, one);
-              bk[p] = one[0];
-            }
-          }
-          A h[VEC], o[VEC];
-#pragma unroll
-          for (int j = 0; j < VEC; ++j) {
-            h[j] = (norm_cv<A>(xk[p], j) - mean) * rs;
-            o[j] = h[j] * norm_cv<A>(wk[p], j) + norm_cv<A>(bk[p], j);
-          }
-          norm_store_pk<T, VEC, A>(hrow, e, m.dstride[1], h);
-          norm_store_pk<T, VEC, A>(orow, e, m.dstride[0], o);
-        }
-      }
+      ln_fwd_row<PW, T, VEC, TPR>(out, xhat, stdv, w, b, m, r, D, lane, mean, sd, xk, wk, bk);
     }
   }
   norm_cp_wait<0>();

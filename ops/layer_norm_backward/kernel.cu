@@ -27,6 +27,21 @@ __device__ __forceinline__ void ln_bwd_row(T* gr, long long gstride, long long D
   }
 }
 
+// s[0] = sum of g = dy * w, s[1] = sum of g * xh over a row's packs.
+template <class A, class T, int VEC, int NP>
+__device__ __forceinline__ void ln_bwd_sums(A (&s)[2], const NormPack<T, VEC> (&dk)[NP], const NormPack<T, VEC> (&hk)[NP],
+                                            const NormPack<T, VEC> (&wk)[NP]) {
+#pragma unroll
+  for (int p = 0; p < NP; ++p) {
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) {
+      const A gg = norm_cv<A>(dk[p], j) * norm_cv<A>(wk[p], j);
+      s[0] += gg;
+      s[1] += gg * norm_cv<A>(hk[p], j);
+    }
+  }
+}
+
 // Persistent blocks as in rms_norm_backward: the next row's loads (dy, xh, std) are issued
 // before the current row's reductions; raw packs are converted where used.
 template <class T, int VEC, int TPR>
@@ -45,11 +60,8 @@ layer_norm_bwd(T* gi, typename Compute<T>::type* pw, typename Compute<T>::type* 
   NormPack<T, VEC> wk[NP];
   norm_load_param_row<T, VEC, TPR, NP>(w, m.dstride[4], D, wk);
   A accw[NP][VEC], accb[NP][VEC];
-#pragma unroll
-  for (int p = 0; p < NP; ++p) {
-#pragma unroll
-    for (int j = 0; j < VEC; ++j) accw[p][j] = accb[p][j] = A(0);
-  }
+  norm_zero(accw);
+  norm_zero(accb);
   NormPack<T, VEC> dk[NP], hk[NP];
   T sdk = T{};
   {
@@ -63,15 +75,7 @@ layer_norm_bwd(T* gi, typename Compute<T>::type* pw, typename Compute<T>::type* 
     const long long r = g * ROWS + threadIdx.x / TPR;
     const bool live = r < m.rows;
     A s[2] = {A(0), A(0)};
-#pragma unroll
-    for (int p = 0; p < NP; ++p) {
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) {
-        const A gg = norm_cv<A>(dk[p], j) * norm_cv<A>(wk[p], j);
-        s[0] += gg;
-        s[1] += gg * norm_cv<A>(hk[p], j);
-      }
-    }
+    ln_bwd_sums(s, dk, hk, wk);
     NormPack<T, VEC> dn[NP], hn[NP];
     T sdn = T{};
     if constexpr (PF) {
@@ -146,7 +150,7 @@ layer_norm_bwd_big(T* gi, typename Compute<T>::type* pw, typename Compute<T>::ty
 // Pipelined variant (vector path only): dy and xh rows S - 1 steps ahead are copied to shared
 // memory with cp.async (norm.cuh). Dynamic shared memory: S * 2 * NP * B * 16 bytes.
 // OPT (bit mask):
-//   4: 16-byte stores of the weight-gradient partial rows (norm_store_partial_v).
+//   4: 16-byte stores of the weight-gradient partial rows (norm_store_partial with V16).
 //   8: 256-thread row groups run two per block (B = 512), halving the partial rows; their
 //      combine reuses the ring's shared memory.
 // The std of the rows in flight rides in a register ring of the same depth as the row ring.
@@ -159,9 +163,6 @@ layer_norm_bwd_cp(T* gi, typename Compute<T>::type* pw, typename Compute<T>::typ
   constexpr int B = norm_bwd_block(TPR, OPT);
   constexpr int ROWS = B / TPR;
   constexpr bool PV = (OPT & 4) != 0, RING_SMP = (OPT & 8) != 0 || ROWS == 1;
-  constexpr unsigned PS = B * 16;
-  constexpr unsigned TS = NP * PS;
-  constexpr unsigned SS = 2 * TS;
   __shared__ A sm[ROWS * (TPR / 32) * 2];
   __shared__ A smp[RING_SMP ? 1 : ROWS * TPR * NP * VEC];
   A* const smpp = RING_SMP ? reinterpret_cast<A*>(norm_dsm) : smp;
@@ -169,55 +170,37 @@ layer_norm_bwd_cp(T* gi, typename Compute<T>::type* pw, typename Compute<T>::typ
   const int slot = threadIdx.x / TPR;
   const long long D = m.D;
   const long long ngroups = (m.rows + ROWS - 1) / ROWS;
-  const unsigned base = norm_smem_addr(norm_dsm) + threadIdx.x * 16;
-  const unsigned char* gbase = norm_dsm + threadIdx.x * 16;
+  NormRing<T, VEC, TPR, NP, 2, S, B> ring;
   T sdq[S];  // std of the rows in flight (sdq[0]: the current row)
   auto issue = [&](long long g, int s) -> T {
     const long long r = g * ROWS + slot;
     const bool live = g < ngroups && r < m.rows;
-    const unsigned d = base + s * SS;
-    norm_cp_row<T, VEC, TPR, NP>(d, PS, dy + (live ? norm_row_off<3>(m, r) : 0), D, live);
-    norm_cp_row<T, VEC, TPR, NP>(d + TS, PS, xh + (live ? norm_row_off<5>(m, r) : 0), D, live);
+    const unsigned d = ring.stage(s);
+    ring.copy(d, dy + (live ? norm_row_off<3>(m, r) : 0), D, live);
+    ring.copy(d + ring.TS, xh + (live ? norm_row_off<5>(m, r) : 0), D, live);
     return live ? stdv[norm_row_off<6>(m, r)] : T{};
   };
-#pragma unroll
-  for (int s = 0; s < S - 1; ++s) {
-    sdq[s] = issue(blockIdx.x + (long long)s * gridDim.x, s);
-    norm_cp_commit();
-  }
+  ring.fill([&](long long g, int s) { sdq[s] = issue(g, s); });
   NormPack<T, VEC> wk[NP];
   norm_load_param_row<T, VEC, TPR, NP>(w, m.dstride[4], D, wk);
   A accw[NP][VEC], accb[NP][VEC];
-#pragma unroll
-  for (int p = 0; p < NP; ++p) {
-#pragma unroll
-    for (int j = 0; j < VEC; ++j) accw[p][j] = accb[p][j] = A(0);
-  }
+  norm_zero(accw);
+  norm_zero(accb);
   int rd = 0, wr = S - 1;
   for (long long g = blockIdx.x; g < ngroups; g += gridDim.x) {
-    sdq[S - 1] = issue(g + (long long)(S - 1) * gridDim.x, wr);
-    norm_cp_commit();
-    norm_cp_wait<S - 1>();
+    ring.next([&](long long gn, int s) { sdq[S - 1] = issue(gn, s); }, g, wr);
     NormPack<T, VEC> dk[NP], hk[NP];
-    norm_sm_row<T, VEC, NP>(gbase + rd * SS, PS, dk);
-    norm_sm_row<T, VEC, NP>(gbase + rd * SS + TS, PS, hk);
-    rd = rd + 1 == S ? 0 : rd + 1;
-    wr = wr + 1 == S ? 0 : wr + 1;
+    ring.read(rd, 0, dk);
+    ring.read(rd, 1, hk);
+    rd = norm_stage_after<S>(rd);
+    wr = norm_stage_after<S>(wr);
     const T sdk = sdq[0];
 #pragma unroll
     for (int s = 0; s < S - 1; ++s) sdq[s] = sdq[s + 1];
     const long long r = g * ROWS + slot;
     const bool live = r < m.rows;
     A s[2] = {A(0), A(0)};
-#pragma unroll
-    for (int p = 0; p < NP; ++p) {
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) {
-        const A gg = norm_cv<A>(dk[p], j) * norm_cv<A>(wk[p], j);
-        s[0] += gg;
-        s[1] += gg * norm_cv<A>(hk[p], j);
-      }
-    }
+    ln_bwd_sums(s, dk, hk, wk);
     norm_group_sum<TPR, ROWS, 2>(s, sm);
     if (live) {
       const A mg = s[0] / A(D), mgh = s[1] / A(D);
@@ -227,11 +210,6 @@ layer_norm_bwd_cp(T* gi, typename Compute<T>::type* pw, typename Compute<T>::typ
   }
   norm_cp_wait<0>();
   if constexpr (RING_SMP && ROWS > 1) __syncthreads();  // every thread's ring reads are done
-  if constexpr (PV) {
-    norm_store_partial_v<TPR, ROWS, VEC, NP>(accw, pw, D, smpp);
-    if (has_bias) norm_store_partial_v<TPR, ROWS, VEC, NP>(accb, pb, D, smpp);
-  } else {
-    norm_store_partial<TPR, ROWS, VEC, NP>(accw, pw, D, smpp);
-    if (has_bias) norm_store_partial<TPR, ROWS, VEC, NP>(accb, pb, D, smpp);
-  }
+  norm_store_partial<TPR, ROWS, VEC, NP, PV>(accw, pw, D, smpp);
+  if (has_bias) norm_store_partial<TPR, ROWS, VEC, NP, PV>(accb, pb, D, smpp);
 }

@@ -1,5 +1,20 @@
 // rms_norm: y = x * w / sqrt(mean(x^2, last) + eps). Tensor slots: 0 y, 1 x, 2 w.
 
+// Sum of squares of a row's packs (absent packs are zero).
+template <class A, class T, int VEC, int NP>
+__device__ __forceinline__ A rms_sumsq(const NormPack<T, VEC> (&xk)[NP]) {
+  A ss = A(0);
+#pragma unroll
+  for (int p = 0; p < NP; ++p) {
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) {
+      const A v = norm_cv<A>(xk[p], j);
+      ss += v * v;
+    }
+  }
+  return ss;
+}
+
 // A row group of TPR threads keeps its row in registers (see norm.cuh). A block of ROWS groups
 // handles R * ROWS consecutive rows per step: each thread loads R rows (NORM_NP packs each) and
 // its weight packs before using any of them, so R * NORM_NP (+ NORM_NP) requests are in flight
@@ -28,17 +43,7 @@ rms_norm_fwd(T* y, const T* x, const TW* __restrict__ w, const NormRows m, doubl
     norm_load_param_row<TW, VEC, TPR, NP>(w, m.dstride[2], D, wk);
     A ss[R];
 #pragma unroll
-    for (int i = 0; i < R; ++i) {
-      ss[i] = A(0);
-#pragma unroll
-      for (int p = 0; p < NP; ++p) {
-#pragma unroll
-        for (int j = 0; j < VEC; ++j) {
-          const A v = norm_cv<A>(xk[i][p], j);
-          ss[i] += v * v;
-        }
-      }
-    }
+    for (int i = 0; i < R; ++i) ss[i] = rms_sumsq<A>(xk[i]);
     norm_group_sum<TPR, ROWS, R>(ss, sm);
 #pragma unroll
     for (int i = 0; i < R; ++i) {
@@ -96,47 +101,29 @@ rms_norm_fwd_cp(T* y, const T* x, const TW* __restrict__ w, const NormRows m, do
   typedef typename Compute<T>::type A;
   constexpr int ROWS = TPR >= 256 ? 1 : 256 / TPR;
   constexpr int NP = NORM_NP;
-  constexpr int B = TPR * ROWS;
-  constexpr unsigned PS = B * 16;
-  constexpr unsigned SS = NP * PS;
   __shared__ A sm[ROWS * (TPR / 32)];
   const int lane = threadIdx.x % TPR;
   const int slot = threadIdx.x / TPR;
   const long long D = m.D;
   const long long ngroups = (m.rows + ROWS - 1) / ROWS;
-  const unsigned base = norm_smem_addr(norm_dsm) + threadIdx.x * 16;
-  const unsigned char* gbase = norm_dsm + threadIdx.x * 16;
+  NormRing<T, VEC, TPR, NP, 1, S, TPR * ROWS> ring;
   auto issue = [&](long long g, int s) {
     const long long r = g * ROWS + slot;
     const bool live = g < ngroups && r < m.rows;
-    norm_cp_row<T, VEC, TPR, NP>(base + s * SS, PS, x + (live ? norm_row_off<1>(m, r) : 0), D, live);
+    ring.copy(ring.stage(s), x + (live ? norm_row_off<1>(m, r) : 0), D, live);
   };
-#pragma unroll
-  for (int s = 0; s < S - 1; ++s) {
-    issue(blockIdx.x + (long long)s * gridDim.x, s);
-    norm_cp_commit();
-  }
+  ring.fill(issue);
   NormPack<TW, VEC> wk[NP];
   norm_load_param_row<TW, VEC, TPR, NP>(w, m.dstride[2], D, wk);
   int rd = 0, wr = S - 1;
   for (long long g = blockIdx.x; g < ngroups; g += gridDim.x) {
-    issue(g + (long long)(S - 1) * gridDim.x, wr);
-    norm_cp_commit();
-    norm_cp_wait<S - 1>();
+    ring.next(issue, g, wr);
     NormPack<T, VEC> xk[NP];
-    norm_sm_row<T, VEC, NP>(gbase + rd * SS, PS, xk);
-    rd = rd + 1 == S ? 0 : rd + 1;
-    wr = wr + 1 == S ? 0 : wr + 1;
+    ring.read(rd, 0, xk);
+    rd = norm_stage_after<S>(rd);
+    wr = norm_stage_after<S>(wr);
     const long long r = g * ROWS + slot;
-    A ss[1] = {A(0)};
-#pragma unroll
-    for (int p = 0; p < NP; ++p) {
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) {
-        const A v = norm_cv<A>(xk[p], j);
-        ss[0] += v * v;
-      }
-    }
+    A ss[1] = {rms_sumsq<A>(xk)};
     norm_group_sum<TPR, ROWS, 1>(ss, sm);
     if (r < m.rows) {
       const A rinv = A(1) / sqrt(ss[0] / A(D) + A(eps));

@@ -3,6 +3,21 @@
 // grad_x = (u - xh * mean(u * xh)) / r; grad_w = sum over rows of dy * xh, reduced in two
 // deterministic stages (per-block partial rows here, norm_col_sum2 after).
 
+// s[0] = sum of x^2, s[1] = sum of w * dy * x over a row's packs.
+template <class A, class T, class TW, int VEC, int NP>
+__device__ __forceinline__ void rms_bwd_sums(A (&s)[2], const NormPack<T, VEC> (&xk)[NP], const NormPack<T, VEC> (&dk)[NP],
+                                             const NormPack<TW, VEC> (&wk)[NP]) {
+#pragma unroll
+  for (int p = 0; p < NP; ++p) {
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) {
+      const A xv = norm_cv<A>(xk[p], j);
+      s[0] += xv * xv;
+      s[1] += norm_cv<A>(wk[p], j) * norm_cv<A>(dk[p], j) * xv;
+    }
+  }
+}
+
 // One row of rms_norm_backward from its packs in registers: grad_x = (w * dy - xh * c) * rinv
 // stored, and dy * xh added into the thread's weight-gradient accumulators.
 template <class T, int VEC, int TPR, int NP, class TW, class A>
@@ -46,11 +61,7 @@ rms_norm_bwd(T* gx, typename Compute<T>::type* part, const T* gy, const T* x, co
   NormPack<TW, VEC> wk[NP];
   norm_load_param_row<TW, VEC, TPR, NP>(w, m.dstride[4], D, wk);
   A acc[NP][VEC];
-#pragma unroll
-  for (int p = 0; p < NP; ++p) {
-#pragma unroll
-    for (int j = 0; j < VEC; ++j) acc[p][j] = A(0);
-  }
+  norm_zero(acc);
   NormPack<T, VEC> xk[NP], dk[NP];
   {
     const long long r = (long long)blockIdx.x * ROWS + threadIdx.x / TPR;
@@ -62,15 +73,7 @@ rms_norm_bwd(T* gx, typename Compute<T>::type* part, const T* gy, const T* x, co
     const long long r = g * ROWS + threadIdx.x / TPR;
     const bool live = r < m.rows;
     A s[2] = {A(0), A(0)};
-#pragma unroll
-    for (int p = 0; p < NP; ++p) {
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) {
-        const A xv = norm_cv<A>(xk[p], j);
-        s[0] += xv * xv;
-        s[1] += norm_cv<A>(wk[p], j) * norm_cv<A>(dk[p], j) * xv;
-      }
-    }
+    rms_bwd_sums(s, xk, dk, wk);
     // next row of this group, in flight during the reductions and the stores
     NormPack<T, VEC> xn[NP], dn[NP];
     if constexpr (PF) {
@@ -150,9 +153,6 @@ rms_norm_bwd_cp(T* gx, typename Compute<T>::type* part, const T* gy, const T* x,
   constexpr int B = norm_bwd_block(TPR, OPT);
   constexpr int ROWS = B / TPR;
   constexpr bool PV = (OPT & 4) != 0, RING_SMP = (OPT & 8) != 0 || ROWS == 1;
-  constexpr unsigned PS = B * 16;        // bytes between packs
-  constexpr unsigned TS = NP * PS;       // between tensors
-  constexpr unsigned SS = 2 * TS;        // between stages
   __shared__ A sm[ROWS * (TPR / 32) * 2];
   __shared__ A smp[RING_SMP ? 1 : ROWS * TPR * NP * VEC];
   A* const smpp = RING_SMP ? reinterpret_cast<A*>(norm_dsm) : smp;
@@ -160,50 +160,31 @@ rms_norm_bwd_cp(T* gx, typename Compute<T>::type* part, const T* gy, const T* x,
   const int slot = threadIdx.x / TPR;
   const long long D = m.D;
   const long long ngroups = (m.rows + ROWS - 1) / ROWS;
-  const unsigned base = norm_smem_addr(norm_dsm) + threadIdx.x * 16;
-  const unsigned char* gbase = norm_dsm + threadIdx.x * 16;
+  NormRing<T, VEC, TPR, NP, 2, S, B> ring;
   auto issue = [&](long long g, int s) {
     const long long r = g * ROWS + slot;
     const bool live = g < ngroups && r < m.rows;
-    const unsigned d = base + s * SS;
-    norm_cp_row<T, VEC, TPR, NP>(d, PS, x + (live ? norm_row_off<3>(m, r) : 0), D, live);
-    norm_cp_row<T, VEC, TPR, NP>(d + TS, PS, gy + (live ? norm_row_off<2>(m, r) : 0), D, live);
+    const unsigned d = ring.stage(s);
+    ring.copy(d, x + (live ? norm_row_off<3>(m, r) : 0), D, live);
+    ring.copy(d + ring.TS, gy + (live ? norm_row_off<2>(m, r) : 0), D, live);
   };
-#pragma unroll
-  for (int s = 0; s < S - 1; ++s) {
-    issue(blockIdx.x + (long long)s * gridDim.x, s);
-    norm_cp_commit();
-  }
+  ring.fill(issue);
   NormPack<TW, VEC> wk[NP];
   norm_load_param_row<TW, VEC, TPR, NP>(w, m.dstride[4], D, wk);
   A acc[NP][VEC];
-#pragma unroll
-  for (int p = 0; p < NP; ++p) {
-#pragma unroll
-    for (int j = 0; j < VEC; ++j) acc[p][j] = A(0);
-  }
+  norm_zero(acc);
   int rd = 0, wr = S - 1;
   for (long long g = blockIdx.x; g < ngroups; g += gridDim.x) {
-    issue(g + (long long)(S - 1) * gridDim.x, wr);
-    norm_cp_commit();
-    norm_cp_wait<S - 1>();
+    ring.next(issue, g, wr);
     NormPack<T, VEC> xk[NP], dk[NP];
-    norm_sm_row<T, VEC, NP>(gbase + rd * SS, PS, xk);
-    norm_sm_row<T, VEC, NP>(gbase + rd * SS + TS, PS, dk);
-    rd = rd + 1 == S ? 0 : rd + 1;
-    wr = wr + 1 == S ? 0 : wr + 1;
+    ring.read(rd, 0, xk);
+    ring.read(rd, 1, dk);
+    rd = norm_stage_after<S>(rd);
+    wr = norm_stage_after<S>(wr);
     const long long r = g * ROWS + slot;
     const bool live = r < m.rows;
     A s[2] = {A(0), A(0)};
-#pragma unroll
-    for (int p = 0; p < NP; ++p) {
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) {
-        const A xv = norm_cv<A>(xk[p], j);
-        s[0] += xv * xv;
-        s[1] += norm_cv<A>(wk[p], j) * norm_cv<A>(dk[p], j) * xv;
-      }
-    }
+    rms_bwd_sums(s, xk, dk, wk);
     norm_group_sum<TPR, ROWS, 2>(s, sm);
     if (live) {
       const A rinv = A(1) / sqrt(s[0] / A(D) + A(eps));
@@ -213,9 +194,5 @@ rms_norm_bwd_cp(T* gx, typename Compute<T>::type* part, const T* gy, const T* x,
   }
   norm_cp_wait<0>();
   if constexpr (RING_SMP && ROWS > 1) __syncthreads();  // every thread's ring reads are done
-  if constexpr (PV) {
-    norm_store_partial_v<TPR, ROWS, VEC, NP>(acc, part, D, smpp);
-  } else {
-    norm_store_partial<TPR, ROWS, VEC, NP>(acc, part, D, smpp);
-  }
+  norm_store_partial<TPR, ROWS, VEC, NP, PV>(acc, part, D, smpp);
 }
