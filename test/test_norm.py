@@ -6,9 +6,6 @@ fake devices, without a GPU) that the row-wise planners reach exactly the kernel
 check compiles.
 """
 
-import contextlib
-from unittest import mock
-
 import numpy as np
 import pytest
 from conftest import DEVICES
@@ -16,6 +13,7 @@ from conftest import DEVICES
 import infiniop_py as iop
 from infiniop_py import InfiniopError, Status
 from infiniop_py.dtypes import DType
+from infiniop_py.testing.fake_device import fake_nvidia
 
 F16, BF16, F32, F64, I32 = DType.F16, DType.BF16, DType.F32, DType.F64, DType.I32
 
@@ -311,37 +309,8 @@ def test_batch_norm_backward_f32_matches_float64(device, data, shape):
         assert worst <= 1.0, f"{name}: error up to {worst:.3g} x the bound (1e-5 relative) on {device}"
 
 
-# -- NVIDIA planning of the row-wise operators, on fake devices -----------------------------------
+# -- NVIDIA planning of the row-wise operators, on fake devices (no GPU, no compiler) ---------------
 ROW_OPS = ("rms_norm", "layer_norm", "rms_norm_backward", "layer_norm_backward")
-
-
-@contextlib.contextmanager
-def fake_gpu(optin: int):
-    """A fake sm_90 device (132 SMs, ``optin`` bytes of shared memory per block) whose module
-    loader records the name expressions it is asked for; its kernels report 64 registers and
-    1 KiB of static shared memory."""
-    from infiniop_py.cuda import compiler, runtime
-    from infiniop_py.lru import LRU
-
-    requested: set = set()
-
-    class Fn:
-        num_regs, shared_size_bytes = 64, 1024
-
-    class Module:
-        def __init__(self, source, names, device_id):
-            requested.update(names)
-            self.kernels = {n: Fn() for n in names}
-            self.ptr = {n: i + 1 for i, n in enumerate(names)}
-
-    props = {"name": "sm_90", "sm_count": 132, "cc": 90, "max_shared_per_block_optin": optin}
-    with contextlib.ExitStack() as st:
-        st.enter_context(mock.patch.object(runtime, "device_count", lambda: 1))
-        st.enter_context(mock.patch.object(runtime, "properties", lambda device_id=0: props))
-        st.enter_context(mock.patch.object(compiler, "Module", Module))
-        st.enter_context(mock.patch.object(compiler, "_modules", LRU(compiler.MODULE_CACHE_LIMIT)))
-        st.enter_context(mock.patch.object(compiler, "_launch_fn", lambda: lambda *a: None))
-        yield requested
 
 
 def _row_descs(op, dts, rows, D):  # noqa: N803
@@ -374,7 +343,7 @@ def test_row_planners_reach_exactly_the_compiled_kernels(op):
     lengths = sorted({2**k + r for k in range(17) for r in (0, 1)})
     reached = set()
     for optin in (227 * 1024, 16 * 1024):
-        with fake_gpu(optin) as requested:
+        with fake_nvidia(max_shared_per_block_optin=optin) as requested:
             h = iop.create_handle("nvidia")
             for dts in spec.nvidia.row_op.dtypes:
                 for rows in (0, 1000):
@@ -382,7 +351,7 @@ def test_row_planners_reach_exactly_the_compiled_kernels(op):
                         d = iop.create_descriptor(op, h, **_row_descs(op, dts, rows, D))
                         assert d.workspace_size >= 0
                         d.destroy()
-        reached |= requested
+        reached |= set(requested)
     assert reached <= compiled, sorted(reached - compiled)[:10]
     assert reached == compiled, sorted(compiled - reached)[:10]
 
@@ -406,7 +375,7 @@ def test_row_plan_names_the_rules(op, dt, D, plan):  # noqa: N803
     ring's rule says it declined (its fallback runs)."""
     small = ", ".join(r + " (ring declined)" if "ring" in r else r for r in plan.split(", "))
     for optin, want in ((227 * 1024, plan), (16 * 1024, small)):
-        with fake_gpu(optin):
+        with fake_nvidia(max_shared_per_block_optin=optin):
             d = iop.create_descriptor(op, iop.create_handle("nvidia"), **_row_descs(op, (dt,), 8192, D))
             assert d.plan == want
             d.destroy()

@@ -13,14 +13,11 @@ from ..dtypes import DType
 from ..spec import Checker
 from ..status import Status
 from .limits import sm_count
-from .rows import Pick, RowOp, Seq, acc_size, align_up, row_factory, source
+from .rows import RowOp, align_up, row_factory
 
 __all__ = [
-    "Pick",
     "RowOp",
-    "Seq",
     "acc_numpy",
-    "acc_size",
     "align_up",
     "check_positive",
     "check_rows",
@@ -28,7 +25,6 @@ __all__ = [
     "check_std_shape",
     "row_factory",
     "sm_count",
-    "source",
 ]
 
 

@@ -15,7 +15,8 @@ from ..dtypes import DType, F
 from ..layout import fast_div_params
 from ..spec import Checker, Info
 from ..status import Status
-from . import Pick, Seq, acc_size, align_up, sm_count, source
+from .limits import device_limits
+from .rows import Pick, Seq, acc_size, align_up, source
 
 SOURCE = source(Path(__file__).parent / "batch_norm.cu")
 VEC = {DType.F16: 8, DType.BF16: 8, DType.F32: 4, DType.F64: 2}
@@ -66,8 +67,9 @@ class BNPlan:
         lay = [xs, ys] + ([gs] if g is not None else [])
         ok = self.D % vec == 0 and self.D > 1 and all(s[2] == 1 and s[0] % vec == 0 and s[1] % vec == 0 for s in lay)
         self.vec = vec if ok else 1
-        sms = sm_count(handle)
-        target = sms * 8 * 4  # about four waves of 256-thread blocks in the statistics pass
+        lim = device_limits(handle.device_id)
+        self.sms, self.blocks_per_sm = lim.sms, lim.threads_per_sm // 256  # resident 256-thread blocks
+        target = self.sms * self.blocks_per_sm * 4  # about four waves of them in the statistics pass
         per = 256 * vec * 4
         nchunk = max(1, min(-(-target // max(self.C, 1)), -(-self.n // per)))
         chunk = -(-self.n // nchunk)
@@ -80,7 +82,6 @@ class BNPlan:
         self.meta = struct.pack(
             "<5q3q3q3q5q3Iii4x", self.B, self.C, self.D, self.n, self.chunk, *xs, *ys, *gs, *ps, *fd, self.nchunk, self.fast
         )
-        self.sms = sms
         self.acc = acc_size(dtype)
 
     def stats_grid(self) -> int:
@@ -93,7 +94,7 @@ class BNPlan:
             gy = max(1, min(-(-self.D // (256 * vec * 4)), 65535))
             return (min(rows, 1 << 30), gy), "rows"
         total = self.B * self.C * self.D
-        return (max(1, min(-(-total // 256), self.sms * 8 * 8)),), "flat"
+        return (max(1, min(-(-total // 256), self.sms * self.blocks_per_sm * 8)),), "flat"
 
 
 def stats_name(t: DType, vec: int, bwd: bool) -> str:

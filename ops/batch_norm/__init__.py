@@ -16,9 +16,13 @@ from infiniop_py.dtypes import F
 from infiniop_py.norm import acc_numpy, check_positive, check_shape
 from infiniop_py.norm import batch as cuda
 from infiniop_py.norm.batch import as3, check_bn_input, check_stats_dtype
-from infiniop_py.norm.gguf import BatchNormFiles
 from infiniop_py.spec import Attr, Checker, Info, OpSpec, inout, inp, out
 from infiniop_py.status import Status
+
+try:  # the gguf package is optional at run time (the registry must import without it)
+    from infiniop_py.gguf.norm import BatchNormFiles
+except ImportError:  # pragma: no cover
+    BatchNormFiles = None
 
 
 def validate(check: Checker) -> Info:
@@ -111,5 +115,5 @@ SPEC = OpSpec(
     summary="training-mode batch norm over (B, D) per channel; running stats updated in place (unbiased var)",
     inplace=(("output", "input"),),
     kernel_sources=("../../infiniop_py/norm/batch_norm.cu",),
-    gguf=BatchNormFiles(),
+    gguf=BatchNormFiles() if BatchNormFiles else None,
 )

@@ -1,16 +1,13 @@
-"""GGUF file quirks of the normalization family (gguf.md §3.3). Imported by the op specs; the
-GGUF package is optional at run time, so every GGUF import here is guarded or lazy."""
+"""GGUF file quirks of the normalization family (gguf.md §3.3): layer_norm's and its backward's
+bias flags, batch_norm's training flag."""
 
 from __future__ import annotations
 
-try:
-    from infiniop_py.gguf.dialect import GGUFDialect
-except ImportError:  # pragma: no cover - GGUF support not installed
-    GGUFDialect = object
+from .dialect import GGUFDialect
 
 
 def _false(raw, key: str) -> bool:
-    from infiniop_py.gguf.values import as_kind
+    from .values import as_kind
 
     v = raw.value(key)
     return v is not None and not as_kind(v, "bool", raw.key(key))
@@ -38,6 +35,6 @@ class BatchNormFiles(GGUFDialect):
 
     def adapt(self, test, raw):
         if _false(raw, "training"):
-            from infiniop_py.gguf import TestError
+            from .container import TestError
 
             raise TestError(f"key '{raw.key('training')}' is false: only training-mode batch_norm is defined")
