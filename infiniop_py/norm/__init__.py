@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
-from ..dtypes import DType
 from ..spec import Checker
 from ..status import Status
 from .limits import sm_count
@@ -17,7 +14,6 @@ from .rows import RowOp, align_up, row_factory
 
 __all__ = [
     "RowOp",
-    "acc_numpy",
     "align_up",
     "check_positive",
     "check_rows",
@@ -59,7 +55,3 @@ def check_std_shape(check: Checker, name: str, shape) -> None:
     ok = (tuple(shape[:-1]), tuple(shape[:-1]) + (1,))
     if tuple(d.shape) not in ok:
         check.fail(Status.BAD_TENSOR_SHAPE, f"tensor '{name}' shape {list(d.shape)} must be {list(ok[0])} or {list(ok[1])}")
-
-
-def acc_numpy(dtype: DType):
-    return np.float64 if dtype is DType.F64 else np.float32

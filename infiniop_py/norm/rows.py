@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 from ..cuda.compiler import Launch, Slot, get_module
 from ..cuda.kernel import CudaKernel, ctype
-from ..dtypes import DType, itemsize
+from ..dtypes import DType, acc_size, itemsize
 from ..layout import collapse
 from ..planner import Rule, always, first_match, matching
 from ..spec import Info
@@ -54,11 +54,6 @@ def source(kernel_cu: Path) -> str:
 
 def align_up(n: int, a: int = 256) -> int:
     return -(-n // a) * a
-
-
-def acc_size(dtype: DType) -> int:
-    """Bytes of the accumulator type of a float dtype (f64 for f64, else f32)."""
-    return 8 if dtype is DType.F64 else 4
 
 
 # -- the declaration ---------------------------------------------------------------------------

@@ -12,9 +12,9 @@ import numpy as np
 
 from infiniop_py.cpu import jit
 from infiniop_py.cpu.rows import Outputs, bits, contiguous, f32vec, run_rows, split
-from infiniop_py.dtypes import F
-from infiniop_py.norm import acc_numpy, check_positive, check_shape
+from infiniop_py.dtypes import F, acc_numpy
 from infiniop_py.norm import batch as cuda
+from infiniop_py.norm import check_positive, check_shape
 from infiniop_py.norm.batch import as3, check_bn_input, check_stats_dtype
 from infiniop_py.spec import Attr, Checker, Info, OpSpec, inout, inp, out
 from infiniop_py.status import Status

@@ -9,8 +9,8 @@ import numpy as np
 
 from infiniop_py.cpu import jit
 from infiniop_py.cpu.rows import Outputs, bits, f32vec, flat, parts, rows2d, run_rows, split
-from infiniop_py.dtypes import F
-from infiniop_py.norm import acc_numpy, check_rows, check_shape, check_std_shape
+from infiniop_py.dtypes import F, acc_numpy
+from infiniop_py.norm import check_rows, check_shape, check_std_shape
 from infiniop_py.spec import Checker, Info, OpSpec, inp, out
 
 from . import cuda

@@ -8,8 +8,8 @@ import numpy as np
 
 from infiniop_py.cpu import jit
 from infiniop_py.cpu.rows import Outputs, bits, f32vec, rows2d, run_rows, split
-from infiniop_py.dtypes import DType, F, H
-from infiniop_py.norm import acc_numpy, check_positive, check_rows, check_shape
+from infiniop_py.dtypes import DType, F, H, acc_numpy
+from infiniop_py.norm import check_positive, check_rows, check_shape
 from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
 from infiniop_py.status import Status
 
