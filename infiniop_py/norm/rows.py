@@ -65,8 +65,8 @@ class RowOp:
     argument order; rows: the [..., D] tensors (the first gives the shape and the pack size);
     params: [D] vectors (weights, their gradients); row_extra: tensors indexed per row only;
     grads: backward only, the weight gradients reduced in two stages; types: tensors whose
-    dtypes are the kernels' leading template arguments (the first is the row dtype); dtypes:
-    the tuples of those dtypes the operator accepts; scalars: trailing arguments, in order (an
+    dtypes are the kernels' leading template arguments (the first is the row dtype, the last the
+    weight gradients'); dtypes: the tuples of those dtypes the operator accepts; scalars: trailing arguments, in order (an
     attribute passes as a double, an optional tensor's name as an int, 1 when present); ring:
     rows in flight of the forward ring kernel (its depth S).
     """
