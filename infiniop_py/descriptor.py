@@ -494,6 +494,15 @@ class _CpuKernel:
         self.call_views(views, rt, ws)
 
 
+def check_attr_names(spec, attrs) -> None:
+    """BAD_PARAM naming any keyword that is neither a tensor of ``spec`` nor one of its attributes
+    (a misspelt attribute would otherwise be ignored and its default used)."""
+    unknown = [k for k in attrs if k not in spec.attr]
+    if unknown:
+        known = ", ".join(a.name for a in spec.attrs) or "none"
+        raise error(Status.BAD_PARAM, f"{spec.name}: unknown argument(s) {', '.join(map(repr, unknown))} (attributes: {known})")
+
+
 def create_descriptor(name: str, handle: Handle, *tensors, **kwargs) -> Descriptor:
     """Generic create: ``create_descriptor("add", h, c_desc, a_desc, b_desc, **attrs)``.
 
@@ -509,6 +518,7 @@ def create_descriptor(name: str, handle: Handle, *tensors, **kwargs) -> Descript
         raise error(Status.BAD_PARAM, f"{spec.name}: too many positional arguments to create")
     tkw = {k: v for k, v in kwargs.items() if spec.alias.get(k, k) in spec.role}
     akw = {k: v for k, v in kwargs.items() if k not in tkw}
+    check_attr_names(spec, akw)
     bound = _bind(spec, "create", spec.tensors, tdescs, tkw)
     attrs = dict(zip((a.name for a in spec.attrs), attr_pos))
     for k, v in akw.items():

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .descriptor import create_descriptor
+from .descriptor import check_attr_names, create_descriptor
 from .devices import Handle, create_handle
 from .dtypes import parse_dtype, to_numpy
 from .lru import LRU
@@ -87,6 +87,7 @@ def call(name: str, *inputs, out=None, **attrs):
     if len(devs) != 1:
         raise error(Status.BAD_PARAM, f"{name}: inputs must all be on one device, got {sorted(devs)}")
     dev = devs.pop()
+    check_attr_names(spec, attrs)
     in_descs = dict(zip(in_roles, (d for _, d in layouts), strict=False))
     if out is None:
         if spec.infer is None:

@@ -391,3 +391,24 @@ def test_buffer_cache_revalidates_torch_tensors(cpu_handle):
     with pytest.raises(iop.InfiniopError) as ei:
         d.calculate(None, c, a, b)
     assert ei.value.status is Status.BAD_PARAM
+
+
+def test_a_misspelt_attribute_is_bad_param_not_ignored():
+    """A keyword that is neither a tensor nor an attribute of the operator (``dim`` for ``dims``)
+    is BAD_PARAM naming it, through create_descriptor and through iop.ops, never a TypeError
+    and never silently the default."""
+    x = np.ones((4, 3), np.float32)
+    f32 = iop.float32
+    with pytest.raises(iop.InfiniopError) as ei:
+        iop.ops.sum(x, dim=[-1])
+    assert status_of(ei) is Status.BAD_PARAM and "'dim'" in str(ei.value) and "dims" in str(ei.value)
+    with pytest.raises(iop.InfiniopError) as ei:
+        iop.create_descriptor(
+            "sum",
+            iop.create_handle("cpu"),
+            output=iop.create_tensor_descriptor((4,), None, f32),
+            input=iop.create_tensor_descriptor((4, 3), None, f32),
+            dim=[1],
+        )
+    assert status_of(ei) is Status.BAD_PARAM
+    np.testing.assert_array_equal(iop.ops.sum(x, dims=[-1]), np.full(4, 3.0, np.float32))
