@@ -74,23 +74,10 @@ def pytest_report_header(config):
 
 
 @pytest.fixture
-def fake_nvidia(monkeypatch):
-    """A fake sm_90 device whose module loader records the kernel names a planner asks for
-    (nothing is compiled or launched): returns that set."""
-    from infiniop_py.cuda import compiler, runtime
-    from infiniop_py.lru import LRU
+def fake_nvidia():
+    """A fake sm_90 device (infiniop_py.testing.fake_device) whose module loader records the
+    kernel names a planner asks for (nothing is compiled or launched): yields that list."""
+    from infiniop_py.testing.fake_device import fake_nvidia as fake
 
-    requested: set = set()
-
-    def record(self, source, names, device_id):
-        requested.update(names)
-        self.raw, self.kernels = None, {}
-        self.ptr = {n: i + 1 for i, n in enumerate(names)}
-
-    monkeypatch.setattr(runtime, "device_count", lambda: 1)
-    monkeypatch.setattr(runtime, "properties", lambda device_id=0: {"name": "fake", "sm_count": 132, "cc": 90})
-    monkeypatch.setattr(compiler.Module, "__init__", record)
-    monkeypatch.setattr(compiler, "_modules", LRU(8))
-    monkeypatch.setattr(compiler, "_launch_fn", lambda: lambda *a: None)
-    monkeypatch.setattr(runtime, "occupancy", lambda *a, **k: None)  # the fake pointers are no kernels
-    return requested
+    with fake() as requested:
+        yield requested
