@@ -7,6 +7,7 @@ import csv
 import datetime as _dt
 import json
 import platform
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,15 +19,22 @@ ROOT = Path(__file__).resolve().parents[2]
 # Metadata
 # --------------------------------------------------------------------------------------------
 def git_commit() -> dict:
-    """HEAD and whether the tree has local changes (None where there is no git checkout)."""
+    """The library's commit and whether its tree has local changes: from git where the library
+    is its own checkout, else from the ``COMMIT`` file that ``git archive`` fills in (an exported
+    tree: ``dirty`` unknown); None for both where neither says."""
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10)
-        if head.returncode != 0:
-            return {"commit": None, "dirty": None}
-        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True, timeout=10)
-        return {"commit": head.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
+        top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=ROOT, capture_output=True, text=True, timeout=10)
+        if top.returncode == 0 and Path(top.stdout.strip()).resolve() == ROOT:
+            head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10)
+            dirty = subprocess.run(["git", "status", "--porcelain"], cwd=ROOT, capture_output=True, text=True, timeout=10)
+            return {"commit": head.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
     except Exception:
-        return {"commit": None, "dirty": None}
+        pass
+    try:
+        text = (ROOT / "infiniop_py" / "COMMIT").read_text().strip()
+    except OSError:
+        text = ""
+    return {"commit": text, "dirty": None} if re.fullmatch(r"[0-9a-f]{40}", text) else {"commit": None, "dirty": None}
 
 
 def driver_version() -> str | None:
