@@ -9,18 +9,15 @@ import math
 
 from ..spec import Checker
 from ..status import Status
-from .limits import sm_count
-from .rows import RowOp, align_up, row_factory
+from .rows import RowOp, row_factory
 
 __all__ = [
     "RowOp",
-    "align_up",
     "check_positive",
     "check_rows",
     "check_shape",
     "check_std_shape",
     "row_factory",
-    "sm_count",
 ]
 
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 from ..cuda.compiler import Launch, Slot, get_module
 from ..cuda.kernel import CudaKernel, ctype
+from ..cuda.launch import Pick, Seq, align_up, device_limits
 from ..dtypes import DType, F, acc_size
 from ..layout import fast_div_params
 from ..spec import Checker, Info
 from ..status import Status
-from .limits import device_limits
-from .rows import Pick, Seq, align_up, source
+from .rows import source
 
 SOURCE = source(Path(__file__).parent / "batch_norm.cu")
 VEC = {DType.F16: 8, DType.BF16: 8, DType.F32: 4, DType.F64: 2}

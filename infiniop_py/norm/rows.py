@@ -35,11 +35,11 @@ from typing import NamedTuple
 
 from ..cuda.compiler import Launch, Slot, get_module
 from ..cuda.kernel import CudaKernel, ctype
+from ..cuda.launch import Limits, Pick, Seq, align_up, device_limits, opt_in, resident_blocks
 from ..dtypes import DType, acc_size, itemsize
 from ..layout import collapse
 from ..planner import Rule, always, first_match, matching
 from ..spec import Info
-from .limits import Limits, device_limits
 
 NORM_CUH = (Path(__file__).parent / "norm.cuh").read_text()
 NP_FWD, NP_BWD = 4, 2  # NORM_NP, NORM_NP_BWD: packs per thread
@@ -50,10 +50,6 @@ TPRS = (32, 64, 128, 256, 512, 1024)  # threads per row instantiated
 def source(kernel_cu: Path) -> str:
     """An operator's CUDA source: norm.cuh followed by its kernel.cu."""
     return NORM_CUH + '\n#line 1 "kernel.cu"\n' + kernel_cu.read_text()
-
-
-def align_up(n: int, a: int = 256) -> int:
-    return -(-n // a) * a
 
 
 # -- the declaration ---------------------------------------------------------------------------
@@ -275,43 +271,6 @@ class RowLayout:
 
 
 # -- the device side of a plan -----------------------------------------------------------------
-def resident_blocks(fn, block: int, dyn_smem: int, lim: Limits) -> int:
-    """Blocks of ``block`` threads of kernel ``fn`` resident on one SM (from its registers and
-    static shared memory plus ``dyn_smem``, against the device's limits); about 1024 threads
-    per SM when the kernel's figures are unknown."""
-    try:
-        regs = int(fn.num_regs)
-        smem = int(fn.shared_size_bytes)
-    except Exception:  # noqa: BLE001 - no kernel figures (a fake device)
-        return max(1, 1024 // block)
-    warps = -(-block // 32)
-    warp_regs = -(-max(regs, 1) * 32 // 256) * 256
-    by_regs = (lim.regs_per_sm // warp_regs) // warps
-    by_threads = lim.threads_per_sm // (warps * 32)
-    by_smem = lim.shared_per_sm // (smem + dyn_smem + lim.reserved_shared_per_block)
-    return max(1, min(by_regs, by_threads, by_smem, lim.blocks_per_sm))
-
-
-def opt_in(fn, nbytes: int, lim: Limits) -> bool:
-    """Let kernel ``fn`` launch with ``nbytes`` of dynamic shared memory and prefer the largest
-    shared-memory carveout; False where static plus dynamic bytes exceed the device's per-block
-    opt-in (the ring then declines). The opt-in is set whatever the size: static plus dynamic
-    shared memory above 48 KiB needs it even when the dynamic part alone is 48 KiB."""
-    try:
-        static = int(fn.shared_size_bytes) if fn is not None else 0
-        if static + nbytes > lim.shared_per_block_optin:
-            return False
-        if fn is not None:
-            fn.max_dynamic_shared_size_bytes = int(nbytes)
-    except Exception:  # noqa: BLE001 - the driver refused
-        return False
-    try:
-        fn.preferred_shared_memory_carveout = 100
-    except Exception:  # noqa: BLE001 - a hint only
-        pass
-    return True
-
-
 def grid(op: RowOp, cfg: Config, tpr: int | None, rows: int, block: int, per_sm, lim: Limits) -> int:
     """Blocks of a stage-1 launch. Block per row: forward up to 64 waves of one block per SM,
     backward one (a partial row per block). Forward register kernels: one block per ROWS * R
@@ -323,35 +282,6 @@ def grid(op: RowOp, cfg: Config, tpr: int | None, rows: int, block: int, per_sm,
     if cfg.kind == "regs" and not op.backward:
         return max(1, min(-(-groups // cfg.rows), 1 << 30))
     return max(1, min(groups, lim.sms * per_sm()))
-
-
-class Pick:
-    """A vectorised launch (when planned), used when every listed pointer is aligned to its pack
-    size, else the scalar launch. aligned: [(pointer index, bytes)]."""
-
-    def __init__(self, vec, scalar, aligned: list):
-        self.vec, self.scalar, self.aligned = vec, scalar, aligned
-
-    def __call__(self, ptrs, ws, stream):
-        if self.vec is not None:
-            for i, a in self.aligned:
-                if ptrs[i] % a:
-                    break
-            else:
-                self.vec(ptrs, ws, stream)
-                return
-        self.scalar(ptrs, ws, stream)
-
-
-class Seq:
-    """Launches run in order as one callable (ptrs, ws, stream)."""
-
-    def __init__(self, *launches):
-        self.launches = launches
-
-    def __call__(self, ptrs, ws, stream):
-        for launch in self.launches:
-            launch(ptrs, ws, stream)
 
 
 def _nothing(ptrs, ws, stream):

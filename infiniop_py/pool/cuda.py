@@ -28,9 +28,9 @@ from pathlib import Path
 from ..cuda import runtime
 from ..cuda.compiler import Launch, Slot, get_module
 from ..cuda.kernel import CudaKernel, ctype
+from ..cuda.launch import align_up
 from ..dtypes import F, itemsize
 from ..layout import fast_div_params
-from ..norm import align_up
 from ..status import Status, error
 
 SOURCE = (Path(__file__).parent / "pool.cu").read_text()

@@ -8,8 +8,8 @@ from pathlib import Path
 from infiniop_py.causal import plan
 from infiniop_py.causal.plan import CF_WARPS, CL_BLOCK, CL_E, GEN_BLOCK, CcKernel, Pick, launch, names
 from infiniop_py.cuda.compiler import Slot
+from infiniop_py.cuda.launch import sm_count
 from infiniop_py.dtypes import itemsize
-from infiniop_py.norm import sm_count
 from infiniop_py.spec import Info
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from infiniop_py.causal import plan
 from infiniop_py.causal.plan import CF_WARPS, CL_BLOCK, CLB_E, GEN_BLOCK, CcKernel, Pick, launch, names
 from infiniop_py.cuda.compiler import Slot
+from infiniop_py.cuda.launch import align_up, sm_count
 from infiniop_py.dtypes import itemsize
-from infiniop_py.norm import align_up, sm_count
 from infiniop_py.spec import Info
 
 CL_MAX_PARTS = 1024  # channel-last: at most this many partial rows (time groups loop beyond)
