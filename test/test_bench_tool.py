@@ -94,6 +94,33 @@ def test_report_renders_markdown_and_png(quick_run, tmp_path):
     assert r.returncode == 2 and "cannot read" in r.stderr and "Traceback" not in r.stderr
 
 
+def test_report_pages_update_the_generated_block_only(quick_run, tmp_path):
+    """``report --pages``: a CPU run updates one ``cpu.md`` between the markers, keeps the
+    hand-written rest, links its plots; a second report replaces the block, never stacks it."""
+    from infiniop_py.bench import pages
+
+    _, _, path = quick_run
+    page = tmp_path / "cpu.md"
+    page.write_text("# CPU backend performance\n\nHand-written rules.\n")
+    for _ in range(2):
+        r = bench("report", str(path), "--pages", str(tmp_path))
+        assert r.returncode == 0, r.stderr
+    text = page.read_text()
+    assert text.count(pages.BEGIN) == 1 and text.count(pages.END) == 1
+    assert text.startswith("# CPU backend performance\n\n" + pages.BEGIN) and text.rstrip().endswith("Hand-written rules.")
+    rows = json.loads(path.read_text())["results"]
+    lines = [line for line in text.splitlines() if line.startswith("| ")]
+    assert lines[0] == "| op | case | dtype | ours | torch | × torch | % of limit | card | date |"
+    date = json.loads(path.read_text())["meta"]["timestamp"][:10]
+    for row in rows:
+        line = next(line for line in lines if line.startswith(f"| {row['op']} | {row['case']} | f32 |"))
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[5] == f"{row['x']['torch']:.2f}" and cells[7:] == ["CPU", date]
+    for link in ("img/cpu-elementwise-add.png", "img/cpu-rearrange-rearrange.png"):
+        assert f"]({link})" in text and (tmp_path / link).read_bytes()[:8] == PNG
+    assert pages.splice("", "B", "t") == "# t\n\nB\n"
+
+
 def _slowed(data: dict, factor: float) -> dict:
     slow = copy.deepcopy(data)
     for row in slow["results"]:

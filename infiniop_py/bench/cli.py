@@ -2,7 +2,7 @@
 
     infiniop-bench run [--family F] [--op X] [--dtype D] [--peers torch,compile,jax,...|all]
                        [--quick] [--cpu] [--out DIR] [--reps N] [--match TEXT] [--list] ...
-    infiniop-bench report RUN.json [--out DIR]
+    infiniop-bench report RUN.json [--out DIR | --pages DOCS_PERF_DIR]
     infiniop-bench compare OLD.json NEW.json [--min-change 0.1] [--z 3]
 
 ``run`` is the default command (``infiniop-bench --quick --cpu`` runs). The method is
@@ -123,6 +123,12 @@ def parser() -> argparse.ArgumentParser:
     rep = sub.add_parser("report", help="Markdown tables and PNG plots of a run", description="Render a run's JSON.")
     rep.add_argument("run_json", metavar="RUN.json")
     rep.add_argument("--out", default=None, help="directory for the Markdown and PNG files (default: next to RUN.json)")
+    rep.add_argument(
+        "--pages",
+        default=None,
+        metavar="DIR",
+        help="instead: update the per-family perf pages in DIR (docs/perf): their generated table and plots",
+    )
     cmp_ = sub.add_parser("compare", help="flag regressions between two runs", description=_compare_doc())
     cmp_.add_argument("old", metavar="OLD.json")
     cmp_.add_argument("new", metavar="NEW.json")
@@ -373,9 +379,14 @@ def cmd_report(args) -> int:
         meta, rows = report.load(path)
     except ValueError as exc:
         return _fail(str(exc), "report")
-    out = Path(args.out) if args.out else path.parent
+    out = Path(args.pages or args.out or path.parent)
     try:
-        written = report.render(meta, rows, out, path.stem)
+        if args.pages:
+            from infiniop_py.bench import pages
+
+            written = pages.write(meta, rows, out)
+        else:
+            written = report.render(meta, rows, out, path.stem)
     except OSError as exc:
         return _fail(f"cannot write into {out}: {exc.strerror or exc}", "report")
     for p in written:

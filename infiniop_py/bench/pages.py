@@ -1,0 +1,151 @@
+"""The docs/perf pages from one run (``infiniop-bench report RUN.json --pages DIR``).
+
+Each family (suite) of the run gets ``DIR/<suite>.md``: the block between the two markers below
+is replaced by the run's table for that family -- op, case, dtype, ours, each peer and the
+speed-up against it, % of the measured limit, card, date -- its plots (``DIR/img/<suite>-<op>.png``)
+and, where the family times host calls, the host-wall table. The rest of a page (the planner
+rules, the limits, what was tried) is written by hand and kept as it is. A page without the
+markers gets the block after its title; a family without a page gets a new one. A CPU run
+writes one page, ``DIR/cpu.md``, with every family in one table.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from . import plots
+from .report import _f, _host_table, _limit, _us, message, peer_names
+
+BEGIN = "<!-- infiniop-bench:begin -->"
+END = "<!-- infiniop-bench:end -->"
+
+
+def card(meta: dict) -> str:
+    """A short name of the machine: the GPU's model (``H100``), or ``CPU``."""
+    m = meta.get("machine") or {}
+    if m.get("kind") == "cpu":
+        return "CPU"
+    name = str(m.get("name", "?"))
+    found = re.search(r"\b([A-Z]+\d{2,4}[A-Za-z]*)\b", name.replace("NVIDIA", ""))
+    return found.group(1) if found else name
+
+
+def _commit(meta: dict) -> str:
+    git = meta.get("git") or {}
+    c = git.get("commit")
+    return "an unknown commit" if not c else f"commit {c[:7]}" + (" with local changes" if git.get("dirty") else "")
+
+
+def _provenance(meta: dict, n: int) -> str:
+    m, s = meta.get("machine") or {}, meta.get("settings") or {}
+    bw = (meta.get("copy_bandwidth") or {}).get("GBps")
+    rates = ", ".join(f"{k} {v:.1f}" for k, v in (meta.get("matrix_rate") or {}).items() if isinstance(v, (int, float)))
+    quick = " --quick" if s.get("quick") else ""
+    cpu = " --cpu" if m.get("kind") == "cpu" else ""
+    parts = [
+        f"`infiniop-bench run{cpu}{quick}` ({n} cases) on {m.get('name', '?')},",
+        f"{str(meta.get('timestamp', '?'))[:10]}, {_commit(meta)}; median µs per call over {s.get('reps', '?')} interleaved calls",
+        f"({s.get('timing', '')}); × = peer time / ours (above 1 we are faster); % of limit = minimal bytes over the copy",
+        f"bandwidth measured in the same run ({bw:.0f} GB/s)" if bw else "bandwidth",
+        f"or, for rows that count FLOPs, the matrix rate of the same run (TFLOP/s: {rates})." if rates else ".",
+        "Every row passed its float64 check unless it says otherwise.",
+    ]
+    return " ".join(parts)
+
+
+def table(meta: dict, rows: list) -> list[str]:
+    """The family's table (Markdown lines)."""
+    peers = peer_names(rows)
+    head = ["op", "case", "dtype", "ours"]
+    for p in peers:
+        head += [p, f"× {p}"]
+    head += ["% of limit", "card", "date"]
+    c, date = card(meta), str(meta.get("timestamp", "?"))[:10]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in rows:
+        msg = message(r)
+        if msg is None and not (r.get("check") or {}).get("ok"):
+            msg = "FAIL: " + (r.get("check") or {}).get("detail", "")
+        if msg is not None:
+            cells = [r.get("op", "-"), r.get("case", "-"), r.get("dtype", "-"), msg] + [""] * (len(head) - 4)
+        else:
+            x = r.get("x") or {}
+            cells = [r["op"], r["case"], r["dtype"], _num(_us(r, "ours"))]
+            for p in peers:
+                ok = (r.get("check_peers") or {}).get(p, {}).get("ok", True)
+                cells += [_num(_us(r, p) if ok else None), _f(x.get(p), ".2f")]
+            lim = _limit(r)
+            kind = "matrix" if r.get("flops") and (r.get("pct_matrix") or {}).get("ours") is not None else "copy"
+            cells += ["-" if lim is None else f"{lim:.0f}% ({kind})", c, date]
+        out.append("| " + " | ".join(str(v) for v in cells) + " |")
+    return out
+
+
+def _num(v) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.1f}" if v < 1000 else f"{v:.0f}"
+
+
+def block(meta: dict, suite: str, rows: list, img_links: list[tuple[str, str]]) -> str:
+    lines = [BEGIN, "", _provenance(meta, len(rows)), "", *table(meta, rows), ""]
+    host = [r for r in rows if r.get("host_wall_us")]
+    if host:
+        cols, cells = _host_table(host)
+        lines += ["Host wall per call, µs (back-to-back calls, one synchronisation at the end):", ""]
+        lines.append("| " + " | ".join(t for t, _ in cols) + " |")
+        lines.append("|" + "---|" * len(cols))
+        lines += ["| " + " | ".join(cs) + " |" for cs in cells]
+        lines.append("")
+    for op, link in img_links:
+        lines.append(f"![{suite} {op}]({link})")
+    if img_links:
+        lines.append("")
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def splice(text: str, new_block: str, title: str) -> str:
+    """``text`` with its generated block replaced by ``new_block`` (inserted after the title
+    where it has none; a new page where ``text`` is empty)."""
+    if not text.strip():
+        return f"# {title}\n\n{new_block}\n"
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        return head + new_block + rest.split(END, 1)[1]
+    lines = text.splitlines(keepends=True)
+    at = next((i + 1 for i, line in enumerate(lines) if line.startswith("# ")), 0)
+    return "".join(lines[:at]) + "\n" + new_block + "\n" + "".join(lines[at:])
+
+
+def page_name(meta: dict, suite: str) -> str:
+    """The page a family's rows go to: its own on a GPU, one ``cpu`` page for a CPU run."""
+    return "cpu" if card(meta) == "CPU" else suite
+
+
+def write(meta: dict, rows: list, out_dir: Path) -> list[Path]:
+    """Update the pages of every family of the run under ``out_dir`` (plots under
+    ``out_dir/img``); the paths written."""
+    by_page: dict = {}
+    for r in rows:
+        by_page.setdefault(page_name(meta, r.get("suite", "other")), []).append(r)
+    why = plots.available()
+    written = []
+    img = out_dir / "img"
+    for page_stem, rs in by_page.items():
+        links = []
+        if why is None:
+            img.mkdir(parents=True, exist_ok=True)
+            for (suite, op), ors in plots.groups(rs).items():
+                name = re.sub(
+                    r"[^A-Za-z0-9_.-]+", "_", f"{page_stem}-{op}" if page_stem == suite else f"{page_stem}-{suite}-{op}"
+                )
+                plots.plot_op(img / f"{name}.png", suite, op, ors, (meta.get("machine") or {}).get("name", "?"))
+                written.append(img / f"{name}.png")
+                links.append((op, f"img/{name}.png"))
+        page = out_dir / f"{page_stem}.md"
+        old = page.read_text() if page.exists() else ""
+        page.write_text(splice(old, block(meta, page_stem, rs, links), f"{page_stem} performance"))
+        written.append(page)
+    return written
