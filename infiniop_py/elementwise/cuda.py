@@ -57,6 +57,19 @@ def widest(nbytes: int):
 
 # The default table; an operator declares its own with ``elementwise_op(dense_rules=...)``.
 DENSE_RULES = (Rule("ew.dense", always, "ex1"),)
+
+
+def dense_by_width(op: str, f32: str, half: str, f64: str) -> tuple[Rule, ...]:
+    """An operator's dense-path table by operand width: rules ``<op>.dense.f32`` (widest operand
+    of 4 bytes), ``<op>.dense.half`` (2 bytes) and ``<op>.dense.f64`` (the rest), choosing those
+    ``DENSE`` configs."""
+    return (
+        Rule(f"{op}.dense.f32", widest(4), f32),
+        Rule(f"{op}.dense.half", widest(2), half),
+        Rule(f"{op}.dense.f64", always, f64),
+    )
+
+
 ROWS = 8  # tile rows per block on the tiled path
 MAX_BATCH = 6
 

@@ -8,7 +8,11 @@ cover every dtype pair; float operands are compared as floats (-0.0 is false, Na
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..dtypes import SI, DType, F, is_float, itemsize
+from . import split_compile_units
+from .declare import binary_op, camel
 
 DATA = F | SI | {DType.U8, DType.BOOL}  # the data (and condition) dtypes of the family
 LOGICAL_OUT = frozenset({DType.BOOL, DType.U8, DType.I8})  # a truth value: bool, or a 0/1 byte
@@ -42,3 +46,23 @@ def logical_kernel_types(name, dtype):
 
 def logical_combos():
     return [(DType.U8, (x, y)) for x in TRUTH_TYPES for y in TRUTH_TYPES]
+
+
+def logical_op(word: str, cxx: str):
+    """``logical_<word>``: c = (a != 0) <cxx> (b != 0) for a and b of any DATA dtypes; C-style
+    alias ``<Word>``, GGUF alias ``op_<word>``."""
+    name = f"logical_{word}"
+    spec = binary_op(
+        name,
+        cuda=f"return (a != A(0)) {cxx} (b != B(0));",
+        numpy=getattr(np, name),
+        dtypes=DATA,
+        dtype_rule=logical_dtypes,
+        type_combos=logical_combos,
+        kernel_types=logical_kernel_types,
+        summary=f"c = a {cxx} b (nonzero is true; c bool, or u8/i8 0/1)",
+        gguf_names=(f"op_{word}",),
+        stem_aliases=(camel(word),),
+    )
+    split_compile_units(spec)
+    return spec

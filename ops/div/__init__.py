@@ -3,17 +3,6 @@
 import numpy as np
 
 from infiniop_py.dtypes import F
-from infiniop_py.elementwise import elementwise_op
+from infiniop_py.elementwise.declare import arithmetic_op
 
-SPEC = elementwise_op(
-    name="div",
-    stem="Div",
-    out="c",
-    ins=("a", "b"),
-    cuda="a / b",
-    numpy=np.true_divide,
-    dtypes=F,
-    reference=lambda a, b: a / b,
-    torch="torch.div(a, b)",
-    summary="c = a / b (true division)",
-)
+SPEC = arithmetic_op("div", "/", np.true_divide, F, " (true division)")

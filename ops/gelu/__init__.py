@@ -4,11 +4,11 @@ The C-style ``infiniopCreateGeluDescriptor(h, output, input)`` takes no attribut
 exact form (the attribute's default); ``gelutanh`` is the tanh form as its own operator.
 """
 
-from infiniop_py.dtypes import DType, F, H
-from infiniop_py.elementwise import elementwise_op, float_expr
-from infiniop_py.elementwise.cuda import widest
+from infiniop_py.dtypes import DType, H
+from infiniop_py.elementwise import float_expr
+from infiniop_py.elementwise.cuda import dense_by_width
+from infiniop_py.elementwise.declare import unary_op
 from infiniop_py.elementwise.gelu import ERF_FORM, TANH_FORM, gelu_numpy, gelu_variant, phi_parts, to_f32
-from infiniop_py.planner import Rule, always
 from infiniop_py.spec import Attr
 
 
@@ -18,27 +18,18 @@ def _reference(input, approximate="none"):
     return torch.nn.functional.gelu(input, approximate=approximate)
 
 
-SPEC = elementwise_op(
-    name="gelu",
-    stem="Gelu",
-    out="output",
-    ins=("input",),
+SPEC = unary_op(
+    "gelu",
     # approximate reaches the kernel as its index in choices: 0 = "none", 1 = "tanh"
     cuda=float_expr(f"if (approximate != T(0)) return {TANH_FORM}; return {ERF_FORM};"),
     cuda_variant=gelu_variant,  # the form chosen at create, cheaper tanh form for halves
     numpy=gelu_numpy,
     attrs=(Attr("approximate", "str", "none", choices=("none", "tanh"), doc='"none" (erf) or "tanh"'),),
-    dtypes=F,
     reference=_reference,
     torch="F.gelu(input, approximate)",
     summary='output = GELU(x), approximate "none" (erf) or "tanh"',
-    tensor_aliases={"x": "input", "y": "output"},
-    dense_rules=(
-        # NVIDIA dense-path configs by operand width (docs/perf/pointwise.md, "Default dense shape")
-        Rule("gelu.dense.f32", widest(4), "ex1"),
-        Rule("gelu.dense.half", widest(2), "ex4"),
-        Rule("gelu.dense.f64", always, "pipe"),
-    ),
+    # NVIDIA dense-path configs by operand width (docs/perf/pointwise.md, "Default dense shape")
+    dense_rules=dense_by_width("gelu", f32="ex1", half="ex4", f64="pipe"),
 )
 
 

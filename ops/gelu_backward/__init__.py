@@ -4,11 +4,10 @@ import numpy as np
 
 from infiniop_py.dtypes import F, H
 from infiniop_py.elementwise import elementwise_op, float_expr
-from infiniop_py.elementwise.cuda import widest
+from infiniop_py.elementwise.cuda import dense_by_width
 from infiniop_py.elementwise.erf import INV_SQRT2, INV_SQRT_2PI, SQRT_2_OVER_PI, erf
 from infiniop_py.elementwise.gelu import gelu_backward_half_body
 from infiniop_py.halfconv import copy_into
-from infiniop_py.planner import Rule, always
 from infiniop_py.spec import Attr
 
 # none: g (Phi(x) + x phi(x)); tanh: t = tanh(k (x + 0.044715 x^3)),
@@ -83,12 +82,8 @@ SPEC = elementwise_op(
     reference=_reference,
     torch="torch.ops.aten.gelu_backward(grad_output, input, approximate=approximate)",
     summary='grad_input = grad_output * GELU\'(input), approximate "none" or "tanh"',
-    dense_rules=(
-        # NVIDIA dense-path configs by operand width (docs/perf/pointwise.md, "Default dense shape")
-        Rule("gelu_backward.dense.f32", widest(4), "ex4"),
-        Rule("gelu_backward.dense.half", widest(2), "ex2w"),
-        Rule("gelu_backward.dense.f64", always, "pipe"),
-    ),
+    # NVIDIA dense-path configs by operand width (docs/perf/pointwise.md, "Default dense shape")
+    dense_rules=dense_by_width("gelu_backward", f32="ex4", half="ex2w", f64="pipe"),
 )
 
 

@@ -1,7 +1,7 @@
 """gelutanh: GELU with the tanh approximation, as its own operator (ops.md §1.2)."""
 
-from infiniop_py.dtypes import F
-from infiniop_py.elementwise import elementwise_op, float_expr
+from infiniop_py.elementwise import float_expr
+from infiniop_py.elementwise.declare import unary_op
 from infiniop_py.elementwise.gelu import TANH_FORM, gelu_numpy, gelu_variant
 
 
@@ -11,17 +11,13 @@ def _reference(input):
     return torch.nn.functional.gelu(input, approximate="tanh")
 
 
-SPEC = elementwise_op(
-    name="gelutanh",
+SPEC = unary_op(
+    "gelutanh",
     stem="GeluTanh",
-    out="output",
-    ins=("input",),
     cuda=float_expr(TANH_FORM),
     cuda_variant=lambda dt, _: gelu_variant(dt, {"approximate": "tanh"}),
     numpy=lambda x: gelu_numpy(x, "tanh"),
-    dtypes=F,
     reference=_reference,
     torch='F.gelu(input, approximate="tanh")',
     summary="output = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))",
-    tensor_aliases={"x": "input", "y": "output"},
 )

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from infiniop_py.dtypes import F
-from infiniop_py.elementwise import elementwise_op, writes_into
+from infiniop_py.elementwise import writes_into
+from infiniop_py.elementwise.declare import unary_op
 
 
 @writes_into
@@ -16,18 +16,13 @@ def _numpy(out, x):
     np.multiply(out, x.dtype.type(1) / x.dtype.type(6), out=out)
 
 
-SPEC = elementwise_op(
-    name="hardswish",
+SPEC = unary_op(
+    "hardswish",
     stem="HardSwish",
-    out="output",
-    ins=("input",),
+    torch_fn="nn.functional.hardswish",
     # f32/half compute multiplies by 1/6 (as torch; <= 1 ulp from the division), f64 divides
     cuda="T v = input + T(3); v = v < T(0) ? T(0) : v; v = v > T(6) ? T(6) : v; "
     "if constexpr (sizeof(T) == 8) { return input * v / T(6); } else { return input * v * T(1.0 / 6); }",
     numpy=_numpy,
-    dtypes=F,
-    reference=lambda input: __import__("torch").nn.functional.hardswish(input),
-    torch="F.hardswish(input)",
     summary="output = x*min(max(x+3, 0), 6)/6",
-    tensor_aliases={"x": "input", "y": "output"},
 )

@@ -3,7 +3,8 @@
 import numpy as np
 
 from infiniop_py.dtypes import SI, F
-from infiniop_py.elementwise import elementwise_op, writes_into
+from infiniop_py.elementwise import writes_into
+from infiniop_py.elementwise.declare import unary_op
 
 
 @writes_into
@@ -14,23 +15,11 @@ def _numpy(out, x):
         np.maximum(x, x.dtype.type(0), out=out)
 
 
-SPEC = elementwise_op(
-    name="relu",
-    stem="Relu",
-    out="output",
-    ins=("input",),
+SPEC = unary_op(
+    "relu",
     cuda="input < T(0) ? T(0) : input",  # NaN < 0 is false: NaN passes through
     numpy=_numpy,
     cpu_kernel="relu",
     dtypes=F | SI,
-    reference=lambda input: torch_relu(input),
-    torch="torch.relu(input)",
     summary="output = max(x, 0); NaN -> NaN",
-    tensor_aliases={"x": "input", "y": "output"},
 )
-
-
-def torch_relu(x):
-    import torch
-
-    return torch.relu(x)

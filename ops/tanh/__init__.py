@@ -1,9 +1,8 @@
 """tanh: output = tanh x (ops.md §1.2)."""
 
-import numpy as np
-
-from infiniop_py.dtypes import DType, F
-from infiniop_py.elementwise import elementwise_op, float_expr
+from infiniop_py.dtypes import DType
+from infiniop_py.elementwise import float_expr
+from infiniop_py.elementwise.declare import unary_op
 
 from .halfmath import cuda_expr
 
@@ -21,17 +20,4 @@ def _variant(dtype, _choices) -> str:
     return {DType.BF16: BF16_FAST, DType.F16: F16_FAST}.get(dtype, ACCURATE)
 
 
-SPEC = elementwise_op(
-    name="tanh",
-    stem="Tanh",
-    out="output",
-    ins=("input",),
-    cuda=ACCURATE,
-    cuda_variant=_variant,
-    numpy=np.tanh,
-    dtypes=F,
-    reference=lambda input: __import__("torch").tanh(input),
-    torch="torch.tanh(input)",
-    summary="output = tanh x",
-    tensor_aliases={"x": "input", "y": "output"},
-)
+SPEC = unary_op("tanh", cuda=ACCURATE, cuda_variant=_variant, summary="output = tanh x")
