@@ -22,11 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from infiniop_py.cuda.compiler import Launch, Slot, get_module
-from infiniop_py.cuda.kernel import CudaKernel, ctype
+from infiniop_py import topk as common
+from infiniop_py.cuda.kernel import ctype
 from infiniop_py.dtypes import DType, F
 from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
-from infiniop_py.status import Status, error
+from infiniop_py.status import Status
 
 SOURCE_FILE = Path(__file__).with_name("kernel.cu")
 ROWS = 4  # TR_ROWS
@@ -41,32 +41,18 @@ def _source() -> str:
 
 
 def validate(check: Checker) -> Info:
-    x, b, v = check["x"], check["correction_bias"], check["values"]
+    x, b = check["x"], check["correction_bias"]
     check.dtype_in("x", F)
     check.dtype_in("correction_bias", {DType.F32})
-    check.dtype_in("values", {DType.F32})
-    check.dtype_in("indices", {DType.I32})
-    if x.ndim != 2:
-        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'x' must be 2-D [ntoken, 256], got shape {list(x.shape)}")
-    ntoken, width = x.shape
+    common.check_output_dtypes(check)
+    ntoken, width = common.rows(check.op, x, "256")
     if width != EXPERTS:
         check.fail(Status.BAD_PARAM, f"tensor 'x' has {width} experts; the router is fixed at 256 (8 groups of 32, 4 kept)")
     if x.strides[1] != 1:
         check.fail(Status.BAD_TENSOR_STRIDES, f"tensor 'x' must have last-dim stride 1, got strides {list(x.strides)}")
     if b.shape != (EXPERTS,):
         check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'correction_bias' must be [256], got shape {list(b.shape)}")
-    if v.ndim != 2 or v.shape[0] != ntoken:
-        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'values' must be [ntoken={ntoken}, topk], got shape {list(v.shape)}")
-    check.same_shape("values", "indices")
-    if v.shape[1] > EXPERTS:
-        check.fail(Status.BAD_PARAM, f"topk = values.shape[1] = {v.shape[1]} exceeds the 256 experts")
-    check.writable("values", "indices")
-    return Info(check.op, check.tensors, check.attrs, topk=v.shape[1])
-
-
-def check_topk(info: Info, topk: int) -> None:
-    if topk != info.topk:
-        raise error(Status.BAD_PARAM, f"{info.op}: runtime scalar 'topk'={topk} must equal values.shape[1] = {info.topk}")
+    return common.topk_info(check, ntoken, EXPERTS, "the 256 experts")
 
 
 def route(x: np.ndarray, bias: np.ndarray, k: int, scale: float) -> tuple[np.ndarray, np.ndarray]:
@@ -96,7 +82,7 @@ def route(x: np.ndarray, bias: np.ndarray, k: int, scale: float) -> tuple[np.nda
 def cpu(info: Info):
     def run(views, ws, rt):
         scale, topk = rt
-        check_topk(info, topk)
+        common.check_topk(info, topk)
         v = views["values"]
         if v.size == 0:
             return
@@ -111,30 +97,15 @@ def kernel_name(dtype: DType) -> str:
     return f"topk_router<{ctype(dtype)}>"
 
 
-class TopkRouterKernel(CudaKernel):
+class TopkRouterKernel(common.RowsKernel):
     def __init__(self, info: Info, handle):
-        super().__init__(handle)
-        self.info = info
         x, b, v, i = info["x"], info["correction_bias"], info["values"], info["indices"]
-        ntoken = x.shape[0]
-        self.empty = ntoken == 0 or info.topk == 0
-        self.scale = ctypes.c_float(1.0)  # rewritten per call
-        if self.empty:
-            return
-        name = kernel_name(x.dtype)
-        mod = get_module(_source(), [name], handle.device_id)
-        meta = struct.pack("<8q", ntoken, info.topk, x.strides[0], b.strides[0], *v.strides, *i.strides)
-        self.main = Launch(
-            mod.ptr[name], (-(-ntoken // ROWS),), (32 * ROWS,), [Slot(0), Slot(1), Slot(2), Slot(3), meta, self.scale]
-        )
+        meta = struct.pack("<8q", x.shape[0], info.topk, x.strides[0], b.strides[0], *v.strides, *i.strides)
+        super().__init__(info, handle, _source(), kernel_name(x.dtype), ROWS, meta, ctypes.c_float(1.0))
 
-    def launch(self, ptrs, ws_ptr, rt, stream):
+    def scalar_of(self, rt):
         scale, topk = rt
-        check_topk(self.info, topk)
-        if self.empty:
-            return
-        self.scale.value = float(scale)
-        self.main(ptrs, ws_ptr, stream)
+        return topk, float(scale)
 
 
 def nvidia(info: Info, handle):
@@ -146,18 +117,9 @@ nvidia.compile_units = lambda: [(_source(), [kernel_name(dt) for dt in sorted(F)
 
 def c_infer(given: dict, runtime):
     """C-style create(x, correction_bias): values/indices contiguous [ntoken, topk]."""
-    from infiniop_py.tensor import create_tensor_descriptor
-
-    x = given["x"]
-    if x.ndim != 2:
-        raise error(Status.BAD_TENSOR_SHAPE, f"topkrouter: tensor 'x' must be 2-D [ntoken, 256], got shape {list(x.shape)}")
+    ntoken, _ = common.rows("topkrouter", given["x"], "256")
     k = 1 if runtime is None else runtime["topk"]
-    if not 0 <= k <= EXPERTS:
-        raise error(Status.BAD_PARAM, f"topkrouter: runtime scalar 'topk'={k} must be in [0, 256]")
-    return {
-        "values": create_tensor_descriptor((x.shape[0], k), None, DType.F32),
-        "indices": create_tensor_descriptor((x.shape[0], k), None, DType.I32),
-    }
+    return common.infer_outputs("topkrouter", ntoken, k, EXPERTS, "256")
 
 
 def reference(x, correction_bias, routed_scaling_factor, topk, in_dtypes=None):
@@ -182,28 +144,6 @@ def reference(x, correction_bias, routed_scaling_factor, topk, in_dtypes=None):
     return {"values": vals, "indices": idx}
 
 
-try:  # the gguf package is optional at run time (the registry must import without it)
-    from infiniop_py.gguf import GGUFDialect
-except ImportError:  # pragma: no cover
-    GGUFDialect = None
-
-if GGUFDialect is not None:
-
-    class TopkRouterFiles(GGUFDialect):
-        """Upstream's layout: expected values as `lable_values` / `lable_indices` (the reader
-        also takes `correction_bias_strides.strides` for `correction_bias.strides`)."""
-
-        attr_types = {"routed_scaling_factor": "f32", "topk": "i32"}
-
-        def write(self, record) -> None:
-            record.rename("ans_values", "lable_values")
-            record.rename("ans_indices", "lable_indices")
-
-    DIALECT = TopkRouterFiles()
-else:  # pragma: no cover
-    DIALECT = None
-
-
 SPEC = OpSpec(
     name="topkrouter",
     stem="Topkrouter",
@@ -219,5 +159,6 @@ SPEC = OpSpec(
     kernel_sources=("kernel.cu",),
     c_create_tensors=("x", "correction_bias"),
     c_infer=c_infer,
-    gguf=DIALECT,
+    # the reader also takes upstream's `correction_bias_strides.strides` for `correction_bias.strides`
+    gguf=common.lable_dialect({"routed_scaling_factor": "f32", "topk": "i32"}),
 )

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
+from infiniop_py import topk as common
 from infiniop_py.cpu import jit
 from infiniop_py.cpu.rows import Outputs, bits, contiguous, run_rows, split
-from infiniop_py.cuda.compiler import Launch, Slot, get_module
-from infiniop_py.cuda.kernel import CudaKernel, ctype
+from infiniop_py.cuda.kernel import ctype
 from infiniop_py.dtypes import DType, F
 from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
-from infiniop_py.status import Status, error
+from infiniop_py.status import Status
 
 SOURCE_FILE = Path(__file__).with_name("kernel.cu")
 ROWS = 4  # TK_ROWS: one warp per row
@@ -38,27 +38,12 @@ def _source() -> str:
 
 
 def validate(check: Checker) -> Info:
-    x, v = check["x"], check["values"]
     check.dtype_in("x", F)
-    check.dtype_in("values", {DType.F32})
-    check.dtype_in("indices", {DType.I32})
-    if x.ndim != 2:
-        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'x' must be 2-D [ntoken, nexpert], got shape {list(x.shape)}")
-    ntoken, nexpert = x.shape
+    common.check_output_dtypes(check)
+    ntoken, nexpert = common.rows(check.op, check["x"], "nexpert")
     if nexpert >= 2**31:
         check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'x' has {nexpert} experts, at most 2^31 - 1 are supported")
-    if v.ndim != 2 or v.shape[0] != ntoken:
-        check.fail(Status.BAD_TENSOR_SHAPE, f"tensor 'values' must be [ntoken={ntoken}, topk], got shape {list(v.shape)}")
-    check.same_shape("values", "indices")
-    if v.shape[1] > nexpert:
-        check.fail(Status.BAD_PARAM, f"topk = values.shape[1] = {v.shape[1]} exceeds nexpert = {nexpert}")
-    check.writable("values", "indices")
-    return Info(check.op, check.tensors, check.attrs, topk=v.shape[1])
-
-
-def check_topk(info: Info, topk: int) -> None:
-    if topk != info.topk:
-        raise error(Status.BAD_PARAM, f"{info.op}: runtime scalar 'topk'={topk} must equal values.shape[1] = {info.topk}")
+    return common.topk_info(check, ntoken, nexpert, f"nexpert = {nexpert}")
 
 
 def topk_rows(a: np.ndarray, k: int) -> np.ndarray:
@@ -85,7 +70,7 @@ def cpu(info: Info):
 
     def run(views, ws, rt):
         topk, norm = rt
-        check_topk(info, topk)
+        common.check_topk(info, topk)
         v = views["values"]
         if v.size == 0:
             return
@@ -108,28 +93,15 @@ def kernel_name(dtype: DType) -> str:
     return f"topk_softmax<{ctype(dtype)}>"
 
 
-class TopkSoftmaxKernel(CudaKernel):
+class TopkSoftmaxKernel(common.RowsKernel):
     def __init__(self, info: Info, handle):
-        super().__init__(handle)
-        self.info = info
         x, v, i = info["x"], info["values"], info["indices"]
-        ntoken, nexpert = x.shape
-        self.empty = ntoken == 0 or info.topk == 0
-        self.norm = ctypes.c_int(0)  # rewritten per call
-        if self.empty:
-            return
-        name = kernel_name(x.dtype)
-        mod = get_module(_source(), [name], handle.device_id)
-        meta = struct.pack("<9q", ntoken, nexpert, info.topk, *x.strides, *v.strides, *i.strides)
-        self.main = Launch(mod.ptr[name], (-(-ntoken // ROWS),), (32 * ROWS,), [Slot(0), Slot(1), Slot(2), meta, self.norm])
+        meta = struct.pack("<9q", *x.shape, info.topk, *x.strides, *v.strides, *i.strides)
+        super().__init__(info, handle, _source(), kernel_name(x.dtype), ROWS, meta, ctypes.c_int(0))
 
-    def launch(self, ptrs, ws_ptr, rt, stream):
+    def scalar_of(self, rt):
         topk, norm = rt
-        check_topk(self.info, topk)
-        if self.empty:
-            return
-        self.norm.value = int(bool(norm))
-        self.main(ptrs, ws_ptr, stream)
+        return topk, int(bool(norm))
 
 
 def nvidia(info: Info, handle):
@@ -141,19 +113,9 @@ nvidia.compile_units = lambda: [(_source(), [kernel_name(dt) for dt in sorted(F)
 
 def c_infer(given: dict, runtime):
     """C-style create(x): values/indices contiguous [ntoken, topk] (topk from calculate)."""
-    from infiniop_py.tensor import create_tensor_descriptor
-
-    x = given["x"]
-    if x.ndim != 2:
-        raise error(Status.BAD_TENSOR_SHAPE, f"topksoftmax: tensor 'x' must be 2-D [ntoken, nexpert], got shape {list(x.shape)}")
-    ntoken, nexpert = x.shape
+    ntoken, nexpert = common.rows("topksoftmax", given["x"], "nexpert")
     k = min(1, nexpert) if runtime is None else runtime["topk"]
-    if not 0 <= k <= nexpert:
-        raise error(Status.BAD_PARAM, f"topksoftmax: runtime scalar 'topk'={k} must be in [0, nexpert={nexpert}]")
-    return {
-        "values": create_tensor_descriptor((ntoken, k), None, DType.F32),
-        "indices": create_tensor_descriptor((ntoken, k), None, DType.I32),
-    }
+    return common.infer_outputs("topksoftmax", ntoken, k, nexpert, f"nexpert={nexpert}")
 
 
 def reference(x, topk, norm=False):
@@ -166,27 +128,6 @@ def reference(x, topk, norm=False):
     if norm:
         vals = vals / vals.sum(-1, keepdim=True)
     return {"values": vals, "indices": idx}
-
-
-try:  # the gguf package is optional at run time (the registry must import without it)
-    from infiniop_py.gguf import GGUFDialect
-except ImportError:  # pragma: no cover
-    GGUFDialect = None
-
-if GGUFDialect is not None:
-
-    class TopkSoftmaxFiles(GGUFDialect):
-        """Upstream's layout: expected values as `lable_values` / `lable_indices`."""
-
-        attr_types = {"topk": "i32", "norm": "bool"}
-
-        def write(self, record) -> None:
-            record.rename("ans_values", "lable_values")
-            record.rename("ans_indices", "lable_indices")
-
-    DIALECT = TopkSoftmaxFiles()
-else:  # pragma: no cover
-    DIALECT = None
 
 
 SPEC = OpSpec(
@@ -204,5 +145,5 @@ SPEC = OpSpec(
     kernel_sources=("kernel.cu",),
     c_create_tensors=("x",),
     c_infer=c_infer,
-    gguf=DIALECT,
+    gguf=common.lable_dialect({"topk": "i32", "norm": "bool"}),
 )
