@@ -1,6 +1,6 @@
 """The docs/perf pages from one run (``infiniop-bench report RUN.json --pages DIR``).
 
-Each family (suite) of the run gets ``DIR/<suite>.md``: the block between the two markers below
+Each family (suite) of the run gets ``DIR/<page>.md`` (the suite's ``PAGE``, default its name): the block between the two markers below
 is replaced by the run's table for that family -- op, case, dtype, ours, each peer and the
 speed-up against it, % of the measured limit, card, date -- its plots (``DIR/img/<suite>-<op>.png``)
 and, where the family times host calls, the host-wall table. The rest of a page (the planner
@@ -120,8 +120,13 @@ def splice(text: str, new_block: str, title: str) -> str:
 
 
 def page_name(meta: dict, suite: str) -> str:
-    """The page a family's rows go to: its own on a GPU, one ``cpu`` page for a CPU run."""
-    return "cpu" if card(meta) == "CPU" else suite
+    """The page a family's rows go to: the suite's ``PAGE`` (default its name) on a GPU, one
+    ``cpu`` page for a CPU run."""
+    if card(meta) == "CPU":
+        return "cpu"
+    from .suites import discover
+
+    return getattr(discover().get(suite), "PAGE", suite)
 
 
 def write(meta: dict, rows: list, out_dir: Path) -> list[Path]:

@@ -1,7 +1,8 @@
 """Benchmark suites: one module per operator family, discovered (no list to keep).
 
 A suite module defines ``NAME`` (what ``--family`` selects) and
-``cases(env, quick: bool) -> list[BenchCase]``; see ``elementwise.py`` for the pattern and
+``cases(env, quick: bool) -> list[BenchCase]``, and optionally ``PAGE``, the docs/perf page its
+rows go to (default: ``NAME``); see ``elementwise.py`` for the pattern and
 ``conv_grid.py`` for a suite with peers of its own (``Workload.peers``, named in the module's
 ``PEERS``; ``Workload.jax_fn`` for the JAX peer). A new family adds one file here.
 

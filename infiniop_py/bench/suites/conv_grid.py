@@ -19,6 +19,7 @@ from ..core import BenchCase, standard_workload
 from ..peers import Peer
 
 NAME = "conv_grid"
+PAGE = "conv"  # its perf page
 PEERS = ("im2col",)  # the peers of its own (``Workload.peers``) besides torch, compile and jax
 N, CIN, COUT = 2, 4, 8
 SIZES = (32, 64, 128)
