@@ -134,6 +134,64 @@ __device__ __forceinline__ void cc_store_run(T* r, long long p0, long long L, bo
   }
 }
 
+// The pack of E elements p0 .. p0+E-1 of a row (stride 1), 0 beyond L: one 16-byte access
+// when allowed and the whole pack is inside the row (kept in T until used).
+template <class T, int E>
+__device__ __forceinline__ Pack<T, E> cc_load_raw(const T* r, long long p0, long long L, bool vec) {
+  Pack<T, E> pk;
+  if (vec && p0 + E <= L) {
+    pk = *reinterpret_cast<const Pack<T, E>*>(r + p0);
+  } else {
+#pragma unroll
+    for (int i = 0; i < E; ++i) pk.v[i] = p0 + i < L ? r[p0 + i] : Conv<T>::from(0.f);
+  }
+  return pk;
+}
+
+template <class T, int E>
+__device__ __forceinline__ void cc_unpack(const Pack<T, E>& pk, float (&v)[E]) {
+#pragma unroll
+  for (int i = 0; i < E; ++i) v[i] = cc_f(pk.v[i]);
+}
+
+// The "previous run" of a lane before the warp walk that starts at step p (a multiple of 32·E):
+// v[i] = x̃ at p - 32·E + lane·E + i where that is one of the W-1 steps before p (initial_states
+// or 0 before t = 0), else 0; with SEQ, s[i] its id (-1 before t = 0 and where v is 0).
+template <class T, int W, bool SEQ, int E>
+__device__ __forceinline__ void cc_history(long long p, int lane, const T* xr, const T* ir, const void* seq, long long sb,
+                                           const CcArgs& a, float (&v)[E], long long (&s)[SEQ ? E : 1]) {
+#pragma unroll
+  for (int i = 0; i < E; ++i) {
+    const long long q = p - 32 * E + lane * E + i;
+    const bool live = q >= p - (W - 1);
+    v[i] = live ? cc_xt(xr, 1, ir, a.is[2], q, a) : 0.f;
+    if constexpr (SEQ) s[i] = live && q >= 0 ? cc_seq(seq, sb + q * a.sq[1], a.flags) : -1;
+  }
+}
+
+// The taps of one lane's run: comb[H + i] = cur[i] and comb[j] = the value H - j steps before
+// the run, from the lane below (the run cur of every lane) or, for the lowest lanes, from the
+// top lanes' previous run prv; one shuffle each (the sending lane picks cur or prv by where its
+// value lands). With SEQ, scomb holds the ids the same way.
+template <int W, bool SEQ, int E>
+__device__ __forceinline__ void cc_taps(const float (&cur)[E], const float (&prv)[E], const long long (&scur)[SEQ ? E : 1],
+                                        const long long (&sprv)[SEQ ? E : 1], int lane, float (&comb)[W - 1 + E],
+                                        long long (&scomb)[SEQ ? W - 1 + E : 1]) {
+  constexpr int H = W - 1;
+#pragma unroll
+  for (int j = 0; j < H; ++j) {
+    const int dist = H - j, back = (dist + E - 1) / E, idx = back * E - dist;
+    const bool wraps = lane + back > 31;  // this lane's value lands in a lane below back
+    comb[j] = __shfl_sync(CC_FULL, wraps ? prv[idx] : cur[idx], (lane - back) & 31);
+    if constexpr (SEQ) scomb[j] = __shfl_sync(CC_FULL, wraps ? sprv[idx] : scur[idx], (lane - back) & 31);
+  }
+#pragma unroll
+  for (int i = 0; i < E; ++i) {
+    comb[H + i] = cur[i];
+    if constexpr (SEQ) scomb[H + i] = scur[i];
+  }
+}
+
 // Warp halos of per-lane runs of E elements (lane l holds positions l·E .. l·E+E-1 of the
 // warp's segment). back: h[j] = value at l·E - (H - j), from the lane ceil((H-j)/E) below
 // (lanes below that must fetch it themselves). fwd: h[j] = value at l·E + E + j, from the lane

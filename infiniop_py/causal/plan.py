@@ -4,8 +4,9 @@ kernel path per layout, grid sizes and the per-call choice between aligned and u
 Paths (each kernel is specialised on the width for 2 <= W <= 8):
 
 - ``cf`` channel-first: every (B, D, L) tensor of the op has time stride 1. A warp walks
-  ``rseg`` consecutive segments of 32·E steps of one (b, d) row, E = 16 bytes of x's dtype per
-  lane.
+  ``rseg`` consecutive chunks of one (b, d) row, a chunk being runs of 32·E steps (E = 16
+  bytes of x's dtype per lane): CF_FWD_RUNS runs in the forward (that many independent 16-byte
+  loads per lane), one in the backward.
 - ``cl`` channel-last: every (B, D, L) tensor has channel stride 1. A thread holds CC_E = 4
   channels and walks tiles of ``rseg``·8 time steps.
 - ``gen``: anything else (mixed or strided layouts, W > 8, L = 0): one thread per element.
@@ -34,6 +35,7 @@ BIAS, INIT, FINAL, SEQ, SEQ64, SILU, VEC = 1, 2, 4, 8, 16, 32, 64
 CL_E, CL_CH = 4, 8  # channel-last: channels per thread (forward), steps per chunk
 CLB_E = 2  # channel-last backward: channels per thread
 CF_WARPS = 4  # channel-first: warps per block
+CF_FWD_RUNS = 2  # channel-first forward: warp runs per chunk (CCF_U, causal_conv1d/kernel.cu)
 CL_BLOCK = (32, 8)  # channel-last: packs x time groups
 GEN_BLOCK = 256
 CF_TASKS_PER_SM = 48  # channel-first: warp tasks per SM kept when lengthening them (rseg)
@@ -152,14 +154,15 @@ def vec_ok(shape, rows: list, dims: tuple, e: int) -> bool:
     return all(shape[i] <= 1 or s[i] % e == 0 for s in rows for i in dims)
 
 
-def cf_plan(B, D, L, T: DType, sms: int):  # noqa: N803
-    """(E, nseg, rseg, ntask, blocks) of the channel-first kernels."""
+def cf_plan(B, D, L, T: DType, sms: int, runs: int = 1):  # noqa: N803
+    """(E, nseg, rseg, ntask, blocks) of the channel-first kernels: rows of nseg chunks of
+    ``runs`` warp runs of 32·E steps (E = 16 bytes of T), tasks of rseg chunks."""
     e = 16 // itemsize(T)
-    nseg = -(-L // (32 * e))
+    nseg = -(-L // (32 * e * runs))
     rows = B * D
     rseg = 1
-    # Longer runs per warp (fewer index computations and weight loads, fewer partial rows in the
-    # backward) while the grid still holds ~4 waves of 16 resident 4-warp blocks.
+    # Longer tasks per warp (fewer index computations, weight and history loads, fewer partial
+    # rows in the backward) while the grid still holds ~4 waves of 16 resident 4-warp blocks.
     while rseg < 8 and rseg * 2 <= nseg and rows * -(-nseg // (rseg * 2)) >= sms * CF_TASKS_PER_SM:
         rseg *= 2
     ntask = rows * -(-nseg // rseg)

@@ -30,7 +30,7 @@ class CausalConv1dKernel(CcKernel):
         slots = [Slot(i) for i in range(7)]
         self.path = path = plan.path_for(W, L, [xs, os_])
         if path == "cf":
-            e, nseg, rseg, ntask, blocks = plan.cf_plan(B, D, L, T, sms)
+            e, nseg, rseg, ntask, blocks = plan.cf_plan(B, D, L, T, sms, plan.CF_FWD_RUNS)
             fn = self.fn(names("ccf_cf", T, W, seq))
             a = plan.with_(a, nseg=nseg, ntask=ntask, rseg=rseg)
             grid, block = (blocks,), (32 * CF_WARPS,)

@@ -1,20 +1,27 @@
 // causal_conv1d forward. Tensor slots: 0 out, 1 final_states, 2 x, 3 weight, 4 bias,
 // 5 initial_states, 6 seq_idx. common.cuh precedes this file.
 
-// Channel-first (x and out have time stride 1). A warp walks rseg consecutive runs of 32·E time
-// steps of one (b, d) row; lane l holds E = 16 bytes of T of each run (one vector access when
-// CC_VEC and the pack lies inside the row), and the next run is loaded before the current one
-// is computed. The W-1 steps before a lane's elements come by shuffles from the lanes below, or
-// from the previous run's top lanes; at the task's first run, the lowest lanes read them
-// (bounds-checked: initial_states or 0 before t = 0). The warp that ends a row also writes its
-// final states. SEQ: with seq_idx (ids held as 64-bit values).
+// Channel-first (x and out have time stride 1). A warp walks rseg consecutive chunks of one
+// (b, d) row; a chunk is CCF_U runs of 32·E steps, lane l holding E = 16 bytes of T of each run
+// (each run one contiguous 512-byte access of the warp when CC_VEC and the pack lies inside the
+// row). At a task's start its first chunk, the W-1 steps before it (initial_states or 0 before
+// t = 0, read by the top lanes as their "previous run") and the weights are loaded with no
+// dependence between them; the next chunk is loaded before the current one is computed, and the
+// last run's elements are carried to the next chunk in registers. The W-1 steps before a lane's
+// elements come by one shuffle from the lanes below (or, for the lowest lanes, from the top
+// lanes' previous run). Per output the taps are summed in the order of cc_out. The warp that ends
+// a row also writes its final states. SEQ: with seq_idx (ids held as 64-bit values).
+#define CCF_U 2
+
 template <class T, int W, bool SEQ>
-__global__ void __launch_bounds__(128, SEQ ? 1 : 8)
+__global__ void __launch_bounds__(128, SEQ ? 1 : 6)
 ccf_cf(T* out, T* fin, const T* x, const void* wt, const void* bias, const T* init, const void* seq, const CcArgs a) {
   constexpr int E = 16 / sizeof(T);
   constexpr int H = W - 1;
   constexpr int N = H + E;
   constexpr int ES = SEQ ? E : 1;
+  constexpr int U = CCF_U;
+  constexpr long long R = 32 * E, C = R * U;  // steps per run, per chunk
   const int lane = threadIdx.x & 31;
   const long long tpr = (a.nseg + a.rseg - 1) / a.rseg;
   const bool vec = (a.flags & CC_VEC) != 0, silu = (a.flags & CC_SILU) != 0;
@@ -22,50 +29,62 @@ ccf_cf(T* out, T* fin, const T* x, const void* wt, const void* bias, const T* in
 #pragma unroll 1
   for (long long task = (long long)blockIdx.x * wpb + (threadIdx.x >> 5); task < a.ntask; task += (long long)gridDim.x * wpb) {
     const long long row = task / tpr;
-    const long long s0 = (task - row * tpr) * a.rseg;
-    const long long s1 = min(s0 + (long long)a.rseg, a.nseg);
+    const long long c0 = (task - row * tpr) * a.rseg;
+    const long long c1 = min(c0 + (long long)a.rseg, a.nseg);
     const long long b = row / a.D, d = row - b * a.D;
-    float w[W], bv;
-    cc_weights<W>(wt, bias, d, a, w, bv);
     const T* xr = x + b * a.x[0] + d * a.x[1];
     T* orow = out + b * a.o[0] + d * a.o[1];
     const T* ir = init + b * a.is[0] + d * a.is[1];  // read only with CC_INIT
     const long long sb = b * a.sq[0];
-    float cur[E], prv[E];
-    long long scur[ES], sprv[ES];
+    // The lane's first step of chunk c is c·C + lane·E; its run u lies u·R further.
+    Pack<T, E> pk[U];
+    long long sk[U][ES];
 #pragma unroll
-    for (int i = 0; i < E; ++i) prv[i] = 0.f;  // read (and discarded) by the first run's shuffles
-#pragma unroll
-    for (int i = 0; i < ES; ++i) sprv[i] = -1;
-    cc_load_run<T, E>(xr, s0 * 32 * E + lane * E, a.L, vec, cur);
-    if constexpr (SEQ) cc_seq_run<E>(seq, sb, a.sq[1], s0 * 32 * E + lane * E, a, scur);
+    for (int u = 0; u < U; ++u) {
+      pk[u] = cc_load_raw<T, E>(xr + c0 * C + lane * E, u * R, a.L - (c0 * C + lane * E), vec);
+      if constexpr (SEQ) cc_seq_run<E>(seq, sb, a.sq[1], c0 * C + u * R + lane * E, a, sk[u]);
+    }
+    float prv[E];
+    long long sprv[ES];
+    cc_history<T, W, SEQ, E>(c0 * C, lane, xr, ir, seq, sb, a, prv, sprv);
+    float w[W], bv;
+    cc_weights<W>(wt, bias, d, a, w, bv);
 #pragma unroll 1
-    for (long long s = s0; s < s1; ++s) {
-      const long long p0 = s * (32 * E) + lane * E;
-      float nxt[E];
-      long long snxt[ES];
-      if (s + 1 < s1) {
-        cc_load_run<T, E>(xr, p0 + 32 * E, a.L, vec, nxt);
-        if constexpr (SEQ) cc_seq_run<E>(seq, sb, a.sq[1], p0 + 32 * E, a, snxt);
-      }
-      float comb[N];
-      long long scomb[SEQ ? N : 1];
-      cc_run_taps<T, W, SEQ, E>(cur, prv, scur, sprv, s == s0, p0, lane, xr, ir, seq, sb, a, comb, scomb);
-      float y[E];
+    for (long long c = c0; c < c1; ++c) {
+      Pack<T, E> nx[U];
+      long long snx[U][ES];
+      const long long p = c * C + lane * E;
+      if (c + 1 < c1) {
 #pragma unroll
-      for (int i = 0; i < E; ++i) y[i] = cc_out<W, SEQ, N>(comb, scomb, i, bv, w, silu);
-      cc_store_run<T, E>(orow, p0, a.L, vec, y);
-#pragma unroll
-      for (int i = 0; i < E; ++i) {
-        prv[i] = cur[i];
-        cur[i] = nxt[i];
-        if constexpr (SEQ) {
-          sprv[i] = scur[i];
-          scur[i] = snxt[i];
+        for (int u = 0; u < U; ++u) {
+          nx[u] = cc_load_raw<T, E>(xr + p + C, u * R, a.L - (p + C), vec);
+          if constexpr (SEQ) cc_seq_run<E>(seq, sb, a.sq[1], (c + 1) * C + u * R + lane * E, a, snx[u]);
         }
       }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        float cur[E];
+        cc_unpack<T, E>(pk[u], cur);
+        float comb[N];
+        long long scomb[SEQ ? N : 1];
+        cc_taps<W, SEQ, E>(cur, prv, sk[u], sprv, lane, comb, scomb);
+        float y[E];
+#pragma unroll
+        for (int i = 0; i < E; ++i) y[i] = cc_out<W, SEQ, N>(comb, scomb, i, bv, w, silu);
+        cc_store_run<T, E>(orow + p, u * R, a.L - p, vec, y);
+#pragma unroll
+        for (int i = 0; i < E; ++i) prv[i] = cur[i];
+#pragma unroll
+        for (int i = 0; i < ES; ++i) sprv[i] = sk[u][i];
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        pk[u] = nx[u];
+#pragma unroll
+        for (int i = 0; i < ES; ++i) sk[u][i] = snx[u][i];
+      }
     }
-    if ((a.flags & CC_FINAL) && s1 == a.nseg && lane < H)
+    if ((a.flags & CC_FINAL) && c1 == a.nseg && lane < H)
       fin[b * a.fs[0] + d * a.fs[1] + lane * a.fs[2]] = Conv<T>::from(cc_xt(xr, 1, ir, a.is[2], a.L - H + lane, a));
   }
 }
