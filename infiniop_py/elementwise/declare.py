@@ -3,6 +3,7 @@
     SPEC = unary_op("exp", summary="output = e^x")             # output = f(input), floats
     SPEC = arithmetic_op("add", "+", np.add, F | SI | {U8})    # c = a + b
     SPEC = fill_op("ones", 1)                                  # y = 1, x gives the shape
+    SPEC = backward_op("relu_backward", cuda=..., numpy=..., summary=..., ...)  # grad_input
 
 Each fills in the tensor roles of its shape, the C-style stem (the name in CamelCase unless
 ``stem=`` says otherwise) and, from the torch function it names, the reference and the docs'
@@ -97,6 +98,23 @@ def binary_op(name: str, *, cuda: str, numpy: Callable, dtypes, summary: str, to
     extra.setdefault("torch", torch_text(fn, "a, b"))
     extra.setdefault("stem", camel(name))
     return elementwise_op(name=name, out="c", ins=("a", "b"), cuda=cuda, numpy=numpy, dtypes=dtypes, summary=summary, **extra)
+
+
+def backward_op(name: str, *, cuda: str, numpy: Callable, summary: str, dtypes=F, **extra) -> OpSpec:
+    """``grad_input = f(input, grad_output)``, the gradient of a pointwise activation; grad_input
+    may alias grad_output (not input)."""
+    return elementwise_op(
+        name=name,
+        stem=camel(name),
+        out="grad_input",
+        ins=("input", "grad_output"),
+        inplace=("grad_output",),
+        cuda=cuda,
+        numpy=numpy,
+        dtypes=dtypes,
+        summary=summary,
+        **extra,
+    )
 
 
 def arithmetic_op(name: str, symbol: str, numpy: np.ufunc, dtypes, note: str = "") -> OpSpec:

@@ -11,7 +11,8 @@ NaN != NaN, +0 == -0, half values are compared exactly.
 import numpy as np
 
 from infiniop_py.dtypes import DType
-from infiniop_py.elementwise import check_same_shape, elementwise_op, make_cpu
+from infiniop_py.elementwise import check_same_shape, make_cpu
+from infiniop_py.elementwise.declare import binary_op
 from infiniop_py.elementwise.logical import DATA, LOGICAL_OUT, TRUTH_TYPES, truth_type
 from infiniop_py.spec import Info
 from infiniop_py.status import Status
@@ -58,11 +59,8 @@ def _validate(check):
     return Info(check.op, check.tensors, check.attrs, out_name="c", reads=("a", "b"), mode=mode)
 
 
-_BASE = elementwise_op(
-    name="equal",
-    stem="Equal",
-    out="c",
-    ins=("a", "b"),
+_BASE = binary_op(
+    "equal",
     cuda="return a == b;",
     numpy=np.equal,
     dtypes=DATA,

@@ -2,9 +2,10 @@
 
 import numpy as np
 
-from infiniop_py.dtypes import F, H
-from infiniop_py.elementwise import elementwise_op, float_expr
+from infiniop_py.dtypes import H
+from infiniop_py.elementwise import float_expr
 from infiniop_py.elementwise.cuda import dense_by_width
+from infiniop_py.elementwise.declare import backward_op
 from infiniop_py.elementwise.erf import INV_SQRT2, INV_SQRT_2PI, SQRT_2_OVER_PI, erf
 from infiniop_py.elementwise.gelu import gelu_backward_half_body
 from infiniop_py.halfconv import copy_into
@@ -68,17 +69,12 @@ def _reference(input, grad_output, approximate="none"):
     return g * (cdf + x * pdf)
 
 
-SPEC = elementwise_op(
-    name="gelu_backward",
-    stem="GeluBackward",
-    out="grad_input",
-    ins=("input", "grad_output"),
+SPEC = backward_op(
+    "gelu_backward",
     cuda=float_expr(_BODY),
     cuda_variant=_variant,
     numpy=_numpy,
     attrs=(Attr("approximate", "str", "none", choices=("none", "tanh"), doc='"none" (erf) or "tanh"'),),
-    dtypes=F,
-    inplace=("grad_output",),
     reference=_reference,
     torch="torch.ops.aten.gelu_backward(grad_output, input, approximate=approximate)",
     summary='grad_input = grad_output * GELU\'(input), approximate "none" or "tanh"',

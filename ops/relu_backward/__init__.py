@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from infiniop_py.dtypes import F
-from infiniop_py.elementwise import UINT_OF, elementwise_op, writes_into
+from infiniop_py.elementwise import UINT_OF, writes_into
+from infiniop_py.elementwise.declare import backward_op
 
 
 @writes_into
@@ -21,15 +21,10 @@ def _reference(input, grad_output):
     return torch.where((input > 0) | torch.isnan(input), grad_output, torch.zeros_like(grad_output))
 
 
-SPEC = elementwise_op(
-    name="relu_backward",
-    stem="ReluBackward",
-    out="grad_input",
-    ins=("input", "grad_output"),
+SPEC = backward_op(
+    "relu_backward",
     cuda="return (input > T(0) || input != input) ? grad_output : T(0);",
     numpy=_numpy,
-    dtypes=F,
-    inplace=("grad_output",),
     reference=_reference,
     torch="torch.where(input > 0, grad_output, 0)",
     summary="grad_input = grad_output where input > 0 (or NaN), else 0",

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from infiniop_py.dtypes import F
-from infiniop_py.elementwise import elementwise_op, sigmoid_into, writes_into
+from infiniop_py.elementwise import sigmoid_into, writes_into
+from infiniop_py.elementwise.declare import backward_op
 
 
 @writes_into
@@ -21,17 +21,12 @@ def _reference(input, grad_output):
     return grad_output * s * (1 - s)
 
 
-SPEC = elementwise_op(
-    name="sigmoid_backward",
-    stem="SigmoidBackward",
-    out="grad_input",
-    ins=("input", "grad_output"),
+SPEC = backward_op(
+    "sigmoid_backward",
     # s: for f32/half compute __frcp_rn, the same bits as the IEEE division, cheaper
     cuda="T sg; if constexpr (sizeof(T) == 8) { sg = T(1) / (T(1) + exp(-input)); } else { sg = __frcp_rn(1.0f + expf(-input)); } "
     "return grad_output * sg * (T(1) - sg);",
     numpy=_numpy,
-    dtypes=F,
-    inplace=("grad_output",),
     reference=_reference,
     torch="torch.ops.aten.sigmoid_backward(grad_output, torch.sigmoid(input))",
     summary="grad_input = grad_output * s * (1 - s), s = sigmoid(input)",

@@ -3,7 +3,8 @@
 import numpy as np
 
 from infiniop_py.dtypes import F
-from infiniop_py.elementwise import elementwise_op, writes_into
+from infiniop_py.elementwise import writes_into
+from infiniop_py.elementwise.declare import binary_op
 
 
 @writes_into
@@ -22,11 +23,9 @@ def _reference(a, b):
     return a * torch.nn.functional.silu(b)
 
 
-SPEC = elementwise_op(
-    name="swiglu",
+SPEC = binary_op(
+    "swiglu",
     stem="SwiGLU",
-    out="c",
-    ins=("a", "b"),
     # f32/half compute: a * b * (correctly rounded 1/(1 + e^-b)), no IEEE division; f64 divides
     cuda="if constexpr (sizeof(T) == 8) { return a * b / (T(1) + exp(-b)); } else { return a * b * __frcp_rn(1.0f + expf(-b)); }",
     numpy=_numpy,
