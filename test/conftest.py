@@ -32,6 +32,15 @@ def cupy_with_env(monkeypatch, env: dict):
     return cupy
 
 
+def status_of(fn):
+    """The status of the InfiniopError ``fn()`` raises (the test fails if it raises none)."""
+    import infiniop_py as iop
+
+    with pytest.raises(iop.InfiniopError) as ei:
+        fn()
+    return ei.value.status
+
+
 DEVICES = [
     pytest.param("cpu", id="cpu"),
     pytest.param("nvidia", id="nvidia", marks=[requires_gpu, pytest.mark.gpu]),

@@ -6,7 +6,7 @@ import weakref
 
 import numpy as np
 import pytest
-from conftest import requires_gpu
+from conftest import requires_gpu, status_of
 
 import infiniop_py as iop
 from infiniop_py import ops as sugar
@@ -19,12 +19,6 @@ F32 = iop.float32
 
 def T(shape, dtype=F32):
     return iop.create_tensor_descriptor(shape, None, dtype)
-
-
-def status_of(fn):
-    with pytest.raises(iop.InfiniopError) as ei:
-        fn()
-    return ei.value.status
 
 
 # -- bounded caches ------------------------------------------------------------------------

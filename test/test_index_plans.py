@@ -92,6 +92,17 @@ def _emulate_index_copy(common, launch, ptrs, name, bufs):
                     out[o0 + (k0 + k) * st0 : o0 + (k0 + k) * st0 + vec] = src[o2 + ca * st2 : o2 + ca * st2 + vec]
 
 
+def _last_writers(idx, o1, st1, length, dim_size):
+    """For each destination position of a line, the last j in row-major order whose index
+    names it (-1 where none does): replace's last-writer-wins table."""
+    win = np.full(dim_size, -1)
+    for j in range(length):
+        k = int(idx[o1 + j * st1])
+        if 0 <= k < dim_size:
+            win[k] = j
+    return win
+
+
 def _emulate_scatter_table(common, launch, ptrs, bufs):
     import struct
 
@@ -104,11 +115,7 @@ def _emulate_scatter_table(common, launch, ptrs, bufs):
     for line in range(lines):
         co = np.unravel_index(line, shape[:nd])
         o0, o1, o2 = (sum(int(co[d]) * s[d] for d in range(nd)) for s in (s0, s1, s2))
-        win = np.full(dim_size, -1)
-        for j in range(length):
-            k = int(idx[o1 + j * st1])
-            if 0 <= k < dim_size:
-                win[k] = j
+        win = _last_writers(idx, o1, st1, length, dim_size)
         for j in range(length):
             k = int(idx[o1 + j * st1])
             if 0 <= k < dim_size and win[k] == j:
@@ -265,10 +272,6 @@ def _emulate_scatter_line(common, launch, ptrs, bufs):
     for line in range(lines):
         co = np.unravel_index(line, shape[:nd])
         o0, o1, o2 = (sum(int(co[d]) * s[d] for d in range(nd)) for s in (s0, s1, s2))
-        win = np.full(dim_size, -1)
-        for j in range(length):
-            k = int(idx[o1 + j * st1])
-            if 0 <= k < dim_size:
-                win[k] = j
+        win = _last_writers(idx, o1, st1, length, dim_size)
         for k in range(dim_size):
             out[o0 + k * st0] = upd[o2 + win[k] * st2] if win[k] >= 0 else x[o0 + k * st0]

@@ -6,6 +6,7 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
+from conftest import status_of
 
 import infiniop_py as iop
 from infiniop_py import DType, Status
@@ -17,12 +18,6 @@ F32, F16, BF16, F64 = DType.F32, DType.F16, DType.BF16, DType.F64
 
 def td(shape, dtype=F32, strides=None):
     return iop.create_tensor_descriptor(shape, strides, dtype)
-
-
-def status(fn) -> Status:
-    with pytest.raises(iop.InfiniopError) as ei:
-        fn()
-    return ei.value.status
 
 
 def _gpu_health(be, where: str) -> None:
@@ -105,44 +100,44 @@ def h():
 
 
 def test_gelu_approximate_values(h):
-    assert status(lambda: iop.create_descriptor("gelu", h, td((4,)), td((4,)), approximate="erf")) is Status.BAD_PARAM
-    assert status(lambda: iop.create_descriptor("gelu_backward", h, td((4,)), td((4,)), td((4,)), approximate=1)) is (
+    assert status_of(lambda: iop.create_descriptor("gelu", h, td((4,)), td((4,)), approximate="erf")) is Status.BAD_PARAM
+    assert status_of(lambda: iop.create_descriptor("gelu_backward", h, td((4,)), td((4,)), td((4,)), approximate=1)) is (
         Status.BAD_PARAM
     )
     iop.create_descriptor("gelu", h, td((4,)), td((4,)), approximate="tanh").destroy()
 
 
 def test_elementwise_shape_dtype_stride_errors(h):
-    assert status(lambda: iop.create_descriptor("exp", h, td((4,)), td((5,)))) is Status.BAD_TENSOR_SHAPE
-    assert status(lambda: iop.create_descriptor("exp", h, td((4,)), td((4,), F16))) is Status.BAD_TENSOR_DTYPE
-    assert status(lambda: iop.create_descriptor("exp", h, td((4,), DType.I32), td((4,), DType.I32))) is Status.BAD_TENSOR_DTYPE
-    assert status(lambda: iop.create_descriptor("exp", h, td((4, 3), strides=(0, 1)), td((4, 3)))) is Status.BAD_TENSOR_STRIDES
-    assert status(lambda: iop.create_descriptor("leaky_relu", h, td((4,)), td((4,)), negative_slope="x")) is Status.BAD_PARAM
-    assert status(lambda: iop.create_descriptor("swiglu", h, td((4,)), td((4,)), td((4,), F16))) is Status.BAD_TENSOR_DTYPE
-    assert status(lambda: iop.create_descriptor("exp", h, None, td((4,)))) is Status.NULL_POINTER
+    assert status_of(lambda: iop.create_descriptor("exp", h, td((4,)), td((5,)))) is Status.BAD_TENSOR_SHAPE
+    assert status_of(lambda: iop.create_descriptor("exp", h, td((4,)), td((4,), F16))) is Status.BAD_TENSOR_DTYPE
+    assert status_of(lambda: iop.create_descriptor("exp", h, td((4,), DType.I32), td((4,), DType.I32))) is Status.BAD_TENSOR_DTYPE
+    assert status_of(lambda: iop.create_descriptor("exp", h, td((4, 3), strides=(0, 1)), td((4, 3)))) is Status.BAD_TENSOR_STRIDES
+    assert status_of(lambda: iop.create_descriptor("leaky_relu", h, td((4,)), td((4,)), negative_slope="x")) is Status.BAD_PARAM
+    assert status_of(lambda: iop.create_descriptor("swiglu", h, td((4,)), td((4,)), td((4,), F16))) is Status.BAD_TENSOR_DTYPE
+    assert status_of(lambda: iop.create_descriptor("exp", h, None, td((4,)))) is Status.NULL_POINTER
 
 
 def test_mixed_dtype_rules(h):
     b = DType.BOOL
     # where: a, b, c share one dtype; condition from the data set (u16 is not in it)
-    assert status(lambda: iop.create_descriptor("where", h, td((3,)), td((3,), b), td((3,)), td((3,), F16))) is (
+    assert status_of(lambda: iop.create_descriptor("where", h, td((3,)), td((3,), b), td((3,)), td((3,), F16))) is (
         Status.BAD_TENSOR_DTYPE
     )
-    assert status(lambda: iop.create_descriptor("where", h, td((3,)), td((3,), DType.U16), td((3,)), td((3,)))) is (
+    assert status_of(lambda: iop.create_descriptor("where", h, td((3,)), td((3,), DType.U16), td((3,)), td((3,)))) is (
         Status.BAD_TENSOR_DTYPE
     )
     # logical: c bool/u8/i8; a, b may differ
     iop.create_descriptor("logical_or", h, td((3,), DType.I8), td((3,), F16), td((3,), DType.I64)).destroy()
-    assert status(lambda: iop.create_descriptor("logical_and", h, td((3,)), td((3,)), td((3,)))) is Status.BAD_TENSOR_DTYPE
+    assert status_of(lambda: iop.create_descriptor("logical_and", h, td((3,)), td((3,)), td((3,)))) is Status.BAD_TENSOR_DTYPE
     # equal: a, b one dtype; c bool/u8/i8; c shape a's or one element
-    assert status(lambda: iop.create_descriptor("equal", h, td((3,), b), td((3,)), td((3,), F16))) is Status.BAD_TENSOR_DTYPE
-    assert status(lambda: iop.create_descriptor("equal", h, td((3,), F32), td((3,)), td((3,)))) is Status.BAD_TENSOR_DTYPE
-    assert status(lambda: iop.create_descriptor("equal", h, td((2,), b), td((3,)), td((3,)))) is Status.BAD_TENSOR_SHAPE
-    assert status(lambda: iop.create_descriptor("equal", h, td((1, 1), b), td((3,)), td((3,)))) is Status.BAD_TENSOR_SHAPE
+    assert status_of(lambda: iop.create_descriptor("equal", h, td((3,), b), td((3,)), td((3,), F16))) is Status.BAD_TENSOR_DTYPE
+    assert status_of(lambda: iop.create_descriptor("equal", h, td((3,), F32), td((3,)), td((3,)))) is Status.BAD_TENSOR_DTYPE
+    assert status_of(lambda: iop.create_descriptor("equal", h, td((2,), b), td((3,)), td((3,)))) is Status.BAD_TENSOR_SHAPE
+    assert status_of(lambda: iop.create_descriptor("equal", h, td((1, 1), b), td((3,)), td((3,)))) is Status.BAD_TENSOR_SHAPE
     # cast: any pair of ALL, nothing else
     iop.create_descriptor("cast", h, td((3,), DType.U64), td((3,), BF16)).destroy()
-    assert status(lambda: iop.create_descriptor("cast", h, td((3,), DType.F8), td((3,)))) is Status.BAD_TENSOR_DTYPE
-    assert status(lambda: iop.create_descriptor("clip", h, td((3,)), td((3,)), td((3,)), td((3,), F64))) is (
+    assert status_of(lambda: iop.create_descriptor("cast", h, td((3,), DType.F8), td((3,)))) is Status.BAD_TENSOR_DTYPE
+    assert status_of(lambda: iop.create_descriptor("clip", h, td((3,)), td((3,)), td((3,)), td((3,), F64))) is (
         Status.BAD_TENSOR_DTYPE
     )
 
@@ -171,7 +166,7 @@ def test_rope_validation(h, kw, attrs, want):
     d = rope_descs(x=x, **kw)
     if "xs" in kw:
         d["x"] = td(x, F32, kw["xs"])
-    assert status(lambda: iop.create_descriptor("rope", h, **d, **attrs)) is want
+    assert status_of(lambda: iop.create_descriptor("rope", h, **d, **attrs)) is want
 
 
 def test_rope_4d_and_stem(h):

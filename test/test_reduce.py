@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from conftest import cupy_with_env
+from conftest import cupy_with_env, status_of
 
 import infiniop_py as iop
 from infiniop_py import Status
@@ -14,12 +14,6 @@ D = iop.create_tensor_descriptor
 @pytest.fixture
 def h():
     return iop.create_handle("cpu")
-
-
-def status_of(fn):
-    with pytest.raises(iop.InfiniopError) as e:
-        fn()
-    return e.value.status
 
 
 def test_sum_dims_checks(h):

@@ -4,7 +4,7 @@ float64 reference (the GPU kernel itself runs in test_ops on a GPU machine)."""
 
 import numpy as np
 import pytest
-from conftest import cupy_with_env
+from conftest import cupy_with_env, status_of
 
 import infiniop_py as iop
 from infiniop_py import Status
@@ -15,12 +15,6 @@ D = iop.create_tensor_descriptor
 @pytest.fixture
 def h():
     return iop.create_handle("cpu")
-
-
-def status_of(fn):
-    with pytest.raises(iop.InfiniopError) as e:
-        fn()
-    return e.value.status
 
 
 # -- random_sample -------------------------------------------------------------------------
