@@ -75,6 +75,17 @@ SETTINGS = settings(
     suppress_health_check=list(HealthCheck),
 )
 
+
+def over(ops):
+    """A property test run for every device and operator of ``ops``, drawing with ``data``."""
+
+    def wrap(fn):
+        fn = SETTINGS(given(data=st.data())(fn))
+        return pytest.mark.parametrize("device", DEVICES)(pytest.mark.parametrize("op", ops)(fn))
+
+    return wrap
+
+
 OPS = iop.list_ops()
 
 
@@ -218,10 +229,7 @@ def _draw_case(data, op: str, device: str, cases=None):
     return get_spec(op), base, data.draw(st.sampled_from(dtypes), label="dtype")
 
 
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("op", ELEMENTWISE)
-@SETTINGS
-@given(data=st.data())
+@over(ELEMENTWISE)
 def test_elementwise_random_shapes(op, device, data):
     cases = _quick_cases(op, device)
     spec, base, dtype = _draw_case(data, op, device, cases)
@@ -234,10 +242,7 @@ def test_elementwise_random_shapes(op, device, data):
     _run_and_check(op, case, dtype, device, strides_may_be_refused=False)
 
 
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("op", OPS)
-@SETTINGS
-@given(data=st.data())
+@over(OPS)
 def test_relayout(op, device, data):
     spec, base, dtype = _draw_case(data, op, device)
     tensors = _relayout(data.draw, spec, base)
@@ -310,10 +315,7 @@ def _layouts(spec, case: Case, dtype) -> dict:
     return {n: tc.resolved(dtype) for n, tc in case.tensors.items() if tc is not None}
 
 
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("op", OPS)
-@SETTINGS
-@given(data=st.data())
+@over(OPS)
 def test_invalid_rejected(op, device, data):
     spec, base, dtype = _draw_case(data, op, device)
     mutation = data.draw(st.sampled_from(_mutations(spec, base, dtype, device)), label="mutation")

@@ -66,6 +66,11 @@ class UpstreamStyleWriter:
     def tensor(self, name: str, a: np.ndarray, ggml=None) -> None:
         self.w.add_tensor(self.key(name), a, raw_dtype=ggml if ggml is not None else GGML[a.dtype])
 
+    def shaped(self, name: str, a: np.ndarray, ggml=None) -> None:
+        """The tensor followed by its ``<name>_shape`` INT32 array."""
+        self.tensor(name, a, ggml)
+        self.array(f"{name}_shape", a.shape)
+
 
 def _test(op_name: str):
     def wrap(fn):
@@ -564,11 +569,9 @@ def _write_pool(path: str, rng: np.random.Generator, kind: str, op_name: str) ->
 
             @_test(op_name)
             def t(w, x=x, y=y, k=k, st=st, p=p, ceil=ceil):
-                w.tensor("input", x)
-                w.array("input_shape", x.shape)
+                w.shaped("input", x)
                 _pool_attrs(w, k, st, p, ceil)
-                w.tensor("output", y, Q.F64)
-                w.array("output_shape", y.shape)
+                w.shaped("output", y, Q.F64)
 
             w.add(t)
     w.save()
@@ -598,13 +601,10 @@ def _write_pool_backward(path: str, rng: np.random.Generator, kind: str, op_name
                     w.array("input_shape", x.shape)
                     w.array("grad_input_shape", gi.shape)
                 else:
-                    w.tensor("grad_output", go)
-                    w.array("grad_output_shape", go.shape)
-                    w.tensor("input", x)
-                    w.array("input_shape", x.shape)
+                    w.shaped("grad_output", go)
+                    w.shaped("input", x)
                     _pool_attrs(w, k, st, p, ceil)
-                    w.tensor("grad_input", gi, Q.F64)
-                    w.array("grad_input_shape", gi.shape)
+                    w.shaped("grad_input", gi, Q.F64)
 
             w.add(t)
     w.save()
