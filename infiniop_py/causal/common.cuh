@@ -192,61 +192,6 @@ __device__ __forceinline__ void cc_taps(const float (&cur)[E], const float (&prv
   }
 }
 
-// Warp halos of per-lane runs of E elements (lane l holds positions l·E .. l·E+E-1 of the
-// warp's segment). back: h[j] = value at l·E - (H - j), from the lane ceil((H-j)/E) below
-// (lanes below that must fetch it themselves). fwd: h[j] = value at l·E + E + j, from the lane
-// (E + j)/E above (lanes whose source is past lane 31 must fetch it themselves).
-template <int E, int H, class V>
-__device__ __forceinline__ void cc_halo_back(const V (&v)[E], V (&h)[H]) {
-#pragma unroll
-  for (int j = 0; j < H; ++j) {
-    const int dist = H - j;
-    const int back = (dist + E - 1) / E;
-    h[j] = __shfl_up_sync(CC_FULL, v[back * E - dist], back);
-  }
-}
-
-template <int E, int H, class V>
-__device__ __forceinline__ void cc_halo_fwd(const V (&v)[E], V (&h)[H]) {
-#pragma unroll
-  for (int j = 0; j < H; ++j) {
-    const int fwd = (E + j) / E;
-    h[j] = __shfl_down_sync(CC_FULL, v[E + j - fwd * E], fwd);
-  }
-}
-
-// The taps of one lane's run in a channel-first warp walk: comb[H + i] = cur[i] (the run, steps
-// p0 .. p0+E-1) and comb[j] = x̃ at p0 - (H - j), from the lanes below by shuffles, from the
-// previous run's top lanes (prv) when the run is not the task's first, else read bounds-checked
-// (initial_states or 0 before t = 0). With SEQ, scomb holds the ids the same way (-1 before
-// t = 0, where x̃ is 0 anyway).
-template <class T, int W, bool SEQ, int E>
-__device__ __forceinline__ void cc_run_taps(const float (&cur)[E], const float (&prv)[E], const long long (&scur)[SEQ ? E : 1],
-                                            const long long (&sprv)[SEQ ? E : 1], bool first, long long p0, int lane,
-                                            const T* xr, const T* ir, const void* seq, long long sb, const CcArgs& a,
-                                            float (&comb)[W - 1 + E], long long (&scomb)[SEQ ? W - 1 + E : 1]) {
-  constexpr int H = W - 1;
-#pragma unroll
-  for (int j = 0; j < H; ++j) {
-    const int dist = H - j, back = (dist + E - 1) / E, idx = back * E - dist;
-    float h = __shfl_up_sync(CC_FULL, cur[idx], back);
-    const float hp = __shfl_sync(CC_FULL, prv[idx], (lane - back) & 31);
-    if (lane < back) h = first ? cc_xt(xr, 1, ir, a.is[2], p0 - dist, a) : hp;
-    comb[j] = h;
-    if constexpr (SEQ) {
-      long long hs = __shfl_up_sync(CC_FULL, scur[idx], back);
-      const long long hsp = __shfl_sync(CC_FULL, sprv[idx], (lane - back) & 31);
-      if (lane < back) hs = !first ? hsp : (p0 - dist >= 0 ? cc_seq(seq, sb + (p0 - dist) * a.sq[1], a.flags) : -1);
-      scomb[j] = hs;
-    }
-  }
-#pragma unroll
-  for (int i = 0; i < E; ++i) {
-    comb[H + i] = cur[i];
-    if constexpr (SEQ) scomb[H + i] = scur[i];
-  }
-}
-
 // Sum of v over the warp, the same value in every lane (fixed butterfly order).
 __device__ __forceinline__ float cc_warp_sum(float v) {
 #pragma unroll

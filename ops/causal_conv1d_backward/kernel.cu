@@ -54,8 +54,11 @@ __device__ __forceinline__ void cc_dx_run(T* dxr, long long p0, int lane, bool v
   cc_store_run<T, E>(dxr, p0, a.L, vec, v);
 }
 
-// Channel-first (x, dout and dx have time stride 1): the warp walk of ccf_cf. Per run: g from
-// dout and the recomputed pre; dweight/dbias terms into per-lane sums; dx of the previous run
+// Channel-first (x, dout and dx have time stride 1): a warp walks rseg consecutive runs of 32·E
+// steps of one (b, d) row, lane l holding E = 16 bytes of T of each run, the next run loaded
+// before the current one is computed; the W-1 steps of x̃ before the task are loaded at its start
+// as the top lanes' previous run (cc_history), the taps come by one shuffle each (cc_taps), as
+// in ccf_cf. Per run: g from dout and the recomputed pre; dweight/dbias terms into per-lane sums; dx of the previous run
 // (its forward halo of g comes from this run by shuffles); after the last run, its dx with the
 // halo read from global memory. The warp's sums go, reduced in a fixed order, to the partial
 // row b·tasks_per_row + task. The row's first run writes dinitial_states (CC_FINAL).
@@ -92,9 +95,8 @@ ccb_cf(T* dx, float* part, T* dinit, const T* x, const void* wt, const void* bia
     float xcur[E], xprv[E], dcur[E], gprv[E];
     long long scur[ES], sprv[ES];
 #pragma unroll
-    for (int i = 0; i < E; ++i) xprv[i] = gprv[i] = 0.f;  // read (and discarded) by the first run's shuffles
-#pragma unroll
-    for (int i = 0; i < ES; ++i) sprv[i] = -1;
+    for (int i = 0; i < E; ++i) gprv[i] = 0.f;
+    cc_history<T, W, SEQ, E>(s0 * 32 * E, lane, xr, ir, seq, sb, a, xprv, sprv);
     cc_load_run<T, E>(xr, s0 * 32 * E + lane * E, a.L, vec, xcur);
     cc_load_run<T, E>(dr, s0 * 32 * E + lane * E, a.L, vec, dcur);
     if constexpr (SEQ) cc_seq_run<E>(seq, sb, a.sq[1], s0 * 32 * E + lane * E, a, scur);
@@ -110,7 +112,7 @@ ccb_cf(T* dx, float* part, T* dinit, const T* x, const void* wt, const void* bia
       }
       float comb[N];
       long long scomb[SEQ ? N : 1];
-      cc_run_taps<T, W, SEQ, E>(xcur, xprv, scur, sprv, s == s0, p0, lane, xr, ir, seq, sb, a, comb, scomb);
+      cc_taps<W, SEQ, E>(xcur, xprv, scur, sprv, lane, comb, scomb);
       float g[E];
 #pragma unroll
       for (int i = 0; i < E; ++i) {
