@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from .descriptor import Descriptor, create_descriptor
+from .descriptor import Descriptor, construct, create_descriptor, merge_named
 from .registry import all_specs, by_stem
-from .status import InfiniopError, Status, error
+from .status import Status, error
 
 _PATTERNS = [
     ("create", re.compile(r"^infiniopCreate(\w+)Descriptor$")),
@@ -66,12 +66,8 @@ class DeferredDescriptor:
         rt_names = [a.name for a in spec.runtime]
         if len(args) > ntensor + len(rt_names):
             raise error(Status.BAD_PARAM, f"{spec.name}: too many arguments to calculate")
-        rt_vals = dict(zip(rt_names, args[ntensor:]))
-        for k, v in kwargs.items():
-            if k in rt_names:
-                if k in rt_vals:
-                    raise error(Status.BAD_PARAM, f"{spec.name}: runtime scalar '{k}' given twice")
-                rt_vals[k] = v
+        named = ((k, v) for k, v in kwargs.items() if k in rt_names)
+        rt_vals = merge_named(spec.name, "runtime scalar", named, dict(zip(rt_names, args[ntensor:])))
         runtime = parse_attrs(spec, spec.runtime, rt_vals, "runtime scalar")
         d = self._full(runtime)
         if d.workspace_size > self._ws_size:
@@ -126,22 +122,14 @@ def _short_create(spec, handle, args, kwargs, fn: str):
             given[name] = value
         else:
             attrs[key] = value
-    for key, value in zip(attr_order, extra):
-        if key in attrs:
-            raise error(Status.BAD_PARAM, f"{fn}: attribute '{key}' given twice")
-        attrs[key] = value
+    merge_named(fn, "attribute", zip(attr_order, extra), attrs)
     for n in names:
         if given.get(n) is None and not spec.role[n].optional:
             raise error(Status.NULL_POINTER, f"{spec.name}: missing tensor '{n}'")
         if given.get(n) is not None and not isinstance(given[n], TensorDescriptor):
             raise error(Status.BAD_PARAM, f"{spec.name}: tensor '{n}' must be a TensorDescriptor, got {type(given[n]).__name__}")
         given.setdefault(n, None)
-    try:
-        return DeferredDescriptor(spec, handle, given, attrs)
-    except InfiniopError:
-        raise
-    except Exception as exc:
-        raise error(Status.INTERNAL_ERROR, f"{spec.name}: create failed: {type(exc).__name__}: {exc}") from exc
+    return construct(DeferredDescriptor, spec, handle, given, attrs)
 
 
 def _check(desc, spec, fn: str) -> Descriptor:
@@ -163,20 +151,14 @@ def _make(kind: str, spec):
             if spec.c_create_args:  # upstream interleaves tensors and attributes (e.g. index_copy)
                 if len(args) > len(spec.c_create_args):
                     raise error(Status.BAD_PARAM, f"{create.__name__}: too many arguments")
-                for key, value in zip(spec.c_create_args, args):
-                    if key in kwargs:
-                        raise error(Status.BAD_PARAM, f"{create.__name__}: argument '{key}' given twice")
-                    kwargs[key] = value
+                merge_named(create.__name__, "argument", zip(spec.c_create_args, args), kwargs)
                 args = ()
             elif spec.c_attrs:  # upstream's positional attribute order differs from the Pythonic one
                 ntensor = len(spec.tensors)
                 extra, args = args[ntensor:], args[:ntensor]
                 if len(extra) > len(spec.c_attrs):
                     raise error(Status.BAD_PARAM, f"{create.__name__}: too many arguments")
-                for key, value in zip(spec.c_attrs, extra):
-                    if key in kwargs:
-                        raise error(Status.BAD_PARAM, f"{create.__name__}: attribute '{key}' given twice")
-                    kwargs[key] = value
+                merge_named(create.__name__, "attribute", zip(spec.c_attrs, extra), kwargs)
             return create_descriptor(spec.name, handle, *args, **kwargs)
 
         fn = create

@@ -16,6 +16,27 @@ from .status import InfiniopError, Status, error
 from .tensor import TensorDescriptor
 
 
+def merge_named(fn: str, what: str, pairs, into: dict) -> dict:
+    """Add the (name, value) ``pairs`` to ``into`` and return it; a name already there is
+    BAD_PARAM "<fn>: <what> '<name>' given twice" (a value given both by position and by keyword)."""
+    for key, value in pairs:
+        if key in into:
+            raise error(Status.BAD_PARAM, f"{fn}: {what} '{key}' given twice")
+        into[key] = value
+    return into
+
+
+def construct(cls, spec: OpSpec, *args):
+    """``cls(spec, *args)`` (a descriptor); an exception other than InfiniopError, a bug, becomes
+    INTERNAL_ERROR naming the operator."""
+    try:
+        return cls(spec, *args)
+    except InfiniopError:
+        raise
+    except Exception as exc:
+        raise error(Status.INTERNAL_ERROR, f"{spec.name}: create failed: {type(exc).__name__}: {exc}") from exc
+
+
 def _bind(spec: OpSpec, what: str, roles, args, kwargs, allow_missing_optional=True) -> dict:
     """Bind positional/keyword arguments to roles (names or aliases)."""
     names = [r.name for r in roles]
@@ -371,11 +392,7 @@ class Descriptor:
         bound = _bind(spec, "calculate", spec.tensors, tensors, tkw)
         if len(rt_pos) > len(spec.runtime):
             raise error(Status.BAD_PARAM, f"{spec.name}: too many arguments to calculate")
-        rt_vals = dict(zip((a.name for a in spec.runtime), rt_pos))
-        for k, v in rkw.items():
-            if k in rt_vals:
-                raise error(Status.BAD_PARAM, f"{spec.name}: runtime scalar '{k}' given twice")
-            rt_vals[k] = v
+        rt_vals = merge_named(spec.name, "runtime scalar", rkw.items(), dict(zip((a.name for a in spec.runtime), rt_pos)))
         rt = parse_attrs(spec, spec.runtime, rt_vals, "runtime scalar")
         return [bound[n] for n in self._names], tuple(a.coerce(rt[a.name], spec.name) for a in spec.runtime)
 
@@ -520,14 +537,5 @@ def create_descriptor(name: str, handle: Handle, *tensors, **kwargs) -> Descript
     akw = {k: v for k, v in kwargs.items() if k not in tkw}
     check_attr_names(spec, akw)
     bound = _bind(spec, "create", spec.tensors, tdescs, tkw)
-    attrs = dict(zip((a.name for a in spec.attrs), attr_pos))
-    for k, v in akw.items():
-        if k in attrs:
-            raise error(Status.BAD_PARAM, f"{spec.name}: attribute '{k}' given twice")
-        attrs[k] = v
-    try:
-        return Descriptor(spec, handle, bound, attrs)
-    except InfiniopError:
-        raise
-    except Exception as exc:
-        raise error(Status.INTERNAL_ERROR, f"{spec.name}: create failed: {type(exc).__name__}: {exc}") from exc
+    attrs = merge_named(spec.name, "attribute", akw.items(), dict(zip((a.name for a in spec.attrs), attr_pos)))
+    return construct(Descriptor, spec, handle, bound, attrs)
