@@ -245,14 +245,25 @@ def _find(raw: RawTest, names) -> str | None:
     return None
 
 
-def _expected(raw: RawTest, fname: str) -> np.ndarray:
+def _typed(raw: RawTest, fname: str):
+    """(stored tensor, full key) of a file tensor, whose ggml type must be one we read."""
     st = raw.tensor(fname)
     key = raw.key(fname)
     if st.dtype is None:
         raise TestError(f"tensor '{key}' has unsupported ggml type {st.ggml_type}")
+    return st, key
+
+
+def _stored(raw: RawTest, fname: str):
+    """(stored tensor, key, shape, strides, data as that logical layout) of a file tensor."""
+    st, key = _typed(raw, fname)
     shape, _ = _shape(raw, fname, st)
     strides = _strides(raw, fname, shape)
-    return _logical(raw.data(fname), shape, strides, key)
+    return st, key, shape, strides, _logical(raw.data(fname), shape, strides, key)
+
+
+def _expected(raw: RawTest, fname: str) -> np.ndarray:
+    return _stored(raw, fname)[4]
 
 
 # -- binding -------------------------------------------------------------------------------------
@@ -299,23 +310,22 @@ def _bind(raw: RawTest, spec: OpSpec, op_name: str, dialect) -> ParsedTest:
     if named:
         test.style = "named"
 
+    def stored(role):
+        """The file's name of the role's tensor; None for an absent optional one."""
+        fname = found[role.name]
+        if fname is None and not role.optional:
+            raise TestError(f"missing tensor '{raw.key(role.name)}'")
+        return fname
+
     # Inputs first: named-style outputs take the primary input's dtype.
     for role in spec.inputs:
-        fname = found[role.name]
-        if fname is None:
-            if not role.optional:
-                raise TestError(f"missing tensor '{raw.key(role.name)}'")
-            test.tensors[role.name] = None
-            continue
-        test.tensors[role.name] = _input(raw, role, fname)
+        fname = stored(role)
+        test.tensors[role.name] = None if fname is None else _input(raw, role, fname)
     for role in spec.outputs:
-        fname = found[role.name]
+        fname = stored(role)
         if fname is None:
-            if not role.optional:
-                raise TestError(f"missing tensor '{raw.key(role.name)}'")
             test.tensors[role.name] = None
-            continue
-        if role.name in named:
+        elif role.name in named:
             test.tensors[role.name] = _named_output(raw, role, fname, test, dialect)
         else:
             test.tensors[role.name] = _output(raw, role, fname, expected_from.get(role.name))
@@ -381,21 +391,12 @@ def _bind(raw: RawTest, spec: OpSpec, op_name: str, dialect) -> ParsedTest:
 
 
 def _input(raw: RawTest, role, fname: str) -> TestTensor:
-    st = raw.tensor(fname)
-    key = raw.key(fname)
-    if st.dtype is None:
-        raise TestError(f"tensor '{key}' has unsupported ggml type {st.ggml_type}")
-    shape, _ = _shape(raw, fname, st)
-    strides = _strides(raw, fname, shape)
-    data = _logical(raw.data(fname), shape, strides, key)
+    st, key, shape, strides, data = _stored(raw, fname)
     return TestTensor(role.name, key, "in", st.dtype, shape, strides, data=data)
 
 
 def _output(raw: RawTest, role, fname: str, expected: str | None = None) -> TestTensor:
-    st = raw.tensor(fname)
-    key = raw.key(fname)
-    if st.dtype is None:
-        raise TestError(f"tensor '{key}' has unsupported ggml type {st.ggml_type}")
+    st, key = _typed(raw, fname)
     shape, from_key = _shape(raw, fname, st)
     placeholder = len(st.shape) > 0 and all(d == 0 for d in st.shape)
     if placeholder and not from_key:
