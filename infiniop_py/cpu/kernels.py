@@ -15,6 +15,9 @@ libm one element at a time): Cody-Waite reduction by ln 2, a degree-6 polynomial
 scale 2^n applied in two halves so that results down to the subnormals are exact to within
 2 ulp (measured maximum relative error 2.4e-7 on 16M normal draws); overflow gives inf,
 underflow 0, NaN stays NaN.
+
+The bfloat16 matrix product's kernels are in :mod:`.bf16_kernels`, imported here so that this
+module is the one namespace of compiled kernels.
 """
 
 from __future__ import annotations
@@ -25,8 +28,9 @@ import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
-from numba.core import cgutils
 from numba.extending import intrinsic, overload
+
+from .bf16_kernels import BF16_MR, BF16_NR, bf16_gemm, bf16_pack_b  # noqa: F401 - one namespace for jit.kernels()
 
 # contract: a * b + c may become one fused multiply-add (one rounding instead of two)
 _jit = numba.njit(nogil=True, cache=True, error_model="numpy", boundscheck=False, fastmath={"contract"})
@@ -344,18 +348,12 @@ def softmax(x, y, log, tmp, r0, r1):
     d = x.shape[1]
     for i in range(r0, r1):
         m = _row_top(x[i])
-        s = 0.0
+        s = _row_exp_sum(x[i], m, tmp)
         if log:
-            for j in range(d):
-                s += exp32(ld(x[i, j]) - m)
             ls = F(np.log(s))
             for j in range(d):
                 st(y, (i, j), (ld(x[i, j]) - m) - ls)
         else:
-            for j in range(d):
-                e = exp32(ld(x[i, j]) - m)
-                tmp[j] = e
-                s += e
             inv = F(1.0 / s)
             for j in range(d):
                 st(y, (i, j), tmp[j] * inv)
@@ -389,6 +387,24 @@ def _row_sum_dev2(row, m):
         for t in range(seg.size):
             d = ld(seg[t]) - m
             b += d * d
+        s += b
+    return s
+
+
+@numba.njit(inline="always", error_model="numpy", fastmath={"reassoc", "contract"})
+def _row_exp_sum(row, m, e):
+    """Sum of e[j] = exp(row[j] - m) (:func:`exp32`, stored in the float32 row ``e``), blocked
+    as :func:`_row_sum`: the float32 block sums let the exponentials vectorise at full width
+    (a float64 sum of every term would hold them to half)."""
+    s = 0.0
+    for j in range(0, row.size, SUM_BLOCK):
+        seg = row[j : j + SUM_BLOCK]
+        out = e[j : j + SUM_BLOCK]
+        b = F(0.0)
+        for t in range(seg.size):
+            v = exp32(ld(seg[t]) - m)
+            out[t] = v
+            b += v
         s += b
     return s
 
@@ -579,136 +595,3 @@ def topk_softmax(x, norm, vals, idx, r0, r1):
         if norm:
             for t in range(k):
                 vals[i, t] = vals[i, t] / total
-
-
-# --- bfloat16 matrix product -----------------------------------------------------------------
-# c (f32) = a @ b for bfloat16 a and b through the CPU's bfloat16 dot products (x86
-# AVX512-BF16 ``vdpbf16ps``: per float32 lane, acc + a0 b0 + a1 b1 over a pair of bfloat16,
-# products exact, each addition rounded to nearest even, subnormals flushed to zero). a is read
-# as pairs of bfloat16 along k (rows of int32), b is packed into panels of BF16_NR columns in
-# which each int32 holds (b[2p, j], b[2p + 1, j]). Only compiled where the CPU has the
-# instruction (infiniop_py/cpu/matmul.py decides; LLVM cannot select it elsewhere).
-BF16_MR, BF16_NR = 8, 32  # rows x columns of c per tile: 16 float32x16 accumulators
-BF16_KC = 256  # pairs of k per pass over a tile (a b panel of 32 KiB)
-BF16_MB = 8  # tiles of rows sharing one pass over a b panel
-
-
-class _BFloat(ir.Type):
-    """LLVM's ``bfloat`` (llvmlite has no type object for it)."""
-
-    def _to_string(self):
-        return "bfloat"
-
-    def __eq__(self, other):
-        return isinstance(other, _BFloat)
-
-    def __hash__(self):
-        return hash("bfloat")
-
-
-@intrinsic
-def _bf16_tile(typingctx, a_addr, lda, b_addr, c_addr, ldc, kp, first):
-    """The BF16_MR x BF16_NR tile of c at ``c_addr`` (row stride ``ldc`` floats): its sum over
-    ``kp`` pairs of k of a's rows (int32 pairs at ``a_addr``, row stride ``lda`` pairs) times
-    the b panel at ``b_addr`` (``kp`` rows of BF16_NR int32 pairs), added to c's tile, or
-    written over it when ``first``. The accumulators stay in registers over the whole pass."""
-    sig = types.void(types.uintp, types.intp, types.uintp, types.uintp, types.intp, types.intp, types.boolean)
-
-    def codegen(context, builder, signature, args):
-        a_addr, lda, b_addr, c_addr, ldc, kp, first = args
-        f32, i32, i64 = ir.FloatType(), ir.IntType(32), lda.type
-        f32x16, i32x16 = ir.VectorType(f32, 16), ir.VectorType(i32, 16)
-        pair = ir.VectorType(_BFloat(), 32)
-        dot = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(f32x16, [f32x16, pair, pair]), "llvm.x86.avx512bf16.dpbf16ps.512"
-        )
-        ap = builder.inttoptr(a_addr, i32.as_pointer())
-        bp = builder.inttoptr(b_addr, i32x16.as_pointer())
-        cp = builder.inttoptr(c_addr, f32.as_pointer())
-        halves = BF16_NR // 16
-        zero = ir.Constant(f32x16, [0.0] * 16)
-        acc = []
-        for r in range(BF16_MR):
-            row = []
-            for h in range(halves):
-                at = builder.add(builder.mul(ir.Constant(i64, r), ldc), ir.Constant(i64, 16 * h))
-                ptr = builder.bitcast(builder.gep(cp, [at]), f32x16.as_pointer())
-                slot = cgutils.alloca_once(builder, f32x16)
-                builder.store(builder.select(first, zero, builder.load(ptr, align=4)), slot)
-                row.append((slot, ptr))
-            acc.append(row)
-        undef = ir.Constant(i32x16, ir.Undefined)
-        splat = ir.Constant(i32x16, [0] * 16)
-        with cgutils.for_range(builder, kp) as loop:
-            p = loop.index
-            bv = []
-            for h in range(halves):
-                at = builder.add(builder.mul(p, ir.Constant(i64, halves)), ir.Constant(i64, h))
-                bv.append(builder.bitcast(builder.load(builder.gep(bp, [at]), align=4), pair))
-            for r in range(BF16_MR):
-                av = builder.load(builder.gep(ap, [builder.add(builder.mul(ir.Constant(i64, r), lda), p)]), align=4)
-                av = builder.bitcast(
-                    builder.shuffle_vector(builder.insert_element(undef, av, ir.Constant(i32, 0)), undef, splat), pair
-                )
-                for h in range(halves):
-                    slot = acc[r][h][0]
-                    builder.store(builder.call(dot, [builder.load(slot), av, bv[h]]), slot)
-        for row in acc:
-            for slot, ptr in row:
-                builder.store(builder.load(slot), ptr, align=4)
-        return context.get_dummy_value()
-
-    return sig, codegen
-
-
-@_jit
-def bf16_pack_b(b, out, j0, j1):
-    """Panels ``j0`` to ``j1`` of ``out`` (panels, pairs, BF16_NR) uint32 from b (k, n) uint16
-    bits of bfloat16, any strides: ``out[j, p, t] = b[2p, jNR + t] | b[2p + 1, jNR + t] << 16``,
-    zero beyond b's edges."""
-    k, n = b.shape
-    for j in range(j0, j1):
-        c0 = j * BF16_NR
-        w = min(BF16_NR, n - c0)
-        for p in range(out.shape[1]):
-            k0 = 2 * p
-            if w == BF16_NR and k0 + 1 < k:
-                for t in range(BF16_NR):
-                    out[j, p, t] = types.uint32(b[k0, c0 + t]) | (types.uint32(b[k0 + 1, c0 + t]) << 16)
-                continue
-            for t in range(BF16_NR):
-                out[j, p, t] = 0
-            for t in range(w):
-                out[j, p, t] = b[k0, c0 + t]
-            if k0 + 1 < k:
-                for t in range(w):
-                    out[j, p, t] |= types.uint32(b[k0 + 1, c0 + t]) << 16
-
-
-@_jit
-def bf16_gemm(a, bp, c, j0, j1):
-    """Columns panels ``j0`` to ``j1`` of c (rows, panels * BF16_NR) float32 = a @ b: a (rows,
-    pairs) uint32 pairs of bfloat16 along k (rows a multiple of BF16_MR, unit stride along k),
-    bp from :func:`bf16_pack_b`. Each element is one fixed sequence of dot products over k,
-    whatever the panels a call gets."""
-    kp = a.shape[1]
-    tiles = a.shape[0] // BF16_MR
-    lda = a.strides[0] // 4
-    ldc = c.strides[0] // 4
-    abase = a.ctypes.data
-    bbase = bp.ctypes.data
-    cbase = c.ctypes.data
-    for p0 in range(0, kp, BF16_KC):
-        kk = min(BF16_KC, kp - p0)
-        for i0 in range(0, tiles, BF16_MB):
-            for j in range(j0, j1):
-                for i in range(i0, min(i0 + BF16_MB, tiles)):
-                    _bf16_tile(
-                        abase + (i * BF16_MR * lda + p0) * 4,
-                        lda,
-                        bbase + (j * kp + p0) * BF16_NR * 4,
-                        cbase + (i * BF16_MR * ldc + j * BF16_NR) * 4,
-                        ldc,
-                        kk,
-                        p0 == 0,
-                    )

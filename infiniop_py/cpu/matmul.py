@@ -3,7 +3,7 @@
 NumPy has no bfloat16 BLAS: the fallback widens both operands to float32 and calls the f32
 BLAS, at the f32 rate. Where the CPU has AVX512-BF16 (``vdpbf16ps``: per float32 lane, two
 bfloat16 products added to the accumulator, at twice the f32 multiply-add rate), the compiled
-kernels of :mod:`.kernels` (``bf16_pack_b``, ``bf16_gemm``) multiply the bfloat16 operands as
+kernels of :mod:`.bf16_kernels` (``bf16_pack_b``, ``bf16_gemm``) multiply the bfloat16 operands as
 they are: a read as pairs along k (a copy only where its rows are not such pairs), b packed
 once into panels, the product accumulated in float32 registers over the whole of k in a fixed
 order per element, so results repeat bit for bit whatever the threads. Products of two

@@ -9,8 +9,8 @@ a helper that splits again) runs that work inline: the pool never waits on itsel
 
 from __future__ import annotations
 
-import itertools
 import os
+import queue
 import threading
 from collections.abc import Callable, Sequence
 
@@ -20,25 +20,35 @@ THREADS = max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaf
 
 PARTS_PER_THREAD = 4  # parts of a split per thread: a late thread's share goes to the others
 
-_pool = None
 _lock = threading.Lock()
 _local = threading.local()
+_workers: list = []  # the helper threads' job queues: helper t serves block t of every split
 
 
-def executor():
-    """The process-wide pool (created on first use)."""
-    global _pool
-    if _pool is None:
+def _serve(jobs: queue.SimpleQueue, slot: int) -> None:
+    _local.worker = True  # parts do not split again
+    while True:
+        jobs.get().work(slot)
+
+
+def _helpers() -> list:
+    """The job queues of the ``THREADS - 1`` helper threads (started on first use)."""
+    if len(_workers) < THREADS - 1:
         with _lock:
-            if _pool is None:
-                from concurrent.futures import ThreadPoolExecutor
+            while len(_workers) < THREADS - 1:
+                jobs = queue.SimpleQueue()
+                slot = len(_workers) + 1
+                threading.Thread(target=_serve, args=(jobs, slot), name=f"infiniop-cpu-{slot}", daemon=True).start()
+                _workers.append(jobs)
+    return _workers
 
-                _pool = ThreadPoolExecutor(max_workers=THREADS, thread_name_prefix="infiniop-cpu", initializer=_mark_worker)
-    return _pool
+
+def _forget_helpers() -> None:  # a forked child has none of its parent's threads
+    _workers.clear()
 
 
-def _mark_worker() -> None:
-    _local.worker = True
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_helpers)
 
 
 def parallel() -> bool:
@@ -47,46 +57,82 @@ def parallel() -> bool:
     return THREADS > 1 and not getattr(_local, "worker", False)
 
 
+class _Job:
+    """The parts of one :func:`run_all`, in one contiguous block per thread (slot): a thread
+    takes the parts of its own block from the front, then those left in the others' blocks
+    from the back."""
+
+    def __init__(self, fn: Callable, parts: Sequence[tuple], slots: int):
+        n = len(parts)
+        self.fn = fn
+        self.parts = parts
+        self.front = [n * t // slots for t in range(slots)]  # next part of block t
+        self.back = self.front[1:] + [n]  # one past the last part of block t not yet taken
+        self.pending = n  # parts not yet finished
+        self.lock = threading.Lock()
+        self.done = threading.Lock()  # held until the last part finishes
+        self.done.acquire()
+        self.failed: list = []
+
+    def _take(self, slot: int) -> int:
+        front, back = self.front, self.back
+        with self.lock:
+            i = front[slot]
+            if i < back[slot]:
+                front[slot] = i + 1
+                return i
+            t = max(range(len(back)), key=lambda t: back[t] - front[t])  # the most left
+            if front[t] < back[t]:
+                back[t] -= 1
+                return back[t]
+        return -1
+
+    def work(self, slot: int) -> None:
+        """Run parts until none is left (``slot``: the thread's own block)."""
+        while (i := self._take(slot)) >= 0:
+            if not self.failed:  # after a failure the rest are only counted off
+                try:
+                    self.fn(*self.parts[i])
+                except BaseException as exc:
+                    self.failed.append(exc)
+            with self.lock:
+                self.pending -= 1
+                last = self.pending == 0
+            if last:
+                self.done.release()
+
+
 def run_all(fn: Callable, parts: Sequence[tuple]) -> None:
     """``fn(*part)`` for every part: shared out over the pool when :func:`parallel` and there
-    are several parts, else in order on the calling thread. Exceptions propagate.
+    are several parts, else in order on the calling thread. Exceptions propagate (the first,
+    once every part that started has finished).
 
-    Parts are taken in order from a shared counter by the caller and by up to ``THREADS - 1``
-    helpers, whoever is free: a helper that the system is slow to schedule (a busy machine, or
-    another library's threads spinning on the cores) leaves its parts to the caller instead of
-    holding it up; one not yet started when the parts run out is cancelled, not waited for.
-    Which thread runs a part never changes its result: parts write disjoint outputs (or their
-    own partial results, combined in part order by the caller)."""
+    The parts are cut into one contiguous block per thread, the caller's first: each thread
+    runs its own block, so that from call to call the same thread (and, as the system tends to
+    keep a thread on its core, the same core and cache) works on the same data; a thread that
+    runs out takes what is left of the others' blocks from their ends. A helper that the system
+    is slow to schedule (a busy machine, or another library's threads spinning on the cores)
+    so leaves its parts to the others instead of holding the call up, and one that comes after
+    the last part was taken finds nothing to do. Which thread runs a part never changes its
+    result: parts write disjoint outputs (or their own partial results, combined in part order
+    by the caller)."""
     n = len(parts)
     if n < 2 or not parallel():
         for p in parts:
             fn(*p)
         return
-    counter = itertools.count()
-    failed = []
-
-    def take():
-        _local.worker = True  # parts do not split again
-        try:
-            for i in counter:
-                if i >= n or failed:
-                    return
-                fn(*parts[i])
-        except BaseException as exc:
-            failed.append(exc)
-            raise
-
-    pool = executor()
-    helpers = [pool.submit(take) for _ in range(min(THREADS, n) - 1)]
+    slots = min(THREADS, n)
+    job = _Job(fn, parts, slots)
+    for jobs in _helpers()[: slots - 1]:
+        jobs.put(job)
+    _local.worker = True  # the caller's parts do not split again
     try:
-        take()
+        job.work(0)
     finally:
         _local.worker = False
-        for f in helpers:
-            if not f.cancel():
-                f.exception()  # wait; its error, if any, is in failed (the caller's first)
-    if failed:
-        raise failed[0]
+    job.done.acquire()  # parts still running on helpers
+    if job.failed:
+        raise job.failed[0]
 
 
 def bounds(length: int, pieces: int) -> list[tuple[int, int]]:

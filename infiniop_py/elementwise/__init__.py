@@ -313,11 +313,6 @@ def _upcast(a: np.ndarray, slot: int = 0) -> np.ndarray:
 CHUNK = 1 << 16  # elements per block: f32 temporaries of a block stay in the L2 cache
 
 
-def _executor():
-    """The CPU thread pool (:mod:`infiniop_py.cpu.pool`)."""
-    return pool.executor()
-
-
 def parallel_chunks(fn, dst: np.ndarray, args, keep_axis: int | None = None, block: int = CHUNK) -> None:
     """``fn(dst_part, *arg_parts)`` over blocks of about ``block`` elements (at least
     :data:`CHUNK`), slices of the longest axis (all operands share the shape), shared out over
