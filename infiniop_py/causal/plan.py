@@ -162,7 +162,8 @@ def cf_plan(B, D, L, T: DType, sms: int, runs: int = 1):  # noqa: N803
     rows = B * D
     rseg = 1
     # Longer tasks per warp (fewer index computations, weight and history loads, fewer partial
-    # rows in the backward) while the grid still holds ~4 waves of 16 resident 4-warp blocks.
+    # rows in the backward) while the grid still holds CF_TASKS_PER_SM warp tasks per SM (the
+    # forward keeps 24 warps per SM resident, the backward 16).
     while rseg < 8 and rseg * 2 <= nseg and rows * -(-nseg // (rseg * 2)) >= sms * CF_TASKS_PER_SM:
         rseg *= 2
     ntask = rows * -(-nseg // rseg)
