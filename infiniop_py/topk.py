@@ -8,6 +8,8 @@ per-call scalar, and upstream's GGUF spelling of the expected outputs (``lable_v
 
 from __future__ import annotations
 
+import numpy as np
+
 from .cuda.compiler import Launch, Slot, get_module
 from .cuda.kernel import CudaKernel
 from .dtypes import DType
@@ -59,17 +61,35 @@ def infer_outputs(op: str, ntoken: int, k: int, limit: int, limit_text: str) -> 
     }
 
 
+def cpu_run(info: Info, split_runtime, compute):
+    """The CPU ``run``: ``split_runtime(rt)`` gives (topk, the operator's scalar); after the topk
+    check and unless the outputs are empty, ``compute(views, scalar)`` either writes values and
+    indices itself (returning None) or returns them as arrays."""
+
+    def run(views, ws, rt):
+        topk, scalar = split_runtime(rt)
+        check_topk(info, topk)
+        if views["values"].size == 0:
+            return
+        res = compute(views, scalar)
+        if res is not None:
+            views["values"][...], views["indices"][...] = res[0], res[1].astype(np.int32)
+
+    return run
+
+
 class RowsKernel(CudaKernel):
     """One launch of ``name`` over the rows of x, ``rows_per_block`` rows a block; its arguments
-    are the tensor pointers, ``meta`` and a per-call scalar (``scalar``, a ctypes value whose
-    ``value`` :meth:`scalar_of` sets from the runtime scalars)."""
+    are the tensor pointers, ``meta`` and a per-call scalar: ``scalar``, a ctypes value set to
+    the second of ``split_runtime(rt)`` (the first is topk, checked)."""
 
-    def __init__(self, info: Info, handle, source: str, name: str, rows_per_block: int, meta: bytes, scalar):
+    def __init__(self, info: Info, handle, source: str, name: str, rows_per_block: int, meta: bytes, scalar, split_runtime):
         super().__init__(handle)
         self.info = info
         ntoken = info["x"].shape[0]
         self.empty = ntoken == 0 or info.topk == 0
         self.scalar = scalar
+        self.split_runtime = split_runtime
         if self.empty:
             return
         mod = get_module(source, [name], handle.device_id)
@@ -77,12 +97,8 @@ class RowsKernel(CudaKernel):
         grid = (-(-ntoken // rows_per_block),)
         self.main = Launch(mod.ptr[name], grid, (32 * rows_per_block,), [*slots, meta, scalar])
 
-    def scalar_of(self, rt):
-        """(topk, the kernel's scalar) from the runtime scalars."""
-        raise NotImplementedError
-
     def launch(self, ptrs, ws_ptr, rt, stream):
-        topk, value = self.scalar_of(rt)
+        topk, value = self.split_runtime(rt)
         check_topk(self.info, topk)
         if self.empty:
             return

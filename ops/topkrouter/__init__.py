@@ -79,37 +79,23 @@ def route(x: np.ndarray, bias: np.ndarray, k: int, scale: float) -> tuple[np.nda
     return vals, idx
 
 
-def cpu(info: Info):
-    def run(views, ws, rt):
-        scale, topk = rt
-        common.check_topk(info, topk)
-        v = views["values"]
-        if v.size == 0:
-            return
-        vals, idx = route(views["x"], views["correction_bias"], info.topk, scale)
-        v[...] = vals
-        views["indices"][...] = idx.astype(np.int32)
+def split_runtime(rt) -> tuple[int, float]:
+    scale, topk = rt
+    return topk, float(scale)
 
-    return run
+
+def cpu(info: Info):
+    return common.cpu_run(info, split_runtime, lambda views, scale: route(views["x"], views["correction_bias"], info.topk, scale))
 
 
 def kernel_name(dtype: DType) -> str:
     return f"topk_router<{ctype(dtype)}>"
 
 
-class TopkRouterKernel(common.RowsKernel):
-    def __init__(self, info: Info, handle):
-        x, b, v, i = info["x"], info["correction_bias"], info["values"], info["indices"]
-        meta = struct.pack("<8q", x.shape[0], info.topk, x.strides[0], b.strides[0], *v.strides, *i.strides)
-        super().__init__(info, handle, _source(), kernel_name(x.dtype), ROWS, meta, ctypes.c_float(1.0))
-
-    def scalar_of(self, rt):
-        scale, topk = rt
-        return topk, float(scale)
-
-
 def nvidia(info: Info, handle):
-    return TopkRouterKernel(info, handle)
+    x, b, v, i = info["x"], info["correction_bias"], info["values"], info["indices"]
+    meta = struct.pack("<8q", x.shape[0], info.topk, x.strides[0], b.strides[0], *v.strides, *i.strides)
+    return common.RowsKernel(info, handle, _source(), kernel_name(x.dtype), ROWS, meta, ctypes.c_float(1.0), split_runtime)
 
 
 nvidia.compile_units = lambda: [(_source(), [kernel_name(dt) for dt in sorted(F)])]

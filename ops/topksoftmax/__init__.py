@@ -65,47 +65,36 @@ def compute(x: np.ndarray, k: int, norm: bool, acc) -> tuple[np.ndarray, np.ndar
     return vals, idx
 
 
+def split_runtime(rt) -> tuple[int, int]:
+    topk, norm = rt
+    return topk, int(bool(norm))
+
+
 def cpu(info: Info):
     acc = np.float64 if info["x"].dtype is DType.F64 else np.float32
 
-    def run(views, ws, rt):
-        topk, norm = rt
-        common.check_topk(info, topk)
-        v = views["values"]
-        if v.size == 0:
-            return
+    def rows(views, norm):
         k = jit.kernels()
         if k is not None and bits(views["x"]) is not None:
             out = Outputs()
-            x2, v2, i2 = contiguous(views["x"]), out.full(v), out.full(views["indices"])
+            x2, v2, i2 = contiguous(views["x"]), out.full(views["values"]), out.full(views["indices"])
             xb = bits(x2)
             run_rows(lambda _, r0, r1: k.topk_softmax(xb, bool(norm), v2, i2, r0, r1), split(*x2.shape))
             out.done()
-            return
-        vals, idx = compute(views["x"], info.topk, norm, acc)
-        v[...] = vals
-        views["indices"][...] = idx.astype(np.int32)
+            return None
+        return compute(views["x"], info.topk, norm, acc)
 
-    return run
+    return common.cpu_run(info, split_runtime, rows)
 
 
 def kernel_name(dtype: DType) -> str:
     return f"topk_softmax<{ctype(dtype)}>"
 
 
-class TopkSoftmaxKernel(common.RowsKernel):
-    def __init__(self, info: Info, handle):
-        x, v, i = info["x"], info["values"], info["indices"]
-        meta = struct.pack("<9q", *x.shape, info.topk, *x.strides, *v.strides, *i.strides)
-        super().__init__(info, handle, _source(), kernel_name(x.dtype), ROWS, meta, ctypes.c_int(0))
-
-    def scalar_of(self, rt):
-        topk, norm = rt
-        return topk, int(bool(norm))
-
-
 def nvidia(info: Info, handle):
-    return TopkSoftmaxKernel(info, handle)
+    x, v, i = info["x"], info["values"], info["indices"]
+    meta = struct.pack("<9q", *x.shape, info.topk, *x.strides, *v.strides, *i.strides)
+    return common.RowsKernel(info, handle, _source(), kernel_name(x.dtype), ROWS, meta, ctypes.c_int(0), split_runtime)
 
 
 nvidia.compile_units = lambda: [(_source(), [kernel_name(dt) for dt in sorted(F)])]
