@@ -22,7 +22,7 @@ from ..cuda.kernel import runtime
 from ..elementwise import copy as staging
 from ..layout import collapse
 from ..planner import Rule, always, first_match
-from ..spec import Checker, Info
+from ..spec import Attr, Checker, Info, OpSpec
 from ..status import Status
 from . import UTYPE
 
@@ -272,3 +272,32 @@ def reference(dest_init, index, source, dim):
         if 0 <= k < size:
             out.select(dim, k).copy_(source.select(dim, i))
     return out
+
+
+def copy_op(*, base: str | None, slots: dict, **fields) -> OpSpec:
+    """The OpSpec of index_copy (``base="input"``: output starts as a copy of input) or
+    index_copy_inplace (``base=None``: output is its own starting value): the dim attribute,
+    validation, both backends (``slots``: each tensor's pointer slot in the kernel's argument
+    order) and the reference; ``fields``: the rest of the OpSpec."""
+
+    def validate_(check: Checker) -> Info:
+        return validate(check, "output", base)
+
+    def nvidia(info: Info, handle):
+        return IndexCopyKernel(info, handle, slots)
+
+    nvidia.compile_units = compile_units
+
+    def reference_(index, source, dim, **dest):
+        return reference(dest[base or "output"], index, source, dim)
+
+    return OpSpec(
+        attrs=(Attr("dim", "int"),),
+        validate=validate_,
+        dtypes=common.DATA,
+        cpu=cpu,
+        nvidia=nvidia,
+        reference=reference_,
+        kernel_sources=("../../infiniop_py/index/index.cu",),
+        **fields,
+    )

@@ -7,9 +7,8 @@ runner) or ``target`` (its stored data is the initial value).
 
 from __future__ import annotations
 
-from infiniop_py import index as common
-from infiniop_py.index import copy as impl
-from infiniop_py.spec import Attr, OpSpec, inout, inp
+from infiniop_py.index.copy import copy_op
+from infiniop_py.spec import inout, inp
 
 try:
     from infiniop_py.gguf.dialect import GGUFDialect
@@ -36,33 +35,13 @@ class Dialect(GGUFDialect):
             t.fill = 0.0
 
 
-def validate(check):
-    return impl.validate(check, "output", None)
-
-
-def nvidia(info, handle):
-    return impl.IndexCopyKernel(info, handle, {"output": 0, "source": 1, "index": 2})
-
-
-nvidia.compile_units = impl.compile_units
-
-
-def reference(output, source, index, dim):
-    return impl.reference(output, index, source, dim)
-
-
-SPEC = OpSpec(
+SPEC = copy_op(
+    base=None,
+    slots={"output": 0, "source": 1, "index": 2},
     name="index_copy_inplace",
     stem="IndexCopyInplace",
     tensors=(inout("output", init=0.0, aliases=("target",)), inp("source", aliases=("input",)), inp("index")),
-    attrs=(Attr("dim", "int"),),
-    validate=validate,
-    dtypes=common.DATA,
-    cpu=impl.cpu,
-    nvidia=nvidia,
-    reference=reference,
     torch="output.index_copy_(dim, index, source)",
     summary="output.select(dim, index[i]) = source.select(dim, i) in place (last wins)",
     gguf=Dialect(),
-    kernel_sources=("../../infiniop_py/index/index.cu",),
 )
