@@ -1,20 +1,10 @@
 from infiniop_py.dtypes import DType
-from infiniop_py.testing.cases import Case, T
-from infiniop_py.testing.data import random_data
+from infiniop_py.testing.batch_norm_cases import HALF, case_maker
+from infiniop_py.testing.cases import T
 
 from . import SPEC
 
-DT = tuple(sorted(SPEC.dtypes))
-HALF = (DType.F16, DType.BF16)
-
-
-def data(rng, name, dtype, shape):
-    """running_var positive; an offset input so the shifted statistics are exercised."""
-    if name == "running_var":
-        return random_data(rng, dtype, shape, 0.5, 2.0)
-    if name == "input":
-        return random_data(rng, dtype, shape, 1.0, 5.0)
-    return None
+C = case_maker(SPEC)
 
 
 def bn(shape, x=None, y=None, stats=None, w=None):
@@ -27,10 +17,6 @@ def bn(shape, x=None, y=None, stats=None, w=None):
         "weight": T(c, w),
         "bias": T(c),
     }
-
-
-def C(tensors, desc, dtypes=DT, **kw):  # noqa: N802
-    return Case(tensors, dtypes, desc, data=data, **kw)
 
 
 CASES = [
@@ -48,8 +34,8 @@ CASES = [
     C(bn((6, 5), w=(2,)), "strided weight"),
     C(bn((4, 3, 8)), "in-place output = input", inplace={"output": "input"}),
     C(bn((4, 3, 16), stats=DType.F32), "f32 running stats", dtypes=HALF + (DType.F64,)),
-    Case(bn((4, 3, 5)), DT, "momentum 0.5, eps 1e-3", attrs={"momentum": 0.5, "eps": 1e-3}, data=data),
-    Case(bn((4, 3, 5)), DT, "momentum 0 (running stats kept)", attrs={"momentum": 0.0}, data=data),
-    Case(bn((32, 64, 256)), DT, "(32, 64, 256)", suites=("full",), data=data),
-    Case(bn((256, 512)), DT, "(256, 512)", suites=("full",), data=data),
+    C(bn((4, 3, 5)), "momentum 0.5, eps 1e-3", attrs={"momentum": 0.5, "eps": 1e-3}),
+    C(bn((4, 3, 5)), "momentum 0 (running stats kept)", attrs={"momentum": 0.0}),
+    C(bn((32, 64, 256)), "(32, 64, 256)", suites=("full",)),
+    C(bn((256, 512)), "(256, 512)", suites=("full",)),
 ]

@@ -1,19 +1,10 @@
 from infiniop_py.dtypes import DType
-from infiniop_py.testing.cases import Case, T
-from infiniop_py.testing.data import random_data
+from infiniop_py.testing.batch_norm_cases import HALF, case_maker
+from infiniop_py.testing.cases import T
 
 from . import SPEC
 
-DT = tuple(sorted(SPEC.dtypes))
-HALF = (DType.F16, DType.BF16)
-
-
-def data(rng, name, dtype, shape):
-    if name == "running_var":
-        return random_data(rng, dtype, shape, 0.5, 2.0)
-    if name == "input":
-        return random_data(rng, dtype, shape, 1.0, 5.0)
-    return None
+C = case_maker(SPEC)
 
 
 def bb(shape, x=None, gi=None, dy=None, w=None, gw=None, stats=None):
@@ -30,10 +21,6 @@ def bb(shape, x=None, gi=None, dy=None, w=None, gw=None, stats=None):
     }
 
 
-def C(tensors, desc, dtypes=DT, **kw):  # noqa: N802
-    return Case(tensors, dtypes, desc, data=data, **kw)
-
-
 CASES = [
     C(bb((4, 3, 5)), "(4, 3, 5)"),
     C(bb((16, 6)), "2-d (B, C) = (16, 6)"),
@@ -47,7 +34,7 @@ CASES = [
     C(bb((3, 4, 16), x=(128, 32, 1)), "padded input rows"),
     C(bb((6, 5), w=(2,), gw=(3,)), "strided weight and grad_weight"),
     C(bb((4, 3, 16), stats=DType.F32), "f32 running stats", dtypes=HALF),
-    Case(bb((4, 3, 5)), DT, "eps 1e-3", attrs={"eps": 1e-3}, data=data),
-    Case(bb((32, 64, 256)), DT, "(32, 64, 256)", suites=("full",), data=data),
-    Case(bb((256, 512)), DT, "(256, 512)", suites=("full",), data=data),
+    C(bb((4, 3, 5)), "eps 1e-3", attrs={"eps": 1e-3}),
+    C(bb((32, 64, 256)), "(32, 64, 256)", suites=("full",)),
+    C(bb((256, 512)), "(256, 512)", suites=("full",)),
 ]
