@@ -267,3 +267,23 @@ class OpSpec:
     @property
     def backends(self) -> list[str]:
         return [b for b in ("cpu", "nvidia") if getattr(self, b) is not None]
+
+
+BY_NAME = ("validate", "cpu", "nvidia", "reference", "infer", "c_infer")
+
+
+def declare(namespace, **fields) -> OpSpec:
+    """An operator module's OpSpec, its functions by name: each of ``BY_NAME`` the module
+    defines (``namespace``: its ``globals()``) fills the OpSpec field of that name, unless
+    ``fields`` sets it::
+
+        def validate(check): ...
+        def cpu(info): ...
+        def reference(x, dim): ...
+
+        SPEC = declare(globals(), name="softmax", stem="Softmax", tensors=..., dtypes=F, ...)
+    """
+    for name in BY_NAME:
+        if name not in fields and callable(namespace.get(name)):
+            fields[name] = namespace[name]
+    return OpSpec(**fields)

@@ -16,7 +16,7 @@ from infiniop_py.dtypes import F, acc_numpy
 from infiniop_py.norm import batch as cuda
 from infiniop_py.norm import check_positive, check_shape
 from infiniop_py.norm.batch import as3, check_bn_input, check_stats_dtype
-from infiniop_py.spec import Attr, Checker, Info, OpSpec, inout, inp, out
+from infiniop_py.spec import Attr, Checker, Info, declare, inout, inp, out
 from infiniop_py.status import Status
 
 try:  # the gguf package is optional at run time (the registry must import without it)
@@ -93,7 +93,8 @@ def reference(input, weight, bias, running_mean, running_var, momentum=0.1, eps=
     return {"output": y, "running_mean": rm, "running_var": rv}
 
 
-SPEC = OpSpec(
+SPEC = declare(
+    globals(),
     name="batch_norm",
     stem="BatchNorm",
     tensors=(
@@ -105,11 +106,8 @@ SPEC = OpSpec(
         inp("bias", aliases=("b",)),
     ),
     attrs=(Attr("momentum", "float", 0.1), Attr("eps", "float", 1e-5, aliases=("epsilon",))),
-    validate=validate,
     dtypes=F,
-    cpu=cpu,
     nvidia=cuda.factory,
-    reference=reference,
     infer=lambda input, weight, bias, **_: {"output": input},  # noqa: A006
     torch="torch.nn.functional.batch_norm(input, running_mean, running_var, weight, bias, training=True, momentum, eps)",
     summary="training-mode batch norm over (B, D) per channel; running stats updated in place (unbiased var)",

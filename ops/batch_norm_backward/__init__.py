@@ -13,7 +13,7 @@ from infiniop_py.dtypes import F
 from infiniop_py.norm import batch as bn_cuda
 from infiniop_py.norm import check_positive, check_shape
 from infiniop_py.norm.batch import as3, check_bn_input, check_stats_dtype
-from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
+from infiniop_py.spec import Attr, Checker, Info, declare, inp, out
 
 
 def validate(check: Checker) -> Info:
@@ -98,7 +98,8 @@ def factory(info, handle):
 
 factory.compile_units = lambda: bn_cuda.compile_units(bwd=True)
 
-SPEC = OpSpec(
+SPEC = declare(
+    globals(),
     name="batch_norm_backward",
     stem="BatchNormBackward",
     tensors=(
@@ -112,11 +113,8 @@ SPEC = OpSpec(
         inp("running_var"),
     ),
     attrs=(Attr("eps", "float", 1e-5, aliases=("epsilon",)),),
-    validate=validate,
     dtypes=F,
-    cpu=cpu,
     nvidia=factory,
-    reference=reference,
     infer=lambda input, grad_output, weight, **_: {"grad_input": input, "grad_weight": weight, "grad_bias": weight},  # noqa: A006
     torch="torch.autograd.grad(F.batch_norm(input, rm, rv, weight, bias, training=True, eps=eps), (input, weight, bias), grad_output)",
     summary="training-mode batch norm gradients; batch statistics recomputed from input (deterministic)",

@@ -10,7 +10,7 @@ from infiniop_py.dtypes import F
 from infiniop_py.halfconv import copy_into
 from infiniop_py.reduce.rowwise import RowLayout, RowwiseKernel, row_factory
 from infiniop_py.reduce.softmax_ops import softmax_numpy
-from infiniop_py.spec import Checker, Info, OpSpec, inp, out
+from infiniop_py.spec import Checker, Info, declare, inp, out
 from infiniop_py.status import Status
 
 
@@ -74,15 +74,12 @@ def reference(x):
     return z.masked_fill(~valid, 0.0)
 
 
-SPEC = OpSpec(
+SPEC = declare(
+    globals(),
     name="causal_softmax",
     stem="CausalSoftmax",
     tensors=(out("y"), inp("x")),
-    validate=validate,
     dtypes=F,
-    cpu=cpu,
-    nvidia=nvidia,
-    reference=reference,
     infer=lambda x: {"y": x},
     torch="torch.softmax(x.masked_fill(~mask, -inf), -1).masked_fill(~mask, 0)",
     summary="softmax over the last dim with a bottom-right causal mask; masked outputs 0",

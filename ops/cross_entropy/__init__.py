@@ -6,7 +6,7 @@ Labels outside [0, V) give 0 (like torch's ignore_index -100) and are never used
 from infiniop_py.dtypes import IDX, DType, F, to_numpy
 from infiniop_py.reduce.rowwise import RowLayout, RowwiseKernel, row_factory
 from infiniop_py.reduce.softmax_ops import row_losses
-from infiniop_py.spec import Checker, Info, OpSpec, inp, out
+from infiniop_py.spec import Checker, Info, declare, inp, out
 from infiniop_py.status import Status
 
 TI = {DType.I32: "int", DType.I64: "long long"}
@@ -58,15 +58,12 @@ def reference(x, target):
     return loss.reshape(target.shape)
 
 
-SPEC = OpSpec(
+SPEC = declare(
+    globals(),
     name="cross_entropy",
     stem="CrossEntropy",
     tensors=(out("y"), inp("x"), inp("target")),
-    validate=validate,
     dtypes=F,
-    cpu=cpu,
-    nvidia=nvidia,
-    reference=reference,
     torch='F.cross_entropy(x.reshape(-1, V), target.reshape(-1), reduction="none").reshape(target.shape)',
     summary="per-row cross entropy, class dim last, int32/int64 labels",
 )

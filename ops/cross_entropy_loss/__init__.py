@@ -10,7 +10,7 @@ import numpy as np
 from infiniop_py.dtypes import IDX, DType, F, to_numpy
 from infiniop_py.reduce.rowwise import RowLayout, RowwiseKernel, row_factory
 from infiniop_py.reduce.softmax_ops import row_losses
-from infiniop_py.spec import Checker, Info, OpSpec, inp, out
+from infiniop_py.spec import Checker, Info, declare, inp, out
 from infiniop_py.status import Status
 
 TI = {DType.I32: "int", DType.I64: "long long"}
@@ -97,15 +97,13 @@ else:  # pragma: no cover
     DIALECT = None
 
 
-SPEC = OpSpec(
+SPEC = declare(
+    globals(),
     name="cross_entropy_loss",
     stem="CrossEntropyLoss",
     tensors=(out("loss"), inp("logits"), inp("target")),
-    validate=validate,
     dtypes=F,
     cpu=cpu_impl,
-    nvidia=nvidia,
-    reference=reference,
     infer=None,
     torch="F.cross_entropy(logits, target)",
     summary="mean cross entropy, class dim 1, -100/out-of-range targets ignored",

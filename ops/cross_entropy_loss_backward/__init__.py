@@ -7,7 +7,7 @@ scale 1/N as a scalar.
 
 from infiniop_py.dtypes import F, acc_numpy, to_numpy
 from infiniop_py.elementwise.cuda import make_nvidia
-from infiniop_py.spec import Checker, Info, OpSpec, inp, out
+from infiniop_py.spec import Checker, Info, declare, inp, out
 from infiniop_py.status import Status
 
 EXPR = "(probs - target) * inv_n"
@@ -57,15 +57,12 @@ def reference(probs, target):
     return (probs - target) / n
 
 
-SPEC = OpSpec(
+SPEC = declare(
+    globals(),
     name="cross_entropy_loss_backward",
     stem="CrossEntropyLossBackward",
     tensors=(out("grad_logits"), inp("probs"), inp("target")),
-    validate=validate,
     dtypes=F,
-    cpu=cpu,
-    nvidia=nvidia,
-    reference=reference,
     infer=lambda probs, target: {"grad_logits": probs},
     torch="(probs - target) / (probs.numel() // probs.shape[-1])",
     summary="(probs - one_hot) / N, class dim last",

@@ -12,7 +12,7 @@ import numpy as np
 from infiniop_py import index as common
 from infiniop_py.index import UTYPE, Launch, Slot
 from infiniop_py.planner import Rule, always, first_match
-from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
+from infiniop_py.spec import Attr, Checker, Info, declare, inp, out
 from infiniop_py.status import Status
 
 
@@ -132,16 +132,13 @@ def reference(input, index, dim):
     return torch.where(ok, vals, torch.zeros((), dtype=vals.dtype))
 
 
-SPEC = OpSpec(
+SPEC = declare(
+    globals(),
     name="gather",
     stem="Gather",
     tensors=(out("output"), inp("input"), inp("index")),
     attrs=(Attr("dim", "int"),),
-    validate=validate,
     dtypes=common.DATA,
-    cpu=cpu,
-    nvidia=nvidia,
-    reference=reference,
     torch="torch.gather(input, dim, index)",
     summary="output[p] = input[p with p[dim] = index[p]]",
     kernel_sources=("../../infiniop_py/index/index.cu",),

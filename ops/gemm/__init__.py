@@ -18,7 +18,7 @@ from infiniop_py.cpu.matmul import bf16_matmul
 from infiniop_py.cuda.kernel import CudaKernel
 from infiniop_py.dtypes import DType, F
 from infiniop_py.halfconv import copy_into, to_f32
-from infiniop_py.spec import Attr, Checker, Info, OpSpec, inout, inp
+from infiniop_py.spec import Attr, Checker, Info, declare, inout, inp
 from infiniop_py.status import Status
 
 COMPILE_CHECK_EXEMPT = "cuBLAS only (no CUDA source)"
@@ -151,16 +151,13 @@ def reference(c, a, b, alpha=1.0, beta=0.0):
     return {"c": r.reshape(c.shape) if r.shape != c.shape and r.numel() == c.numel() else r}
 
 
-SPEC = OpSpec(
+SPEC = declare(
+    globals(),
     name="gemm",
     stem="Gemm",
     tensors=(inout("c"), inp("a"), inp("b")),
-    validate=validate,
     dtypes=F,
     runtime=(Attr("alpha", "float", 1.0), Attr("beta", "float", 0.0)),
-    cpu=cpu,
-    nvidia=nvidia,
-    reference=reference,
     torch="torch.baddbmm(c, a, b, beta=beta, alpha=alpha)",
     summary="c = alpha·(a @ b) + beta·c (2-D or batched, batch 1 broadcasts)",
 )

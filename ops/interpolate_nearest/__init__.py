@@ -12,7 +12,7 @@ import numpy as np
 from infiniop_py.cuda.compiler import Launch, Slot, get_module
 from infiniop_py.cuda.kernel import CudaKernel
 from infiniop_py.dtypes import DType, F
-from infiniop_py.spec import Checker, Info, OpSpec, inp, out
+from infiniop_py.spec import Checker, Info, declare, inp, out
 from infiniop_py.status import Status
 
 SOURCE = (Path(__file__).parent / "kernel.cu").read_text()
@@ -124,15 +124,12 @@ def reference(input, out_shapes):
     return {"output": input[(slice(None), slice(None), *grids)]}
 
 
-SPEC = OpSpec(
+SPEC = declare(
+    globals(),
     name="interpolate_nearest",
     stem="InterpolateNearest",
     tensors=(out("output"), inp("input")),
-    validate=validate,
     dtypes=DTYPES,
-    cpu=cpu,
-    nvidia=nvidia,
-    reference=reference,
     torch='F.interpolate(input, size=output.shape[2:], mode="nearest")',
     summary="nearest-neighbour resize of 1-3 spatial dims (legacy torch 'nearest')",
     kernel_sources=("kernel.cu",),

@@ -9,7 +9,7 @@ from infiniop_py.cpu import jit
 from infiniop_py.cpu.rows import Outputs, bits, f32vec, rows2d, run_rows, split
 from infiniop_py.dtypes import F, acc_numpy
 from infiniop_py.norm import check_positive, check_rows, check_shape, check_std_shape
-from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
+from infiniop_py.spec import Attr, Checker, Info, declare, inp, out
 from infiniop_py.tensor import create_tensor_descriptor
 
 from . import cuda
@@ -89,7 +89,8 @@ def infer(input, weight, bias=None, **_):  # noqa: A002
     return {"output": input, "input_standardization": input, "input_std_deviation": std}
 
 
-SPEC = OpSpec(
+SPEC = declare(
+    globals(),
     name="layer_norm",
     stem="LayerNorm",
     tensors=(
@@ -101,12 +102,8 @@ SPEC = OpSpec(
         inp("bias", optional=True, aliases=("b",)),
     ),
     attrs=(Attr("eps", "float", 1e-5, aliases=("epsilon",)),),
-    validate=validate,
     dtypes=F,
-    cpu=cpu,
     nvidia=cuda.factory,
-    reference=reference,
-    infer=infer,
     torch="torch.nn.functional.layer_norm(input, (D,), weight, bias, eps)",
     summary="layer norm over the last dim; also returns the standardized input and the std per row",
     inplace=(("output", "input"), ("input_standardization", "input")),

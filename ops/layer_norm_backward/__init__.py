@@ -11,7 +11,7 @@ from infiniop_py.cpu import jit
 from infiniop_py.cpu.rows import Outputs, bits, f32vec, flat, parts, rows2d, run_rows, split
 from infiniop_py.dtypes import F, acc_numpy
 from infiniop_py.norm import check_rows, check_shape, check_std_shape
-from infiniop_py.spec import Checker, Info, OpSpec, inp, out
+from infiniop_py.spec import Checker, Info, declare, inp, out
 
 from . import cuda
 
@@ -84,7 +84,8 @@ def reference(grad_output, weight, input_standardization, input_std_deviation):
     }
 
 
-SPEC = OpSpec(
+SPEC = declare(
+    globals(),
     name="layer_norm_backward",
     stem="LayerNormBackward",
     tensors=(
@@ -96,11 +97,8 @@ SPEC = OpSpec(
         inp("input_standardization"),
         inp("input_std_deviation"),
     ),
-    validate=validate,
     dtypes=F,
-    cpu=cpu,
     nvidia=cuda.factory,
-    reference=reference,
     infer=lambda grad_output, weight, **_: {"grad_input": grad_output, "grad_weight": weight, "grad_bias": weight},
     torch="torch.autograd.grad(F.layer_norm(x, (D,), weight, bias, eps), (x, weight, bias), grad_output)",
     summary="gradients of layer_norm from the standardized input and std (deterministic weight/bias sums)",

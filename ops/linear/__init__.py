@@ -21,7 +21,7 @@ from infiniop_py.dtypes import DType, F
 from infiniop_py.elementwise import copy as staging
 from infiniop_py.halfconv import copy_into, to_f32
 from infiniop_py.layout import collapse
-from infiniop_py.spec import Checker, Info, OpSpec, inp, out
+from infiniop_py.spec import Checker, Info, declare, inp, out
 from infiniop_py.status import Status
 from infiniop_py.tensor import TensorDescriptor
 
@@ -157,7 +157,8 @@ def reference(x, w, b=None):
     return torch.nn.functional.linear(x, w, b)
 
 
-SPEC = OpSpec(
+SPEC = declare(
+    globals(),
     name="linear",
     stem="Linear",
     tensors=(
@@ -166,11 +167,7 @@ SPEC = OpSpec(
         inp("w", aliases=("weight",)),
         inp("b", optional=True, aliases=("bias",)),
     ),
-    validate=validate,
     dtypes=F,
-    cpu=cpu,
-    nvidia=nvidia,
-    reference=reference,
     infer=None,
     torch="torch.nn.functional.linear(x, w, b)",
     summary="y = x·wᵀ + b (x N-D, optional bias, any strides)",

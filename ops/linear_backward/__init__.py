@@ -18,7 +18,7 @@ from infiniop_py.dtypes import DType, F
 from infiniop_py.elementwise import copy as staging
 from infiniop_py.halfconv import copy_into, to_f32
 from infiniop_py.layout import collapse
-from infiniop_py.spec import Checker, Info, OpSpec, inp, out
+from infiniop_py.spec import Checker, Info, declare, inp, out
 from infiniop_py.status import Status
 
 try:  # the gguf package is optional at run time (the registry must import without it)
@@ -212,15 +212,12 @@ def reference(grad_y, x, w):
     }
 
 
-SPEC = OpSpec(
+SPEC = declare(
+    globals(),
     name="linear_backward",
     stem="LinearBackward",
     tensors=(out("grad_x"), out("grad_w"), out("grad_b", optional=True), inp("grad_y"), inp("x"), inp("w")),
-    validate=validate,
     dtypes=F,
-    cpu=cpu,
-    nvidia=nvidia,
-    reference=reference,
     torch="torch.autograd (F.linear backward)",
     summary="grad_x = grad_y·w, grad_w = grad_yᵀ·x, grad_b = Σ grad_y",
     gguf=BACKWARD_DIALECT,

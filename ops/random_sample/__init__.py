@@ -29,7 +29,7 @@ from infiniop_py.cuda.kernel import CudaKernel, ctype
 from infiniop_py.dtypes import SI, UI, DType, F, H, to_numpy
 from infiniop_py.lru import LRU
 from infiniop_py.planner import Rule, always, first_match
-from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
+from infiniop_py.spec import Attr, Checker, Info, declare, inp, out
 from infiniop_py.status import Status, error
 
 SOURCE_FILES = ("kernel.cu", "multiblock.cu", "sampled.cu")  # compiled as one unit, in this order
@@ -282,7 +282,8 @@ else:  # pragma: no cover
     DIALECT = None
 
 
-SPEC = OpSpec(
+SPEC = declare(
+    globals(),
     name="random_sample",
     stem="RandomSample",
     tensors=(out("result", compare="index"), inp("probs", aliases=("data",))),
@@ -292,11 +293,7 @@ SPEC = OpSpec(
         Attr("topk", "int"),
         Attr("temperature", "float"),
     ),
-    validate=validate,
     dtypes=F,
-    cpu=cpu,
-    nvidia=nvidia,
-    reference=reference,
     torch="none (upstream library rule: greedy, or top-k/top-p over sorted unnormalised exp((v - v0)/T))",
     summary="sample one index from 1-D logits (top-k / top-p / temperature, upstream rule); 0-d integer result",
     kernel_sources=SOURCE_FILES,

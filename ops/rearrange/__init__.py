@@ -9,7 +9,7 @@ import numpy as np
 from infiniop_py.cpu import pool
 from infiniop_py.dtypes import ALL, to_numpy
 from infiniop_py.elementwise import parallel_chunks
-from infiniop_py.spec import Checker, Info, OpSpec, inp, out
+from infiniop_py.spec import Checker, Info, declare, inp, out
 from infiniop_py.status import Status
 
 from . import cuda
@@ -71,15 +71,13 @@ def reference(src):
     return {"dst": np.array(src, copy=True)}
 
 
-SPEC = OpSpec(
+SPEC = declare(
+    globals(),
     name="rearrange",
     stem="Rearrange",
     tensors=(out("dst", compare="bitwise"), inp("src")),
-    validate=validate,
     dtypes=ALL,
-    cpu=cpu,
     nvidia=cuda.factory,
-    reference=reference,
     reference_inputs="numpy",
     infer=lambda src: {"dst": src},
     torch="dst.copy_(src)",

@@ -10,7 +10,7 @@ from infiniop_py.cpu import jit
 from infiniop_py.cpu.rows import Outputs, bits, f32vec, rows2d, run_rows, split
 from infiniop_py.dtypes import DType, F, H, acc_numpy
 from infiniop_py.norm import check_positive, check_rows, check_shape
-from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
+from infiniop_py.spec import Attr, Checker, Info, declare, inp, out
 from infiniop_py.status import Status
 
 from . import cuda
@@ -68,16 +68,14 @@ def reference(x, w, epsilon=1e-5):
     return x * w / (x.pow(2).mean(-1, keepdim=True) + epsilon).sqrt()
 
 
-SPEC = OpSpec(
+SPEC = declare(
+    globals(),
     name="rms_norm",
     stem="RMSNorm",
     tensors=(out("y"), inp("x", aliases=("input",)), inp("w", aliases=("weight",))),
     attrs=(Attr("epsilon", "float", 1e-5, aliases=("eps",)),),
-    validate=validate,
     dtypes=F,
-    cpu=cpu,
     nvidia=cuda.factory,
-    reference=reference,
     infer=lambda x, w, **_: {"y": x},
     torch="torch.nn.functional.rms_norm(x, (D,), w, eps)",
     summary="y = x·w / sqrt(mean(x², last) + eps), any leading dims, mixed-precision weight",

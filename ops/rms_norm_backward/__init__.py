@@ -10,7 +10,7 @@ from infiniop_py.cpu import jit
 from infiniop_py.cpu.rows import Outputs, bits, f32vec, parts, rows2d, run_rows, split
 from infiniop_py.dtypes import DType, F, H, acc_numpy
 from infiniop_py.norm import check_positive, check_rows, check_shape
-from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
+from infiniop_py.spec import Attr, Checker, Info, declare, inp, out
 from infiniop_py.status import Status
 
 from . import cuda
@@ -80,7 +80,8 @@ def reference(grad_y, x, w, epsilon=1e-5):
     return {"grad_x": gx, "grad_w": gw}
 
 
-SPEC = OpSpec(
+SPEC = declare(
+    globals(),
     name="rms_norm_backward",
     stem="RMSNormBackward",
     tensors=(
@@ -91,11 +92,8 @@ SPEC = OpSpec(
         inp("w", aliases=("weight",)),
     ),
     attrs=(Attr("epsilon", "float", 1e-5, aliases=("eps",)),),
-    validate=validate,
     dtypes=F,
-    cpu=cpu,
     nvidia=cuda.factory,
-    reference=reference,
     infer=lambda grad_y, x, w, **_: {"grad_x": x, "grad_w": w},
     torch="torch.autograd.grad(F.rms_norm(x, (D,), w, eps), (x, w), grad_y)",
     summary="gradients of rms_norm: grad_x and grad_w (deterministic two-stage column sum)",

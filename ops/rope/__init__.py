@@ -17,7 +17,7 @@ from infiniop_py.cpu import jit
 from infiniop_py.cpu.rows import Outputs, bits, contiguous, run_rows, split
 from infiniop_py.dtypes import SI, UI, F
 from infiniop_py.halfconv import to_f32
-from infiniop_py.spec import Attr, Info, OpSpec, inp, out
+from infiniop_py.spec import Attr, Info, declare, inp, out
 from infiniop_py.status import Status
 
 from . import cuda
@@ -150,16 +150,14 @@ def reference(x, pos_ids, sin_table, cos_table, algo=GPT_J):
     return y
 
 
-SPEC = OpSpec(
+SPEC = declare(
+    globals(),
     name="rope",
     stem="RoPE",
     tensors=(out("y"), inp("x"), inp("pos_ids"), inp("sin_table"), inp("cos_table")),
     attrs=(Attr("algo", "int", GPT_J, choices=(GPT_J, GPT_NEOX), doc="0 = GPT_J, 1 = GPT_NEOX"),),
-    validate=validate,
     dtypes=F,
-    cpu=cpu,
     nvidia=cuda.factory,
-    reference=reference,
     torch="none (rotation computed in f64)",
     summary="rotary embedding of x by sin/cos tables at pos_ids (GPT_J or GPT_NEOX pairs)",
     inplace=(("y", "x"),),

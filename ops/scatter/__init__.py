@@ -26,7 +26,7 @@ from infiniop_py.dtypes import DType
 from infiniop_py.elementwise import copy as staging
 from infiniop_py.index import UTYPE
 from infiniop_py.planner import Rule, always, first_match
-from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
+from infiniop_py.spec import Attr, Checker, Info, declare, inp, out
 from infiniop_py.status import Status
 
 try:
@@ -283,16 +283,13 @@ class Dialect(GGUFDialect):
         test.attrs["reduction"] = 0
 
 
-SPEC = OpSpec(
+SPEC = declare(
+    globals(),
     name="scatter",
     stem="Scatter",
     tensors=(out("output"), inp("input"), inp("indices", aliases=("index",)), inp("updates", aliases=("src",))),
     attrs=(Attr("axis", "int", aliases=("dim",)), Attr("reduction", "int", 0)),
-    validate=validate,
     dtypes=common.DATA,
-    cpu=cpu,
-    nvidia=nvidia,
-    reference=reference,
     torch="input.clone().scatter_(axis, indices, updates[, reduce])",
     summary="output = input with updates scattered along axis (replace/add/multiply, row-major order)",
     gguf_names=("scatter_",),

@@ -7,7 +7,7 @@ create's (BAD_PARAM). An empty ``dims`` reduces every dim.
 
 from infiniop_py.dtypes import F
 from infiniop_py.reduce.ops import check_output, check_runtime_repeat, cpu_factory, nvidia_factory
-from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
+from infiniop_py.spec import Attr, Checker, Info, declare, inp, out
 from infiniop_py.status import Status
 
 
@@ -86,7 +86,8 @@ def infer(input, dims=(), keepdim=False, dims_len=None):
     return {"output": create_tensor_descriptor(shape, None, input.dtype)}
 
 
-SPEC = OpSpec(
+SPEC = declare(
+    globals(),
     name="sum",
     stem="Sum",
     tensors=(out("output"), inp("input")),
@@ -101,12 +102,7 @@ SPEC = OpSpec(
         Attr("calc_keepdim", "bool", None),
     ),
     c_attrs=("dims", "dims_len", "keepdim"),
-    validate=validate,
     dtypes=F,
-    cpu=cpu,
-    nvidia=nvidia,
-    reference=reference,
-    infer=infer,
     torch="torch.sum(input, dim=dims, keepdim=keepdim)",
     summary="sum over a list of dims (empty: all), keepdim",
 )

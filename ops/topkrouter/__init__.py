@@ -25,7 +25,7 @@ import numpy as np
 from infiniop_py import topk as common
 from infiniop_py.cuda.kernel import ctype
 from infiniop_py.dtypes import DType, F
-from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
+from infiniop_py.spec import Attr, Checker, Info, declare, inp, out
 from infiniop_py.status import Status
 
 SOURCE_FILE = Path(__file__).with_name("kernel.cu")
@@ -130,21 +130,17 @@ def reference(x, correction_bias, routed_scaling_factor, topk, in_dtypes=None):
     return {"values": vals, "indices": idx}
 
 
-SPEC = OpSpec(
+SPEC = declare(
+    globals(),
     name="topkrouter",
     stem="Topkrouter",
     tensors=(out("values"), out("indices"), inp("x"), inp("correction_bias")),
     runtime=(Attr("routed_scaling_factor", "float"), Attr("topk", "int")),
-    validate=validate,
     dtypes=F,
-    cpu=cpu,
-    nvidia=nvidia,
-    reference=reference,
     torch="none (grouped sigmoid router: 8 groups of 32, 4 kept, top-k of biased scores)",
     summary="grouped sigmoid top-k router over 256 experts: values (f32) and indices (i32)",
     kernel_sources=("kernel.cu",),
     c_create_tensors=("x", "correction_bias"),
-    c_infer=c_infer,
     # the reader also takes upstream's `correction_bias_strides.strides` for `correction_bias.strides`
     gguf=common.lable_dialect({"routed_scaling_factor": "f32", "topk": "i32"}),
 )

@@ -24,7 +24,7 @@ from infiniop_py.cpu import jit
 from infiniop_py.cpu.rows import Outputs, bits, contiguous, run_rows, split
 from infiniop_py.cuda.kernel import ctype
 from infiniop_py.dtypes import DType, F
-from infiniop_py.spec import Attr, Checker, Info, OpSpec, inp, out
+from infiniop_py.spec import Attr, Checker, Info, declare, inp, out
 from infiniop_py.status import Status
 
 SOURCE_FILE = Path(__file__).with_name("kernel.cu")
@@ -119,20 +119,16 @@ def reference(x, topk, norm=False):
     return {"values": vals, "indices": idx}
 
 
-SPEC = OpSpec(
+SPEC = declare(
+    globals(),
     name="topksoftmax",
     stem="Topksoftmax",
     tensors=(out("values"), out("indices"), inp("x")),
     runtime=(Attr("topk", "int"), Attr("norm", "bool", False)),
-    validate=validate,
     dtypes=F,
-    cpu=cpu,
-    nvidia=nvidia,
-    reference=reference,
     torch="torch.topk(torch.softmax(x.float(), -1), topk) (values / their sum if norm)",
     summary="per-row softmax then top-k values (f32) and indices (i32), optional renormalisation",
     kernel_sources=("kernel.cu",),
     c_create_tensors=("x",),
-    c_infer=c_infer,
     gguf=common.lable_dialect({"topk": "i32", "norm": "bool"}),
 )
