@@ -32,6 +32,7 @@ import numpy as np
 
 from .. import halfconv
 from ..dtypes import H
+from ..spec import Attr
 from . import float_expr
 from .erf import INV_SQRT2, SQRT_2_OVER_PI, erf
 
@@ -148,6 +149,8 @@ def to_f32(x: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 # GELU forms
 # ---------------------------------------------------------------------------------------------
+# gelu's and gelu_backward's attribute; it reaches the kernels as its index in choices
+APPROXIMATE = Attr("approximate", "str", "none", choices=("none", "tanh"), doc='"none" (erf) or "tanh"')
 ERF_FORM = "T(0.5) * input * (T(1) + {erf}(input * T(0.70710678118654752440)))"
 TANH_FORM = "T(0.5) * input * (T(1) + {tanh}(T(0.79788456080286535588) * (input + T(0.044715) * input * input * input)))"
 # f16/bf16 outputs: 0.5 x (1 + tanh u) = x sigmoid(2u) exactly; __expf (relative error <= (2 + 1.16|2u|) 2^-24)

@@ -8,8 +8,7 @@ from infiniop_py.dtypes import DType, H
 from infiniop_py.elementwise import float_expr
 from infiniop_py.elementwise.cuda import dense_by_width
 from infiniop_py.elementwise.declare import unary_op
-from infiniop_py.elementwise.gelu import ERF_FORM, TANH_FORM, gelu_numpy, gelu_variant, phi_parts, to_f32
-from infiniop_py.spec import Attr
+from infiniop_py.elementwise.gelu import APPROXIMATE, ERF_FORM, TANH_FORM, gelu_numpy, gelu_variant, phi_parts, to_f32
 
 
 def _reference(input, approximate="none"):
@@ -24,7 +23,7 @@ SPEC = unary_op(
     cuda=float_expr(f"if (approximate != T(0)) return {TANH_FORM}; return {ERF_FORM};"),
     cuda_variant=gelu_variant,  # the form chosen at create, cheaper tanh form for halves
     numpy=gelu_numpy,
-    attrs=(Attr("approximate", "str", "none", choices=("none", "tanh"), doc='"none" (erf) or "tanh"'),),
+    attrs=(APPROXIMATE,),
     reference=_reference,
     torch="F.gelu(input, approximate)",
     summary='output = GELU(x), approximate "none" (erf) or "tanh"',

@@ -7,9 +7,8 @@ from infiniop_py.elementwise import float_expr
 from infiniop_py.elementwise.cuda import dense_by_width
 from infiniop_py.elementwise.declare import backward_op
 from infiniop_py.elementwise.erf import INV_SQRT2, INV_SQRT_2PI, SQRT_2_OVER_PI, erf
-from infiniop_py.elementwise.gelu import gelu_backward_half_body
+from infiniop_py.elementwise.gelu import APPROXIMATE, gelu_backward_half_body
 from infiniop_py.halfconv import copy_into
-from infiniop_py.spec import Attr
 
 # none: g (Phi(x) + x phi(x)); tanh: t = tanh(k (x + 0.044715 x^3)),
 # g (0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 0.134145 x^2)), k = sqrt(2/pi)
@@ -74,7 +73,7 @@ SPEC = backward_op(
     cuda=float_expr(_BODY),
     cuda_variant=_variant,
     numpy=_numpy,
-    attrs=(Attr("approximate", "str", "none", choices=("none", "tanh"), doc='"none" (erf) or "tanh"'),),
+    attrs=(APPROXIMATE,),
     reference=_reference,
     torch="torch.ops.aten.gelu_backward(grad_output, input, approximate=approximate)",
     summary='grad_input = grad_output * GELU\'(input), approximate "none" or "tanh"',
