@@ -81,20 +81,15 @@ def reference(logits, target, out_shapes=None):
 
 
 try:  # the gguf package is optional at run time (the registry must import without it)
-    from infiniop_py.gguf import GGUFDialect
+    from infiniop_py.gguf.dialect import GGUFDialect
 except ImportError:  # pragma: no cover
-    GGUFDialect = None
+    GGUFDialect = object
 
-if GGUFDialect is not None:
 
-    class CrossEntropyLossFiles(GGUFDialect):
-        """Named-output style: loss allocated in the logits' dtype; 0-d when loss_shape is empty."""
+class CrossEntropyLossFiles(GGUFDialect):
+    """Named-output style: loss allocated in the logits' dtype; 0-d when loss_shape is empty."""
 
-        output_dtype_from = "logits"
-
-    DIALECT = CrossEntropyLossFiles()
-else:  # pragma: no cover
-    DIALECT = None
+    output_dtype_from = "logits"
 
 
 SPEC = declare(
@@ -107,5 +102,5 @@ SPEC = declare(
     infer=None,
     torch="F.cross_entropy(logits, target)",
     summary="mean cross entropy, class dim 1, -100/out-of-range targets ignored",
-    gguf=DIALECT,
+    gguf=CrossEntropyLossFiles(),
 )

@@ -262,24 +262,19 @@ def reference(probs, random_val, topp, topk, temperature):
 
 
 try:  # the gguf package is optional at run time (the registry must import without it)
-    from infiniop_py.gguf import GGUFDialect
+    from infiniop_py.gguf.dialect import GGUFDialect
 except ImportError:  # pragma: no cover
-    GGUFDialect = None
+    GGUFDialect = object
 
-if GGUFDialect is not None:
 
-    class RandomSampleFiles(GGUFDialect):
-        """Upstream's layout: the logits are `data`, the vocabulary size is `voc` (read, unused)."""
+class RandomSampleFiles(GGUFDialect):
+    """Upstream's layout: the logits are `data`, the vocabulary size is `voc` (read, unused)."""
 
-        attr_types = {"random_val": "f32", "topp": "f32", "temperature": "f32", "topk": "i32"}
+    attr_types = {"random_val": "f32", "topp": "f32", "temperature": "f32", "topk": "i32"}
 
-        def write(self, record) -> None:
-            record.rename("probs", "data")
-            record.set("voc", int(record.tensors["data"][0].size), "i32")
-
-    DIALECT = RandomSampleFiles()
-else:  # pragma: no cover
-    DIALECT = None
+    def write(self, record) -> None:
+        record.rename("probs", "data")
+        record.set("voc", int(record.tensors["data"][0].size), "i32")
 
 
 SPEC = declare(
@@ -297,5 +292,5 @@ SPEC = declare(
     torch="none (upstream library rule: greedy, or top-k/top-p over sorted unnormalised exp((v - v0)/T))",
     summary="sample one index from 1-D logits (top-k / top-p / temperature, upstream rule); 0-d integer result",
     kernel_sources=SOURCE_FILES,
-    gguf=DIALECT,
+    gguf=RandomSampleFiles(),
 )
