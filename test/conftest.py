@@ -41,6 +41,13 @@ def status_of(fn):
     return ei.value.status
 
 
+def create_status(op: str, handle, *args, **kwargs):
+    """The status with which ``create_descriptor(op, handle, *args, **kwargs)`` refuses."""
+    import infiniop_py as iop
+
+    return status_of(lambda: iop.create_descriptor(op, handle, *args, **kwargs))
+
+
 DEVICES = [
     pytest.param("cpu", id="cpu"),
     pytest.param("nvidia", id="nvidia", marks=[requires_gpu, pytest.mark.gpu]),

@@ -6,7 +6,7 @@ import math
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest import status_of
+from conftest import create_status
 
 import infiniop_py as iop
 from infiniop_py import DType, Status
@@ -100,46 +100,38 @@ def h():
 
 
 def test_gelu_approximate_values(h):
-    assert status_of(lambda: iop.create_descriptor("gelu", h, td((4,)), td((4,)), approximate="erf")) is Status.BAD_PARAM
-    assert status_of(lambda: iop.create_descriptor("gelu_backward", h, td((4,)), td((4,)), td((4,)), approximate=1)) is (
-        Status.BAD_PARAM
-    )
+    assert create_status("gelu", h, td((4,)), td((4,)), approximate="erf") is Status.BAD_PARAM
+    assert create_status("gelu_backward", h, td((4,)), td((4,)), td((4,)), approximate=1) is (Status.BAD_PARAM)
     iop.create_descriptor("gelu", h, td((4,)), td((4,)), approximate="tanh").destroy()
 
 
 def test_elementwise_shape_dtype_stride_errors(h):
-    assert status_of(lambda: iop.create_descriptor("exp", h, td((4,)), td((5,)))) is Status.BAD_TENSOR_SHAPE
-    assert status_of(lambda: iop.create_descriptor("exp", h, td((4,)), td((4,), F16))) is Status.BAD_TENSOR_DTYPE
-    assert status_of(lambda: iop.create_descriptor("exp", h, td((4,), DType.I32), td((4,), DType.I32))) is Status.BAD_TENSOR_DTYPE
-    assert status_of(lambda: iop.create_descriptor("exp", h, td((4, 3), strides=(0, 1)), td((4, 3)))) is Status.BAD_TENSOR_STRIDES
-    assert status_of(lambda: iop.create_descriptor("leaky_relu", h, td((4,)), td((4,)), negative_slope="x")) is Status.BAD_PARAM
-    assert status_of(lambda: iop.create_descriptor("swiglu", h, td((4,)), td((4,)), td((4,), F16))) is Status.BAD_TENSOR_DTYPE
-    assert status_of(lambda: iop.create_descriptor("exp", h, None, td((4,)))) is Status.NULL_POINTER
+    assert create_status("exp", h, td((4,)), td((5,))) is Status.BAD_TENSOR_SHAPE
+    assert create_status("exp", h, td((4,)), td((4,), F16)) is Status.BAD_TENSOR_DTYPE
+    assert create_status("exp", h, td((4,), DType.I32), td((4,), DType.I32)) is Status.BAD_TENSOR_DTYPE
+    assert create_status("exp", h, td((4, 3), strides=(0, 1)), td((4, 3))) is Status.BAD_TENSOR_STRIDES
+    assert create_status("leaky_relu", h, td((4,)), td((4,)), negative_slope="x") is Status.BAD_PARAM
+    assert create_status("swiglu", h, td((4,)), td((4,)), td((4,), F16)) is Status.BAD_TENSOR_DTYPE
+    assert create_status("exp", h, None, td((4,))) is Status.NULL_POINTER
 
 
 def test_mixed_dtype_rules(h):
     b = DType.BOOL
     # where: a, b, c share one dtype; condition from the data set (u16 is not in it)
-    assert status_of(lambda: iop.create_descriptor("where", h, td((3,)), td((3,), b), td((3,)), td((3,), F16))) is (
-        Status.BAD_TENSOR_DTYPE
-    )
-    assert status_of(lambda: iop.create_descriptor("where", h, td((3,)), td((3,), DType.U16), td((3,)), td((3,)))) is (
-        Status.BAD_TENSOR_DTYPE
-    )
+    assert create_status("where", h, td((3,)), td((3,), b), td((3,)), td((3,), F16)) is (Status.BAD_TENSOR_DTYPE)
+    assert create_status("where", h, td((3,)), td((3,), DType.U16), td((3,)), td((3,))) is (Status.BAD_TENSOR_DTYPE)
     # logical: c bool/u8/i8; a, b may differ
     iop.create_descriptor("logical_or", h, td((3,), DType.I8), td((3,), F16), td((3,), DType.I64)).destroy()
-    assert status_of(lambda: iop.create_descriptor("logical_and", h, td((3,)), td((3,)), td((3,)))) is Status.BAD_TENSOR_DTYPE
+    assert create_status("logical_and", h, td((3,)), td((3,)), td((3,))) is Status.BAD_TENSOR_DTYPE
     # equal: a, b one dtype; c bool/u8/i8; c shape a's or one element
-    assert status_of(lambda: iop.create_descriptor("equal", h, td((3,), b), td((3,)), td((3,), F16))) is Status.BAD_TENSOR_DTYPE
-    assert status_of(lambda: iop.create_descriptor("equal", h, td((3,), F32), td((3,)), td((3,)))) is Status.BAD_TENSOR_DTYPE
-    assert status_of(lambda: iop.create_descriptor("equal", h, td((2,), b), td((3,)), td((3,)))) is Status.BAD_TENSOR_SHAPE
-    assert status_of(lambda: iop.create_descriptor("equal", h, td((1, 1), b), td((3,)), td((3,)))) is Status.BAD_TENSOR_SHAPE
+    assert create_status("equal", h, td((3,), b), td((3,)), td((3,), F16)) is Status.BAD_TENSOR_DTYPE
+    assert create_status("equal", h, td((3,), F32), td((3,)), td((3,))) is Status.BAD_TENSOR_DTYPE
+    assert create_status("equal", h, td((2,), b), td((3,)), td((3,))) is Status.BAD_TENSOR_SHAPE
+    assert create_status("equal", h, td((1, 1), b), td((3,)), td((3,))) is Status.BAD_TENSOR_SHAPE
     # cast: any pair of ALL, nothing else
     iop.create_descriptor("cast", h, td((3,), DType.U64), td((3,), BF16)).destroy()
-    assert status_of(lambda: iop.create_descriptor("cast", h, td((3,), DType.F8), td((3,)))) is Status.BAD_TENSOR_DTYPE
-    assert status_of(lambda: iop.create_descriptor("clip", h, td((3,)), td((3,)), td((3,)), td((3,), F64))) is (
-        Status.BAD_TENSOR_DTYPE
-    )
+    assert create_status("cast", h, td((3,), DType.F8), td((3,))) is Status.BAD_TENSOR_DTYPE
+    assert create_status("clip", h, td((3,)), td((3,)), td((3,)), td((3,), F64)) is (Status.BAD_TENSOR_DTYPE)
 
 
 def rope_descs(x=(4, 2, 8), pos=(4,), table=(6, 4), dt=F32, pdt=DType.I32, xs=None, ts=None):
@@ -166,7 +158,7 @@ def test_rope_validation(h, kw, attrs, want):
     d = rope_descs(x=x, **kw)
     if "xs" in kw:
         d["x"] = td(x, F32, kw["xs"])
-    assert status_of(lambda: iop.create_descriptor("rope", h, **d, **attrs)) is want
+    assert create_status("rope", h, **d, **attrs) is want
 
 
 def test_rope_4d_and_stem(h):
