@@ -118,15 +118,16 @@ def cond_data(rng, name, dtype, shape):
     return v.astype(to_numpy(dtype))
 
 
-def logical_cases(spec):
-    """Elementwise coverage with c bool (in-place only where a bool input can alias it), plus
-    c as u8/i8, mixed input dtypes and zero/nonzero data in every input."""
+def truth_output_cases(spec, data):
+    """c = f(a, b) with a truth-value c (equal, logical_and, logical_or): the elementwise coverage
+    with c bool (in-place only where a bool input can alias it), then c as u8/i8; inputs from
+    ``data``."""
     dt = tuple(sorted(spec.dtypes))
     out = []
     for c in elementwise_cases("c", ("a", "b"), spec.dtypes, inplace=()):
         tensors = dict(c.tensors)
         tensors["c"] = T(tensors["c"].shape, tensors["c"].strides, DType.BOOL)
-        out.append(Case(**{**c.__dict__, "tensors": tensors, "data": _truth_data}))
+        out.append(Case(**{**c.__dict__, "tensors": tensors, "data": data}))
     for n in ("a", "b"):
         out.append(
             Case(
@@ -134,11 +135,18 @@ def logical_cases(spec):
                 (DType.BOOL,),
                 f"in-place on '{n}' (bool)",
                 inplace={"c": n},
-                data=_truth_data,
+                data=data,
             )
         )
     for cd in (DType.U8, DType.I8):
-        out.append(Case({"c": T((13, 7), dtype=cd), "a": T((13, 7)), "b": T((13, 7))}, dt, f"c {cd.name}", data=_truth_data))
+        out.append(Case({"c": T((13, 7), dtype=cd), "a": T((13, 7)), "b": T((13, 7))}, dt, f"c {cd.name}", data=data))
+    return out
+
+
+def logical_cases(spec):
+    """The truth-output coverage, mixed input dtypes and zero/nonzero data in every input."""
+    dt = tuple(sorted(spec.dtypes))
+    out = truth_output_cases(spec, _truth_data)
     for bd in (DType.BOOL, DType.F32, DType.I64, DType.F16, DType.U8):
         out.append(
             Case(

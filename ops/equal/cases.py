@@ -1,8 +1,9 @@
 import numpy as np
 
 from infiniop_py.dtypes import DType, is_float
-from infiniop_py.testing.cases import Case, T, elementwise_cases
+from infiniop_py.testing.cases import Case, T
 from infiniop_py.testing.data import random_data
+from infiniop_py.testing.families import truth_output_cases
 
 from . import SPEC
 
@@ -41,23 +42,7 @@ def _c(shape, strides=None):
     return T(shape, strides, DType.BOOL)
 
 
-CASES = []
-for c in elementwise_cases("c", ("a", "b"), SPEC.dtypes, inplace=()):
-    t = dict(c.tensors)
-    t["c"] = _c(t["c"].shape, t["c"].strides)
-    CASES.append(Case(**{**c.__dict__, "tensors": t, "data": mostly_equal}))
-for n in ("a", "b"):
-    CASES.append(
-        Case(
-            {m: T((13, 4), (10, 1)) for m in ("c", "a", "b")},
-            (DType.BOOL,),
-            f"in-place on '{n}' (bool)",
-            inplace={"c": n},
-            data=mostly_equal,
-        )
-    )
-for cd in (DType.U8, DType.I8):
-    CASES.append(Case({"c": T((13, 7), dtype=cd), "a": T((13, 7)), "b": T((13, 7))}, DT, f"c {cd.name}", data=mostly_equal))
+CASES = truth_output_cases(SPEC, mostly_equal)
 # whole-tensor mode (torch.equal)
 CASES += [
     Case({"c": _c((1,)), "a": T((13, 7)), "b": T((13, 7))}, DT, "whole: equal, c [1]", data=all_equal),
