@@ -98,6 +98,25 @@ bn_stats(typename BnPart<T, BWD>::type* part, const T* x, const T* dy, const BNM
   }
 }
 
+// Chan's parallel combination of chunk j's (mean, M2) partials (K values per chunk, from
+// part[(c * nchunk + j) * K]) into the running (cnt, mean, m2) of channel c; the chunk's partials,
+// or null for an empty chunk.
+template <int K, class S>
+__device__ __forceinline__ const S* bn_merge(const S* part, long long c, int j, const BNMeta& m, double& cnt, double& mean,
+                                             double& m2) {
+  const long long k0 = (long long)j * m.chunk;
+  const double nj = (double)(min(m.n, k0 + m.chunk) - k0);
+  if (nj <= 0) return nullptr;
+  const S* p = part + (c * m.nchunk + j) * K;
+  const double mj = (double)p[0], m2j = (double)p[1];
+  const double tot = cnt + nj;
+  const double delta = mj - mean;
+  mean += delta * nj / tot;
+  m2 += m2j + delta * delta * cnt * nj / tot;
+  cnt = tot;
+  return p;
+}
+
 // Forward finalize: coef[c] = (mean, weight * rstd, bias); running stats updated in place.
 template <class T, class TS>
 __global__ void __launch_bounds__(256)
@@ -107,18 +126,7 @@ bn_finalize_fwd(typename Compute<T>::type* coef, const typename Compute<T>::type
   const long long c = (long long)blockIdx.x * 256 + threadIdx.x;
   if (c >= m.C) return;
   double cnt = 0.0, mean = 0.0, m2 = 0.0;
-  for (int j = 0; j < m.nchunk; ++j) {
-    const long long k0 = (long long)j * m.chunk;
-    const double nj = (double)(min(m.n, k0 + m.chunk) - k0);
-    if (nj <= 0) continue;
-    const A* p = part + (c * m.nchunk + j) * 2;
-    const double mj = (double)p[0], m2j = (double)p[1];
-    const double tot = cnt + nj;
-    const double delta = mj - mean;
-    mean += delta * nj / tot;
-    m2 += m2j + delta * delta * cnt * nj / tot;
-    cnt = tot;
-  }
+  for (int j = 0; j < m.nchunk; ++j) bn_merge<2>(part, c, j, m, cnt, mean, m2);
   const double var = m2 / cnt;
   const double rstd = 1.0 / sqrt(var + eps);
   coef[c * 3 + 0] = (A)mean;
@@ -143,17 +151,7 @@ bn_finalize_bwd(typename Compute<T>::type* coef, const typename BnPart<T, true>:
   if (c >= m.C) return;
   double cnt = 0.0, mean = 0.0, m2 = 0.0, sdy = 0.0;
   for (int j = 0; j < m.nchunk; ++j) {
-    const long long k0 = (long long)j * m.chunk;
-    const double nj = (double)(min(m.n, k0 + m.chunk) - k0);
-    if (nj <= 0) continue;
-    const S* p = part + (c * m.nchunk + j) * 4;
-    const double mj = (double)p[0], m2j = (double)p[1];
-    const double tot = cnt + nj;
-    const double delta = mj - mean;
-    mean += delta * nj / tot;
-    m2 += m2j + delta * delta * cnt * nj / tot;
-    cnt = tot;
-    sdy += (double)p[2];
+    if (const S* p = bn_merge<4>(part, c, j, m, cnt, mean, m2)) sdy += (double)p[2];
   }
   double pdx = 0.0;  // sum dy * (x - mean)
   for (int j = 0; j < m.nchunk; ++j) {

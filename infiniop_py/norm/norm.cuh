@@ -403,6 +403,171 @@ __device__ __forceinline__ int norm_stage_after(int i) {
   return i + 1 == S ? 0 : i + 1;
 }
 
+// f(p, e) for each pack p of this thread's share of a row that starts before column D (e: the
+// pack's first column).
+template <int TPR, int VEC, int NP, class F>
+__device__ __forceinline__ void norm_packs(long long D, F&& f) {
+  const int lane = threadIdx.x % TPR;
+#pragma unroll
+  for (int p = 0; p < NP; ++p) {
+    const long long e = ((long long)p * TPR + lane) * VEC;
+    if (e < D) f(p, e);
+  }
+}
+
+// ---- Kernel skeletons ---------------------------------------------------------------------------
+// The walks the operators' kernels share; an operator's kernel.cu supplies the row math as lambdas.
+
+// Forward register kernels: each step a block of ROWS row groups takes R * ROWS consecutive rows;
+// a thread issues the loads of its R rows of x (tensor slot X) together, then f(xk, r) runs.
+template <int X, int TPR, int ROWS, int R, int NP, int VEC, class T, class F>
+__device__ __forceinline__ void norm_fwd_groups(const T* x, const NormRows& m, F&& f) {
+  const int slot = threadIdx.x / TPR;
+  const long long ngroups = (m.rows + ROWS * R - 1) / (ROWS * R);
+  for (long long g = blockIdx.x; g < ngroups; g += gridDim.x) {
+    NormPack<T, VEC> xk[R][NP];
+    long long r[R];
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      r[i] = (g * R + i) * ROWS + slot;
+      const bool live = r[i] < m.rows;
+      norm_load_row<T, VEC, TPR, NP>(x + (live ? norm_row_off<X>(m, r[i]) : 0), m.dstride[X], m.D, live, xk[i]);
+    }
+    f(xk, r);
+  }
+}
+
+// Forward ring kernels (persistent, vector path): row groups g = blockIdx.x, + gridDim.x, ...; the
+// x rows (slot X) S - 1 steps ahead are in flight through cp.async (NormRing, NORM_NP packs, one
+// tensor). pre() runs once the ring is filled, f(xk, r) for each row.
+template <int X, int TPR, int ROWS, int S, int VEC, class T, class P, class F>
+__device__ __forceinline__ void norm_fwd_ring(const T* x, const NormRows& m, P&& pre, F&& f) {
+  constexpr int NP = NORM_NP;
+  const int slot = threadIdx.x / TPR;
+  const long long ngroups = (m.rows + ROWS - 1) / ROWS;
+  NormRing<T, VEC, TPR, NP, 1, S, TPR * ROWS> ring;
+  auto issue = [&](long long g, int s) {
+    const long long r = g * ROWS + slot;
+    const bool live = g < ngroups && r < m.rows;
+    ring.copy(ring.stage(s), x + (live ? norm_row_off<X>(m, r) : 0), m.D, live);
+  };
+  ring.fill(issue);
+  pre();
+  int rd = 0, wr = S - 1;
+  for (long long g = blockIdx.x; g < ngroups; g += gridDim.x) {
+    ring.next(issue, g, wr);
+    NormPack<T, VEC> xk[NP];
+    ring.read(rd, 0, xk);
+    rd = norm_stage_after<S>(rd);
+    wr = norm_stage_after<S>(wr);
+    f(xk, g * ROWS + slot);
+  }
+  norm_cp_wait<0>();
+}
+
+// The rows of a backward kernel: two row tensors' packs and, for layer_norm, the row's std.
+template <class T, int VEC, int NP>
+struct NormRow2 {
+  NormPack<T, VEC> a[NP], b[NP];
+  T sd = T{};
+};
+
+// One row of a backward kernel once its packs are in: sums(s, k) adds the row's two sums, the
+// group reduces them, out(k, r, s) writes a live row and accumulates its weight gradients.
+// between() runs after the sums and before the reduction (the register kernels' prefetch).
+template <int TPR, int ROWS, class A, class Row, class F, class G, class H>
+__device__ __forceinline__ void norm_bwd_step(A* sm, const Row& k, long long r, bool live, F&& sums, G&& out, H&& between) {
+  A s[2] = {A(0), A(0)};
+  sums(s, k);
+  between();
+  norm_group_sum<TPR, ROWS, 2>(s, sm);
+  if (live) out(k, r, s);
+}
+
+// Backward register kernels (persistent blocks): a row group keeps its row (load(k, r, live):
+// the packs of row r, zeros unless live) in registers. With PF the loads of the group's next row
+// are issued before the reductions of the current one (software pipelining); without (1024-thread
+// groups: registers too tight) after its stores.
+template <int TPR, int ROWS, bool PF, class Row, class A, class L, class F, class G>
+__device__ __forceinline__ void norm_bwd_rows(const NormRows& m, A* sm, L&& load, F&& sums, G&& out) {
+  const long long ngroups = (m.rows + ROWS - 1) / ROWS;
+  Row k;
+  {
+    const long long r = (long long)blockIdx.x * ROWS + threadIdx.x / TPR;
+    load(k, r, blockIdx.x < ngroups && r < m.rows);
+  }
+  for (long long g = blockIdx.x; g < ngroups; g += gridDim.x) {
+    const long long r = g * ROWS + threadIdx.x / TPR;
+    auto next = [&](Row& n) {
+      const long long rn = (g + gridDim.x) * ROWS + threadIdx.x / TPR;
+      load(n, rn, g + gridDim.x < ngroups && rn < m.rows);
+    };
+    Row n;
+    norm_bwd_step<TPR, ROWS>(sm, k, r, r < m.rows, sums, out, [&] {
+      if constexpr (PF) next(n);
+    });
+    if constexpr (PF) {
+      k = n;
+    } else {
+      next(k);
+    }
+  }
+}
+
+// Backward ring kernels (persistent, vector path): the rows of the tensors at slots X0 and X1 a
+// group will need S - 1 steps ahead are copied to shared memory with cp.async (NormRing of
+// NORM_NP_BWD packs, two tensors), so 2 * (S - 1) rows per group are in flight without holding
+// registers; with SD >= 0 the std of the rows in flight (slot SD) rides in a register ring of the
+// same depth. pre() runs once the ring is filled; then each row as norm_bwd_step.
+template <int X0, int X1, int SD, int TPR, int ROWS, int S, int VEC, class T, class A, class P, class F, class G>
+__device__ __forceinline__ void norm_bwd_ring(const T* p0, const T* p1, const T* sdv, const NormRows& m, A* sm, P&& pre,
+                                              F&& sums, G&& out) {
+  constexpr int NP = NORM_NP_BWD;
+  const int slot = threadIdx.x / TPR;
+  const long long ngroups = (m.rows + ROWS - 1) / ROWS;
+  NormRing<T, VEC, TPR, NP, 2, S, TPR * ROWS> ring;
+  T sdq[S];  // std of the rows in flight (sdq[0]: the current row)
+  auto issue = [&](long long g, int s) -> T {
+    const long long r = g * ROWS + slot;
+    const bool live = g < ngroups && r < m.rows;
+    const unsigned d = ring.stage(s);
+    ring.copy(d, p0 + (live ? norm_row_off<X0>(m, r) : 0), m.D, live);
+    ring.copy(d + ring.TS, p1 + (live ? norm_row_off<X1>(m, r) : 0), m.D, live);
+    if constexpr (SD >= 0) return live ? sdv[norm_row_off<SD>(m, r)] : T{};
+    return T{};
+  };
+  ring.fill([&](long long g, int s) { sdq[s] = issue(g, s); });
+  pre();
+  int rd = 0, wr = S - 1;
+  for (long long g = blockIdx.x; g < ngroups; g += gridDim.x) {
+    ring.next([&](long long gn, int s) { sdq[S - 1] = issue(gn, s); }, g, wr);
+    NormRow2<T, VEC, NP> k;
+    ring.read(rd, 0, k.a);
+    ring.read(rd, 1, k.b);
+    rd = norm_stage_after<S>(rd);
+    wr = norm_stage_after<S>(wr);
+    k.sd = sdq[0];
+#pragma unroll
+    for (int s = 0; s < S - 1; ++s) sdq[s] = sdq[s + 1];
+    const long long r = g * ROWS + slot;
+    norm_bwd_step<TPR, ROWS>(sm, k, r, r < m.rows, sums, out, [] {});
+  }
+  norm_cp_wait<0>();
+}
+
+// The shared memory through which a backward ring kernel's row groups combine their partial rows:
+// the ring's own (OPT bit 8, or one group per block) once every thread's ring reads are done, else
+// smp (its static array, of norm_ring_smp elements).
+__host__ __device__ constexpr int norm_ring_smp(int tpr, int rows, int opt, int per_thread) {
+  return ((opt & 8) != 0 || rows == 1) ? 1 : rows * tpr * per_thread;
+}
+template <int ROWS, int OPT, class A>
+__device__ __forceinline__ A* norm_ring_partials(A* smp) {
+  constexpr bool RING = (OPT & 8) != 0 || ROWS == 1;
+  if constexpr (RING && ROWS > 1) __syncthreads();
+  return RING ? reinterpret_cast<A*>(norm_dsm) : smp;
+}
+
 // Stage 2 of the column sum: block (32, 32); column c = blockIdx.x * 32 + tx; thread row ty adds parts
 // ty, ty + 32, ... in order, eight loads issued before their adds; then the 32 row sums are
 // added in order. blockIdx.y selects one of two (out, part) pairs (weight and bias gradients in

@@ -225,53 +225,15 @@ __global__ void __launch_bounds__(1024) reduce_rows(T* __restrict__ y, const T* 
   row_finish<T, Op, MEAN, LAST>(acc, y, off[1], ws, ticket, p, row, s, tid, G, smem, tk);
 }
 
-template <class T, class Op, int MEAN>
-__global__ void __launch_bounds__(256) reduce_cols(T* __restrict__ y, const T* __restrict__ x,
-                                                   typename Acc<T>::type* __restrict__ ws, RedMeta p) {
-  typedef typename Acc<T>::type A;
-  __shared__ A sh[8][33];
-  const int tx = threadIdx.x, ty = threadIdx.y, BY = blockDim.y;
-  const long long m = (long long)blockIdx.x * 32 + tx;
-  const int s = blockIdx.y;
-  A acc = Op::template identity<A>();
-  long long off[2] = {0, 0};
-  if (m < p.M) {
-    dim_offsets<2>(p.kept, m, off);
-    const T* px = x + off[0];
-    long long f0 = 0, f1 = p.L;
-    if (p.S > 1) {
-      f0 = (long long)s * p.chunk;
-      f1 = min(f1, f0 + p.chunk);
-    }
-    if (p.red.ndim <= 1) {
-      const long long sr = p.si;
-#pragma unroll 8
-      for (long long f = f0 + ty; f < f1; f += BY) acc = Op::template combine<A>(acc, red_load(px[f * sr]));
-    } else {
-      for (long long f = f0 + ty; f < f1; f += BY) {
-        long long ro;
-        dim_offsets<1>(p.red, f, &ro);
-        acc = Op::template combine<A>(acc, red_load(px[ro]));
-      }
-    }
-  }
-  sh[ty][tx] = acc;
-  __syncthreads();
-  if (ty == 0 && m < p.M) {
-    for (int k = 1; k < BY; ++k) acc = Op::template combine<A>(acc, sh[k][tx]);
-    if (p.S > 1) ws[(long long)s * p.M + m] = acc;
-    else red_store<T, Op, MEAN>(y, off[1], acc, p.L);
-  }
-}
-
-// reduce_cols with 16-byte packs: thread tx owns VEC neighbouring outputs along the kept
-// innermost dim (contiguous in x, extent a multiple of VEC, every other x stride a multiple of
-// VEC, x 16-byte aligned: checked by the host), so a warp reads 512 contiguous bytes of each
-// reduced position and keeps VEC accumulators. Same per-output order as reduce_cols (thread
-// ty takes positions f0+ty, f0+ty+BY, ..., then ty = 0..BY-1 in order): bitwise identical.
+// reduce_cols (VEC = 1) and reduce_cols_vec (16-byte packs): thread tx owns VEC neighbouring
+// outputs along the kept innermost dim (for VEC > 1: contiguous in x, extent a multiple of VEC,
+// every other x stride a multiple of VEC, x 16-byte aligned: checked by the host), so a warp
+// reads 32 * VEC contiguous elements of each reduced position and keeps VEC accumulators. Thread
+// ty takes positions f0+ty, f0+ty+BY, ..., then ty = 0..BY-1 are combined in order: the same
+// per-output order for every VEC, so both are bitwise identical.
 template <class T, class Op, int MEAN, int VEC>
-__global__ void __launch_bounds__(256) reduce_cols_vec(T* __restrict__ y, const T* __restrict__ x,
-                                                       typename Acc<T>::type* __restrict__ ws, RedMeta p) {
+__device__ __forceinline__ void reduce_cols_body(T* __restrict__ y, const T* __restrict__ x,
+                                                 typename Acc<T>::type* __restrict__ ws, const RedMeta& p) {
   typedef typename Acc<T>::type A;
   __shared__ A sh[8][VEC][33];
   const int tx = threadIdx.x, ty = threadIdx.y, BY = blockDim.y;
@@ -291,7 +253,7 @@ __global__ void __launch_bounds__(256) reduce_cols_vec(T* __restrict__ y, const 
     }
     if (p.red.ndim <= 1) {
       const long long sr = p.si;
-#pragma unroll 4
+#pragma unroll(VEC == 1 ? 8 : 4)
       for (long long f = f0 + ty; f < f1; f += BY) {
         const Pack<T, VEC> pk = *reinterpret_cast<const Pack<T, VEC>*>(px + f * sr);
 #pragma unroll
@@ -311,7 +273,7 @@ __global__ void __launch_bounds__(256) reduce_cols_vec(T* __restrict__ y, const 
   for (int k = 0; k < VEC; ++k) sh[ty][k][tx] = acc[k];
   __syncthreads();
   if (ty == 0 && m < p.M) {
-    const long long so = p.kept.stride[1][p.kept.ndim - 1];
+    const long long so = VEC > 1 ? p.kept.stride[1][p.kept.ndim - 1] : 0;
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {
       A a = acc[k];
@@ -320,6 +282,18 @@ __global__ void __launch_bounds__(256) reduce_cols_vec(T* __restrict__ y, const 
       else red_store<T, Op, MEAN>(y, off[1] + k * so, a, p.L);
     }
   }
+}
+
+template <class T, class Op, int MEAN>
+__global__ void __launch_bounds__(256) reduce_cols(T* __restrict__ y, const T* __restrict__ x,
+                                                   typename Acc<T>::type* __restrict__ ws, RedMeta p) {
+  reduce_cols_body<T, Op, MEAN, 1>(y, x, ws, p);
+}
+
+template <class T, class Op, int MEAN, int VEC>
+__global__ void __launch_bounds__(256) reduce_cols_vec(T* __restrict__ y, const T* __restrict__ x,
+                                                       typename Acc<T>::type* __restrict__ ws, RedMeta p) {
+  reduce_cols_body<T, Op, MEAN, VEC>(y, x, ws, p);
 }
 
 // Second pass: one warp per output combines its S partials in a fixed order.

@@ -15,20 +15,16 @@ __device__ __forceinline__ A ln_sum(const NormPack<T, VEC> (&xk)[NP]) {
 }
 
 // Sum of squared deviations from mean over the row's columns.
-template <class A, class T, int VEC, int TPR, int NP>
-__device__ __forceinline__ A ln_sqdev(const NormPack<T, VEC> (&xk)[NP], A mean, long long D, int lane) {
+template <int TPR, class A, class T, int VEC, int NP>
+__device__ __forceinline__ A ln_sqdev(const NormPack<T, VEC> (&xk)[NP], A mean, long long D) {
   A q = A(0);
+  norm_packs<TPR, VEC, NP>(D, [&](int p, long long) {
 #pragma unroll
-  for (int p = 0; p < NP; ++p) {
-    const long long e = ((long long)p * TPR + lane) * VEC;
-    if (e < D) {
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) {
-        const A d = norm_cv<A>(xk[p], j) - mean;
-        q += d * d;
-      }
+    for (int j = 0; j < VEC; ++j) {
+      const A d = norm_cv<A>(xk[p], j) - mean;
+      q += d * d;
     }
-  }
+  });
   return q;
 }
 
@@ -47,7 +43,7 @@ __device__ __forceinline__ void ln_params(const T* __restrict__ w, const T* __re
 
 // Row r's outputs from its packs: std, input_standardization = (x - mean) * rs and
 // output = xh * weight + bias. !PW: each pack of weight and bias is loaded where used.
-template <bool PW, class T, int VEC, int TPR, int NP, class A>
+template <bool PW, int TPR, class T, int VEC, int NP, class A>
 __device__ __forceinline__ void ln_fwd_row(T* out, T* xhat, T* stdv, const T* __restrict__ w, const T* __restrict__ b,
                                            const NormRows& m, long long r, long long D, int lane, A mean, A sd,
                                            const NormPack<T, VEC> (&xk)[NP], NormPack<T, VEC> (&wk)[NP],
@@ -56,30 +52,26 @@ __device__ __forceinline__ void ln_fwd_row(T* out, T* xhat, T* stdv, const T* __
   T* orow = out + norm_row_off<0>(m, r);
   T* hrow = xhat + norm_row_off<1>(m, r);
   if (lane == 0) stdv[norm_row_off<2>(m, r)] = Conv<T>::from(sd);
-#pragma unroll
-  for (int p = 0; p < NP; ++p) {
-    const long long e = ((long long)p * TPR + lane) * VEC;
-    if (e < D) {
-      if constexpr (!PW) {
-        const long long off = (long long)p * TPR * VEC;
-        NormPack<T, VEC> one[1];
-        norm_load_param_row<T, VEC, TPR, 1>(w + off * m.dstride[4], m.dstride[4], D - off, one);
-        wk[p] = one[0];
-        if (b != nullptr) {
-          norm_load_param_row<T, VEC, TPR, 1>(b + off * m.dstride[5], m.dstride[5], D - off, one);
-          bk[p] = one[0];
-        }
+  norm_packs<TPR, VEC, NP>(D, [&](int p, long long e) {
+    if constexpr (!PW) {
+      const long long off = (long long)p * TPR * VEC;
+      NormPack<T, VEC> one[1];
+      norm_load_param_row<T, VEC, TPR, 1>(w + off * m.dstride[4], m.dstride[4], D - off, one);
+      wk[p] = one[0];
+      if (b != nullptr) {
+        norm_load_param_row<T, VEC, TPR, 1>(b + off * m.dstride[5], m.dstride[5], D - off, one);
+        bk[p] = one[0];
       }
-      A h[VEC], o[VEC];
-#pragma unroll
-      for (int j = 0; j < VEC; ++j) {
-        h[j] = (norm_cv<A>(xk[p], j) - mean) * rs;
-        o[j] = h[j] * norm_cv<A>(wk[p], j) + norm_cv<A>(bk[p], j);
-      }
-      norm_store_pk<T, VEC, A>(hrow, e, m.dstride[1], h);
-      norm_store_pk<T, VEC, A>(orow, e, m.dstride[0], o);
     }
-  }
+    A h[VEC], o[VEC];
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) {
+      h[j] = (norm_cv<A>(xk[p], j) - mean) * rs;
+      o[j] = h[j] * norm_cv<A>(wk[p], j) + norm_cv<A>(bk[p], j);
+    }
+    norm_store_pk<T, VEC, A>(hrow, e, m.dstride[1], h);
+    norm_store_pk<T, VEC, A>(orow, e, m.dstride[0], o);
+  });
 }
 
 // A block of ROWS row groups handles R * ROWS consecutive rows per step; each thread issues the
@@ -96,18 +88,8 @@ layer_norm_fwd(T* out, T* xhat, T* stdv, const T* x, const T* __restrict__ w, co
   constexpr bool PW = TPR < 512;  // preload weight and bias (512+ thread groups: registers too tight)
   __shared__ A sm[ROWS * (TPR / 32) * R];
   const int lane = threadIdx.x % TPR;
-  const int slot = threadIdx.x / TPR;
   const long long D = m.D;
-  const long long ngroups = (m.rows + ROWS * R - 1) / (ROWS * R);
-  for (long long g = blockIdx.x; g < ngroups; g += gridDim.x) {
-    NormPack<T, VEC> xk[R][NP];
-    long long r[R];
-#pragma unroll
-    for (int i = 0; i < R; ++i) {
-      r[i] = (g * R + i) * ROWS + slot;
-      const bool live = r[i] < m.rows;
-      norm_load_row<T, VEC, TPR, NP>(x + (live ? norm_row_off<3>(m, r[i]) : 0), m.dstride[3], D, live, xk[i]);
-    }
+  norm_fwd_groups<3, TPR, ROWS, R, NP, VEC>(x, m, [&](const auto& xk, const long long (&r)[R]) {
     A s[R];
 #pragma unroll
     for (int i = 0; i < R; ++i) s[i] = ln_sum<A>(xk[i]);
@@ -116,16 +98,16 @@ layer_norm_fwd(T* out, T* xhat, T* stdv, const T* x, const T* __restrict__ w, co
 #pragma unroll
     for (int i = 0; i < R; ++i) {
       mean[i] = s[i] / A(D);
-      q[i] = ln_sqdev<A, T, VEC, TPR>(xk[i], mean[i], D, lane);
+      q[i] = ln_sqdev<TPR>(xk[i], mean[i], D);
     }
     NormPack<T, VEC> wk[NP], bk[NP];
     ln_params<T, VEC, TPR, NP, PW>(w, b, m, wk, bk);
     norm_group_sum<TPR, ROWS, R>(q, sm);
 #pragma unroll
     for (int i = 0; i < R; ++i) {
-      if (r[i] < m.rows) ln_fwd_row<PW, T, VEC, TPR>(out, xhat, stdv, w, b, m, r[i], D, lane, mean[i], sqrt(q[i] / A(D) + A(eps)), xk[i], wk, bk);
+      if (r[i] < m.rows) ln_fwd_row<PW, TPR>(out, xhat, stdv, w, b, m, r[i], D, lane, mean[i], sqrt(q[i] / A(D) + A(eps)), xk[i], wk, bk);
     }
-  }
+  });
 }
 
 // Long rows: one block of 1024 threads per row, three passes over the row in global memory.
@@ -176,35 +158,16 @@ layer_norm_fwd_cp(T* out, T* xhat, T* stdv, const T* x, const T* __restrict__ w,
   constexpr bool PW = TPR < 512;
   __shared__ A sm[ROWS * (TPR / 32)];
   const int lane = threadIdx.x % TPR;
-  const int slot = threadIdx.x / TPR;
   const long long D = m.D;
-  const long long ngroups = (m.rows + ROWS - 1) / ROWS;
-  NormRing<T, VEC, TPR, NP, 1, S, TPR * ROWS> ring;
-  auto issue = [&](long long g, int s) {
-    const long long r = g * ROWS + slot;
-    const bool live = g < ngroups && r < m.rows;
-    ring.copy(ring.stage(s), x + (live ? norm_row_off<3>(m, r) : 0), D, live);
-  };
-  ring.fill(issue);
   NormPack<T, VEC> wk[NP], bk[NP];
-  ln_params<T, VEC, TPR, NP, PW>(w, b, m, wk, bk);
-  int rd = 0, wr = S - 1;
-  for (long long g = blockIdx.x; g < ngroups; g += gridDim.x) {
-    ring.next(issue, g, wr);
-    NormPack<T, VEC> xk[NP];
-    ring.read(rd, 0, xk);
-    rd = norm_stage_after<S>(rd);
-    wr = norm_stage_after<S>(wr);
-    const long long r = g * ROWS + slot;
-    A s[1] = {ln_sum<A>(xk)};
-    norm_group_sum<TPR, ROWS, 1>(s, sm);
-    const A mean = s[0] / A(D);
-    A q[1] = {ln_sqdev<A, T, VEC, TPR>(xk, mean, D, lane)};
-    norm_group_sum<TPR, ROWS, 1>(q, sm);
-    if (r < m.rows) {
-      const A sd = sqrt(q[0] / A(D) + A(eps));
-      ln_fwd_row<PW, T, VEC, TPR>(out, xhat, stdv, w, b, m, r, D, lane, mean, sd, xk, wk, bk);
-    }
-  }
-  norm_cp_wait<0>();
+  norm_fwd_ring<3, TPR, ROWS, S, VEC>(
+      x, m, [&] { ln_params<T, VEC, TPR, NP, PW>(w, b, m, wk, bk); },
+      [&](const auto& xk, long long r) {
+        A s[1] = {ln_sum<A>(xk)};
+        norm_group_sum<TPR, ROWS, 1>(s, sm);
+        const A mean = s[0] / A(D);
+        A q[1] = {ln_sqdev<TPR>(xk, mean, D)};
+        norm_group_sum<TPR, ROWS, 1>(q, sm);
+        if (r < m.rows) ln_fwd_row<PW, TPR>(out, xhat, stdv, w, b, m, r, D, lane, mean, sqrt(q[0] / A(D) + A(eps)), xk, wk, bk);
+      });
 }

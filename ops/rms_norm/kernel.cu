@@ -15,6 +15,19 @@ __device__ __forceinline__ A rms_sumsq(const NormPack<T, VEC> (&xk)[NP]) {
   return ss;
 }
 
+// Row r's output y = x * rinv * w from its packs.
+template <int TPR, class T, int VEC, int NP, class TW, class A>
+__device__ __forceinline__ void rms_fwd_row(T* y, const NormRows& m, long long r, A rinv, const NormPack<T, VEC> (&xk)[NP],
+                                            const NormPack<TW, VEC> (&wk)[NP]) {
+  T* yr = y + norm_row_off<0>(m, r);
+  norm_packs<TPR, VEC, NP>(m.D, [&](int p, long long e) {
+    A o[VEC];
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) o[j] = norm_cv<A>(xk[p], j) * rinv * norm_cv<A>(wk[p], j);
+    norm_store_pk<T, VEC, A>(yr, e, m.dstride[0], o);
+  });
+}
+
 // A row group of TPR threads keeps its row in registers (see norm.cuh). A block of ROWS groups
 // handles R * ROWS consecutive rows per step: each thread loads R rows (NORM_NP packs each) and
 // its weight packs before using any of them, so R * NORM_NP (+ NORM_NP) requests are in flight
@@ -24,45 +37,20 @@ __global__ void __launch_bounds__(TPR >= 256 ? TPR : 256)
 rms_norm_fwd(T* y, const T* x, const TW* __restrict__ w, const NormRows m, double eps) {
   typedef typename Compute<T>::type A;
   constexpr int ROWS = TPR >= 256 ? 1 : 256 / TPR;
-  constexpr int NP = NORM_NP;
   __shared__ A sm[ROWS * (TPR / 32) * R];
-  const int lane = threadIdx.x % TPR;
-  const int slot = threadIdx.x / TPR;
   const long long D = m.D;
-  const long long ngroups = (m.rows + ROWS * R - 1) / (ROWS * R);
-  for (long long g = blockIdx.x; g < ngroups; g += gridDim.x) {
-    NormPack<T, VEC> xk[R][NP];
-    long long r[R];
-#pragma unroll
-    for (int i = 0; i < R; ++i) {
-      r[i] = (g * R + i) * ROWS + slot;
-      const bool live = r[i] < m.rows;
-      norm_load_row<T, VEC, TPR, NP>(x + (live ? norm_row_off<1>(m, r[i]) : 0), m.dstride[1], D, live, xk[i]);
-    }
-    NormPack<TW, VEC> wk[NP];
-    norm_load_param_row<TW, VEC, TPR, NP>(w, m.dstride[2], D, wk);
+  norm_fwd_groups<1, TPR, ROWS, R, NORM_NP, VEC>(x, m, [&](const auto& xk, const long long (&r)[R]) {
+    NormPack<TW, VEC> wk[NORM_NP];
+    norm_load_param_row<TW, VEC, TPR, NORM_NP>(w, m.dstride[2], D, wk);
     A ss[R];
 #pragma unroll
     for (int i = 0; i < R; ++i) ss[i] = rms_sumsq<A>(xk[i]);
     norm_group_sum<TPR, ROWS, R>(ss, sm);
 #pragma unroll
     for (int i = 0; i < R; ++i) {
-      if (r[i] < m.rows) {
-        const A rinv = A(1) / sqrt(ss[i] / A(D) + A(eps));
-        T* yr = y + norm_row_off<0>(m, r[i]);
-#pragma unroll
-        for (int p = 0; p < NP; ++p) {
-          const long long e = ((long long)p * TPR + lane) * VEC;
-          if (e < D) {
-            A o[VEC];
-#pragma unroll
-            for (int j = 0; j < VEC; ++j) o[j] = norm_cv<A>(xk[i][p], j) * rinv * norm_cv<A>(wk[p], j);
-            norm_store_pk<T, VEC, A>(yr, e, m.dstride[0], o);
-          }
-        }
-      }
+      if (r[i] < m.rows) rms_fwd_row<TPR>(y, m, r[i], A(1) / sqrt(ss[i] / A(D) + A(eps)), xk[i], wk);
     }
-  }
+  });
 }
 
 // Rows longer than the register capacity: one block of 1024 threads per row, two passes over
@@ -92,7 +80,7 @@ rms_norm_fwd_big(T* y, const T* x, const TW* __restrict__ w, const NormRows m, d
 
 // Persistent pipelined variant (vector path only): one wave of blocks; each row group walks
 // rows g, g + grid, ... and the x rows S - 1 steps ahead are copied to shared memory with
-// cp.async (norm.cuh), so they are in flight during the reduction and the stores without
+// cp.async (norm_fwd_ring), so they are in flight during the reduction and the stores without
 // holding registers. The weight packs are loaded once per block. Dynamic shared memory:
 // S * NP * B * 16 bytes.
 template <class T, class TW, int VEC, int TPR, int S>
@@ -100,45 +88,13 @@ __global__ void __launch_bounds__(TPR >= 256 ? TPR : 256)
 rms_norm_fwd_cp(T* y, const T* x, const TW* __restrict__ w, const NormRows m, double eps) {
   typedef typename Compute<T>::type A;
   constexpr int ROWS = TPR >= 256 ? 1 : 256 / TPR;
-  constexpr int NP = NORM_NP;
   __shared__ A sm[ROWS * (TPR / 32)];
-  const int lane = threadIdx.x % TPR;
-  const int slot = threadIdx.x / TPR;
-  const long long D = m.D;
-  const long long ngroups = (m.rows + ROWS - 1) / ROWS;
-  NormRing<T, VEC, TPR, NP, 1, S, TPR * ROWS> ring;
-  auto issue = [&](long long g, int s) {
-    const long long r = g * ROWS + slot;
-    const bool live = g < ngroups && r < m.rows;
-    ring.copy(ring.stage(s), x + (live ? norm_row_off<1>(m, r) : 0), D, live);
-  };
-  ring.fill(issue);
-  NormPack<TW, VEC> wk[NP];
-  norm_load_param_row<TW, VEC, TPR, NP>(w, m.dstride[2], D, wk);
-  int rd = 0, wr = S - 1;
-  for (long long g = blockIdx.x; g < ngroups; g += gridDim.x) {
-    ring.next(issue, g, wr);
-    NormPack<T, VEC> xk[NP];
-    ring.read(rd, 0, xk);
-    rd = norm_stage_after<S>(rd);
-    wr = norm_stage_after<S>(wr);
-    const long long r = g * ROWS + slot;
-    A ss[1] = {rms_sumsq<A>(xk)};
-    norm_group_sum<TPR, ROWS, 1>(ss, sm);
-    if (r < m.rows) {
-      const A rinv = A(1) / sqrt(ss[0] / A(D) + A(eps));
-      T* yr = y + norm_row_off<0>(m, r);
-#pragma unroll
-      for (int p = 0; p < NP; ++p) {
-        const long long e = ((long long)p * TPR + lane) * VEC;
-        if (e < D) {
-          A o[VEC];
-#pragma unroll
-          for (int j = 0; j < VEC; ++j) o[j] = norm_cv<A>(xk[p], j) * rinv * norm_cv<A>(wk[p], j);
-          norm_store_pk<T, VEC, A>(yr, e, m.dstride[0], o);
-        }
-      }
-    }
-  }
-  norm_cp_wait<0>();
+  NormPack<TW, VEC> wk[NORM_NP];
+  norm_fwd_ring<1, TPR, ROWS, S, VEC>(
+      x, m, [&] { norm_load_param_row<TW, VEC, TPR, NORM_NP>(w, m.dstride[2], m.D, wk); },
+      [&](const auto& xk, long long r) {
+        A ss[1] = {rms_sumsq<A>(xk)};
+        norm_group_sum<TPR, ROWS, 1>(ss, sm);
+        if (r < m.rows) rms_fwd_row<TPR>(y, m, r, A(1) / sqrt(ss[0] / A(m.D) + A(eps)), xk, wk);
+      });
 }
