@@ -120,7 +120,7 @@ def test_report_pages_update_the_generated_block_only(quick_run, tmp_path):
         assert f"]({link})" in text and (tmp_path / link).read_bytes()[:8] == PNG
     assert pages.splice("", "B", "t") == "# t\n\nB\n"
     gpu = {"machine": {"kind": "cuda", "name": "NVIDIA H100 80GB HBM3"}}
-    assert pages.card(gpu) == "H100" and pages.page_name(gpu, "rearrange") == "elementwise"
+    assert pages.card(gpu) == "H100" and pages.page_name(gpu, "rearrange") == "rearrange"
     assert pages.page_name(gpu, "norms") == "norms" and pages.page_name(gpu, "conv_grid") == "conv"
 
 

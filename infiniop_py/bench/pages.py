@@ -49,6 +49,8 @@ def _provenance(meta: dict, n: int) -> str:
         f"({s.get('timing', '')}); × = peer time / ours (above 1 we are faster); % of limit = minimal bytes over the copy",
         f"bandwidth measured in the same run ({bw:.0f} GB/s)" if bw else "bandwidth",
         f"or, for rows that count FLOPs, the matrix rate of the same run (TFLOP/s: {rates})." if rates else ".",
+        "× torch, device: the same ratio of device time alone (calls queued behind a blocking kernel, so the",
+        "host's launch cost is outside the events) where the run measured it.",
         "Every row passed its float64 check unless it says otherwise.",
     ]
     return " ".join(parts)
@@ -60,6 +62,9 @@ def table(meta: dict, rows: list) -> list[str]:
     head = ["op", "case", "dtype", "ours"]
     for p in peers:
         head += [p, f"× {p}"]
+    device = any(r.get("device_x_torch") is not None for r in rows)
+    if device:
+        head.append("× torch, device")
     head += ["% of limit", "card", "date"]
     c, date = card(meta), str(meta.get("timestamp", "?"))[:10]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -75,6 +80,8 @@ def table(meta: dict, rows: list) -> list[str]:
             for p in peers:
                 ok = (r.get("check_peers") or {}).get(p, {}).get("ok", True)
                 cells += [_num(_us(r, p) if ok else None), _f(x.get(p), ".2f")]
+            if device:
+                cells.append(_f(r.get("device_x_torch"), ".2f"))
             lim = _limit(r)
             kind = "matrix" if r.get("flops") and (r.get("pct_matrix") or {}).get("ours") is not None else "copy"
             cells += ["-" if lim is None else f"{lim:.0f}% ({kind})", c, date]

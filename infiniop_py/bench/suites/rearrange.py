@@ -13,7 +13,6 @@ from __future__ import annotations
 from ..core import BenchCase, standard_workload
 
 NAME = "rearrange"
-PAGE = "elementwise"  # its perf page
 
 DTYPES = ("f32", "f16", "bf16")
 
