@@ -67,6 +67,14 @@ def _rotate(x0, x1, c, s):
     return x0 * c - x1 * s, x0 * s + x1 * c
 
 
+def _pairs(algo, half):
+    """The index expressions of the two members of each rotated pair along the last dim:
+    interleaved (GPT-J) or the two halves (GPT-NeoX); for NumPy arrays and torch tensors."""
+    if algo == GPT_J:
+        return (..., slice(0, None, 2)), (..., slice(1, None, 2))
+    return (..., slice(None, half)), (..., slice(half, None))
+
+
 def cpu(info):
     algo, half, n = info.attrs["algo"], info.half, info.table_len
     x_desc = info["x"]
@@ -108,17 +116,10 @@ def cpu(info):
             cos = sin = np.zeros((*p.shape, half), ct)
         cos, sin = cos[..., None, :], sin[..., None, :]  # broadcast over heads
         xf = x.astype(ct)
-        if algo == GPT_J:
-            x0, x1 = xf[..., 0::2], xf[..., 1::2]
-        else:
-            x0, x1 = xf[..., :half], xf[..., half:]
-        y0, y1 = _rotate(x0, x1, cos, sin)
+        i0, i1 = _pairs(algo, half)
+        y0, y1 = _rotate(xf[i0], xf[i1], cos, sin)
         keep = valid[..., None, None]
-        y0, y1 = np.where(keep, y0, 0), np.where(keep, y1, 0)
-        if algo == GPT_J:
-            y[..., 0::2], y[..., 1::2] = y0, y1
-        else:
-            y[..., :half], y[..., half:] = y0, y1
+        y[i0], y[i1] = np.where(keep, y0, 0), np.where(keep, y1, 0)
 
     return run
 
@@ -135,18 +136,11 @@ def reference(x, pos_ids, sin_table, cos_table, algo=GPT_J):
     else:
         cos = sin = torch.zeros((*pos_ids.shape, half), dtype=x.dtype)
     cos, sin = cos.unsqueeze(-2), sin.unsqueeze(-2)
-    if algo == GPT_J:
-        x0, x1 = x[..., 0::2], x[..., 1::2]
-    else:
-        x0, x1 = x[..., :half], x[..., half:]
-    y0, y1 = _rotate(x0, x1, cos, sin)
+    i0, i1 = _pairs(algo, half)
+    y0, y1 = _rotate(x[i0], x[i1], cos, sin)
     keep = valid[..., None, None]
-    y0, y1 = torch.where(keep, y0, 0.0), torch.where(keep, y1, 0.0)
     y = torch.empty_like(x)
-    if algo == GPT_J:
-        y[..., 0::2], y[..., 1::2] = y0, y1
-    else:
-        y[..., :half], y[..., half:] = y0, y1
+    y[i0], y[i1] = torch.where(keep, y0, 0.0), torch.where(keep, y1, 0.0)
     return y
 
 
