@@ -31,6 +31,33 @@ __device__ __forceinline__ TO ew_apply(const Scalars& s, T0 x0, T1 x1, T2 x2) {
   }
 }
 
+// The op on element o0 / o1 / o2 of the inputs it reads (scalar tails, strided kernels).
+template <class Op, class TO, int NIN, class T0, class T1, class T2, class I>
+__device__ __forceinline__ TO ew_at(const Scalars& s, const T0* in0, const T1* in1, const T2* in2, I o0, I o1, I o2) {
+  T0 a0{}; T1 a1{}; T2 a2{};
+  if constexpr (NIN >= 1) a0 = in0[o0];
+  if constexpr (NIN >= 2) a1 = in1[o1];
+  if constexpr (NIN >= 3) a2 = in2[o2];
+  return ew_apply<Op, TO, T0, T1, T2, NIN>(s, a0, a1, a2);
+}
+
+// The op on each element of a pack of every input.
+template <class Op, class TO, int NIN, class T0, class T1, class T2, int V>
+__device__ __forceinline__ Pack<TO, V> ew_pk(const Scalars& s, const Pack<T0, V>& p0, const Pack<T1, V>& p1, const Pack<T2, V>& p2) {
+  Pack<TO, V> r;
+#pragma unroll
+  for (int j = 0; j < V; ++j) r.v[j] = ew_apply<Op, TO, T0, T1, T2, NIN>(s, p0.v[j], p1.v[j], p2.v[j]);
+  return r;
+}
+
+// Pack v (in packs from q0 / q1 / q2) of every input the op reads.
+template <int NIN, class Q0, class Q1, class Q2, class P0, class P1, class P2>
+__device__ __forceinline__ void ew_get(const Q0* q0, const Q1* q1, const Q2* q2, long long v, P0& p0, P1& p1, P2& p2) {
+  if constexpr (NIN >= 1) p0 = reinterpret_cast<const P0*>(q0)[v];
+  if constexpr (NIN >= 2) p1 = reinterpret_cast<const P1*>(q1)[v];
+  if constexpr (NIN >= 3) p2 = reinterpret_cast<const P2*>(q2)[v];
+}
+
 template <class Op, class TO, class T0, class T1, class T2, int NIN, int V, int U>
 __global__ void __launch_bounds__(256) ew_vec(TO* out, const T0* __restrict__ in0, const T1* __restrict__ in1,
                                               const T2* __restrict__ in2, long long n, Scalars s) {
@@ -42,30 +69,21 @@ __global__ void __launch_bounds__(256) ew_vec(TO* out, const T0* __restrict__ in
     for (int u = 0; u < U; ++u) {
       const long long v = base + (long long)u * blockDim.x;
       if (v < nvec) {
-        if constexpr (NIN >= 1) p0[u] = reinterpret_cast<const Pack<T0, V>*>(in0)[v];
-        if constexpr (NIN >= 2) p1[u] = reinterpret_cast<const Pack<T1, V>*>(in1)[v];
-        if constexpr (NIN >= 3) p2[u] = reinterpret_cast<const Pack<T2, V>*>(in2)[v];
+        ew_get<NIN>(in0, in1, in2, v, p0[u], p1[u], p2[u]);
       }
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const long long v = base + (long long)u * blockDim.x;
       if (v < nvec) {
-        Pack<TO, V> r;
-#pragma unroll
-        for (int j = 0; j < V; ++j) r.v[j] = ew_apply<Op, TO, T0, T1, T2, NIN>(s, p0[u].v[j], p1[u].v[j], p2[u].v[j]);
-        reinterpret_cast<Pack<TO, V>*>(out)[v] = r;
+        reinterpret_cast<Pack<TO, V>*>(out)[v] = ew_pk<Op, TO, NIN>(s, p0[u], p1[u], p2[u]);
       }
     }
   }
   if constexpr (V > 1) {
     const long long i = nvec * V + (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
-      T0 a0{}; T1 a1{}; T2 a2{};
-      if constexpr (NIN >= 1) a0 = in0[i];
-      if constexpr (NIN >= 2) a1 = in1[i];
-      if constexpr (NIN >= 3) a2 = in2[i];
-      out[i] = ew_apply<Op, TO, T0, T1, T2, NIN>(s, a0, a1, a2);
+      out[i] = ew_at<Op, TO, NIN>(s, in0, in1, in2, i, i, i);
     }
   }
 }
@@ -81,33 +99,22 @@ __global__ void __launch_bounds__(256) ew_pipe(TO* out, const T0* __restrict__ i
   long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   Pack<T0, V> a0; Pack<T1, V> a1; Pack<T2, V> a2;
   if (v < nvec) {
-    if constexpr (NIN >= 1) a0 = reinterpret_cast<const Pack<T0, V>*>(in0)[v];
-    if constexpr (NIN >= 2) a1 = reinterpret_cast<const Pack<T1, V>*>(in1)[v];
-    if constexpr (NIN >= 3) a2 = reinterpret_cast<const Pack<T2, V>*>(in2)[v];
+    ew_get<NIN>(in0, in1, in2, v, a0, a1, a2);
   }
   while (v < nvec) {
     const long long w = v + stride;
     Pack<T0, V> b0; Pack<T1, V> b1; Pack<T2, V> b2;
     if (w < nvec) {
-      if constexpr (NIN >= 1) b0 = reinterpret_cast<const Pack<T0, V>*>(in0)[w];
-      if constexpr (NIN >= 2) b1 = reinterpret_cast<const Pack<T1, V>*>(in1)[w];
-      if constexpr (NIN >= 3) b2 = reinterpret_cast<const Pack<T2, V>*>(in2)[w];
+      ew_get<NIN>(in0, in1, in2, w, b0, b1, b2);
     }
-    Pack<TO, V> r;
-#pragma unroll
-    for (int j = 0; j < V; ++j) r.v[j] = ew_apply<Op, TO, T0, T1, T2, NIN>(s, a0.v[j], a1.v[j], a2.v[j]);
-    reinterpret_cast<Pack<TO, V>*>(out)[v] = r;
+    reinterpret_cast<Pack<TO, V>*>(out)[v] = ew_pk<Op, TO, NIN>(s, a0, a1, a2);
     a0 = b0; a1 = b1; a2 = b2;
     v = w;
   }
   if constexpr (V > 1) {
     const long long i = nvec * V + (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
-      T0 c0{}; T1 c1{}; T2 c2{};
-      if constexpr (NIN >= 1) c0 = in0[i];
-      if constexpr (NIN >= 2) c1 = in1[i];
-      if constexpr (NIN >= 3) c2 = in2[i];
-      out[i] = ew_apply<Op, TO, T0, T1, T2, NIN>(s, c0, c1, c2);
+      out[i] = ew_at<Op, TO, NIN>(s, in0, in1, in2, i, i, i);
     }
   }
 }
@@ -129,33 +136,23 @@ __global__ void __launch_bounds__(NT) ew_exact(TO* out, const T0* __restrict__ i
   if ((long long)blockIdx.x * (NT * U) + NT * U <= nvec) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      if constexpr (NIN >= 1) p0[u] = q0[u * NT];
-      if constexpr (NIN >= 2) p1[u] = q1[u * NT];
-      if constexpr (NIN >= 3) p2[u] = q2[u * NT];
+      ew_get<NIN>(q0, q1, q2, u * NT, p0[u], p1[u], p2[u]);
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      Pack<TO, V> r;
-#pragma unroll
-      for (int j = 0; j < V; ++j) r.v[j] = ew_apply<Op, TO, T0, T1, T2, NIN>(s, p0[u].v[j], p1[u].v[j], p2[u].v[j]);
-      qo[u * NT] = r;
+      qo[u * NT] = ew_pk<Op, TO, NIN>(s, p0[u], p1[u], p2[u]);
     }
   } else {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       if (base + u * NT < nvec) {
-        if constexpr (NIN >= 1) p0[u] = q0[u * NT];
-        if constexpr (NIN >= 2) p1[u] = q1[u * NT];
-        if constexpr (NIN >= 3) p2[u] = q2[u * NT];
+        ew_get<NIN>(q0, q1, q2, u * NT, p0[u], p1[u], p2[u]);
       }
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       if (base + u * NT < nvec) {
-        Pack<TO, V> r;
-#pragma unroll
-        for (int j = 0; j < V; ++j) r.v[j] = ew_apply<Op, TO, T0, T1, T2, NIN>(s, p0[u].v[j], p1[u].v[j], p2[u].v[j]);
-        qo[u * NT] = r;
+        qo[u * NT] = ew_pk<Op, TO, NIN>(s, p0[u], p1[u], p2[u]);
       }
     }
   }
@@ -163,11 +160,7 @@ __global__ void __launch_bounds__(NT) ew_exact(TO* out, const T0* __restrict__ i
     if (blockIdx.x == gridDim.x - 1) {
       const long long i = nvec * V + threadIdx.x;
       if (i < n) {
-        T0 a0{}; T1 a1{}; T2 a2{};
-        if constexpr (NIN >= 1) a0 = in0[i];
-        if constexpr (NIN >= 2) a1 = in1[i];
-        if constexpr (NIN >= 3) a2 = in2[i];
-        out[i] = ew_apply<Op, TO, T0, T1, T2, NIN>(s, a0, a1, a2);
+        out[i] = ew_at<Op, TO, NIN>(s, in0, in1, in2, i, i, i);
       }
     }
   }
@@ -203,11 +196,7 @@ __global__ void __launch_bounds__(256) ew_strided(TO* out, const T0* __restrict_
   for (Index i = (Index)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += nthreads) {
     Index off[4];
     ew_offsets<Index>(m, i, off, NIN + 1);
-    T0 a0{}; T1 a1{}; T2 a2{};
-    if constexpr (NIN >= 1) a0 = in0[off[1]];
-    if constexpr (NIN >= 2) a1 = in1[off[2]];
-    if constexpr (NIN >= 3) a2 = in2[off[3]];
-    out[off[0]] = ew_apply<Op, TO, T0, T1, T2, NIN>(s, a0, a1, a2);
+    out[off[0]] = ew_at<Op, TO, NIN>(s, in0, in1, in2, off[1], off[2], off[3]);
   }
 }
 
@@ -238,10 +227,7 @@ __global__ void __launch_bounds__(256) ew_rowvec(TO* out, const T0* __restrict__
     if constexpr (NIN >= 1) p0 = ew_load_pack<T0, V, (BM & 2) != 0>(in0, off[1]);
     if constexpr (NIN >= 2) p1 = ew_load_pack<T1, V, (BM & 4) != 0>(in1, off[2]);
     if constexpr (NIN >= 3) p2 = ew_load_pack<T2, V, (BM & 8) != 0>(in2, off[3]);
-    Pack<TO, V> r;
-#pragma unroll
-    for (int j = 0; j < V; ++j) r.v[j] = ew_apply<Op, TO, T0, T1, T2, NIN>(s, p0.v[j], p1.v[j], p2.v[j]);
-    *reinterpret_cast<Pack<TO, V>*>(out + off[0]) = r;
+    *reinterpret_cast<Pack<TO, V>*>(out + off[0]) = ew_pk<Op, TO, NIN>(s, p0, p1, p2);
   }
 }
 
