@@ -7,7 +7,7 @@ import math
 from dataclasses import dataclass
 
 from ..cpu import jit
-from ..cpu.rows import Outputs, bits, rows2d, run_rows, split
+from ..cpu.rows import ONE_PASS_PART, Outputs, bits, rows2d, run_rows, split
 from ..spec import Attr, Checker, Info, OpSpec, inp, out
 from ..status import Status
 from . import REDUCE_SOURCE, ReduceKernel, kernel_names, reduce_numpy, store
@@ -67,11 +67,12 @@ def cpu_factory(op: str):
                 outs = Outputs()
                 x2, o1 = rows2d(views["input"], d), outs.flat(out)
                 xb, ob = bits(x2), bits(o1)
+                ranges = split(*x2.shape, ONE_PASS_PART)
                 if op == "max":
-                    run_rows(lambda _, r0, r1: k.row_max(xb, ob, r0, r1), split(*x2.shape))
+                    run_rows(lambda _, r0, r1: k.row_max(xb, ob, r0, r1), ranges)
                 else:
                     scale = 1.0 if op == "sum" else 1.0 / d
-                    run_rows(lambda _, r0, r1: k.row_sums(xb, ob, scale, r0, r1), split(*x2.shape))
+                    run_rows(lambda _, r0, r1: k.row_sums(xb, ob, scale, r0, r1), ranges)
                 outs.done()
                 return
             store(out, reduce_numpy(views["input"], axes, op, dtype), dtype)
