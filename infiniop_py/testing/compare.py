@@ -53,6 +53,11 @@ def _first(bad: np.ndarray, actual, expected, name: str, total: int, max_err: fl
     )
 
 
+def _failed(bad: np.ndarray, actual, expected, name: str, total: int, max_err: float = 0.0, note: str = "") -> Comparison:
+    """The failed Comparison for mask ``bad`` (its first element described, ``note`` appended)."""
+    return Comparison(False, int(bad.sum()), total, max_err, _first(bad, actual, expected, name, total, max_err) + note)
+
+
 def compare(
     actual: np.ndarray, expected: np.ndarray, mode: str, atol: float = 0.0, rtol: float = 0.0, name: str = "output"
 ) -> Comparison:
@@ -74,33 +79,16 @@ def compare(
         e = np.ascontiguousarray(expected).view(np.uint8).reshape(*expected.shape, item)
         bad = (a != e).any(axis=-1)
         if bad.any():
-            return Comparison(
-                False,
-                int(bad.sum()),
-                total,
-                0.0,
-                _first(
-                    bad,
-                    actual.view(f"u{item}") if item in (1, 2, 4, 8) else actual,
-                    expected.view(f"u{item}") if item in (1, 2, 4, 8) else expected,
-                    name,
-                    total,
-                    0.0,
-                ),
-            )
+            if item in (1, 2, 4, 8):
+                actual, expected = actual.view(f"u{item}"), expected.view(f"u{item}")
+            return _failed(bad, actual, expected, name, total)
         return Comparison(True, 0, total)
     if mode == "exact":
         if actual.dtype == np.bool_:
             raw = actual.view(np.uint8)
             badbyte = raw > 1
             if badbyte.any():
-                return Comparison(
-                    False,
-                    int(badbyte.sum()),
-                    total,
-                    0.0,
-                    _first(badbyte, raw, expected.astype(np.int64), name, total, 0.0) + " (not a valid bool byte)",
-                )
+                return _failed(badbyte, raw, expected.astype(np.int64), name, total, note=" (not a valid bool byte)")
         if actual.dtype.kind == "f" or expected.dtype.kind == "f" or str(actual.dtype) == "bfloat16":
             a = actual.astype(np.float64)
             e = expected.astype(np.float64)
@@ -112,13 +100,7 @@ def compare(
         if bad.any():
             diff = np.abs(a.astype(np.float64) - e.astype(np.float64))
             finite = np.isfinite(diff)
-            return Comparison(
-                False,
-                int(bad.sum()),
-                total,
-                float(diff[finite].max()) if finite.any() else 0.0,
-                _first(bad, actual, expected, name, total, float(diff[finite].max()) if finite.any() else 0.0),
-            )
+            return _failed(bad, actual, expected, name, total, float(diff[finite].max()) if finite.any() else 0.0)
         return Comparison(True, 0, total)
     # tolerance
     a = (
@@ -141,7 +123,7 @@ def compare(
     bad = ~ok_elem
     max_err = float(diff[both].max()) if both.any() else 0.0
     if bad.any():
-        return Comparison(False, int(bad.sum()), total, max_err, _first(bad, a, e, name, total, max_err))
+        return _failed(bad, a, e, name, total, max_err)
     return Comparison(True, 0, total, max_err)
 
 
@@ -162,7 +144,5 @@ def compare_index(actual: np.ndarray, expected: np.ndarray, values: np.ndarray, 
             ok[k] = True
     total = int(a.size)
     if not ok.all():
-        bad = ~ok.reshape(actual.shape)
-        msg = _first(bad, actual, expected, name, total, 0.0) + " (values at the two indices differ)"
-        return Comparison(False, int((~ok).sum()), total, 0.0, msg)
+        return _failed(~ok.reshape(actual.shape), actual, expected, name, total, note=" (values at the two indices differ)")
     return Comparison(True, 0, total, 0.0)
