@@ -147,6 +147,32 @@ __device__ __forceinline__ MaxSum<A> block_reduce_ms(MaxSum<A> v, A* sm, A* ss, 
   return warp_reduce_ms<T, A>(r);
 }
 
+// Order-preserving unsigned keys of f32 / f64 values (larger value -> larger key; -0 and +0 share a
+// key; BITS: the key's width), for radix selections and top-k; ex: the accurate exponential.
+template <class A> struct OrderKey;
+template <> struct OrderKey<float> {
+  typedef unsigned int U;
+  enum { BITS = 32 };
+  __device__ static __forceinline__ U key(float v) {
+    const unsigned b = __float_as_uint(v == 0.f ? 0.f : v);
+    return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+  }
+  __device__ static __forceinline__ float val(U k) { return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k); }
+  __device__ static __forceinline__ float ex(float x) { return expf(x); }
+};
+template <> struct OrderKey<double> {
+  typedef unsigned long long U;
+  enum { BITS = 64 };
+  __device__ static __forceinline__ U key(double v) {
+    const U b = (U)__double_as_longlong(v == 0.0 ? 0.0 : v);
+    return (b & 0x8000000000000000ULL) ? ~b : (b | 0x8000000000000000ULL);
+  }
+  __device__ static __forceinline__ double val(U k) {
+    return __longlong_as_double((long long)((k & 0x8000000000000000ULL) ? (k & 0x7fffffffffffffffULL) : ~k));
+  }
+  __device__ static __forceinline__ double ex(double x) { return exp(x); }
+};
+
 // Decompose a flat index over up to IOP_MAXD dims (innermost last) into up to 3 offsets.
 struct DimMeta {
   long long shape[IOP_MAXD];

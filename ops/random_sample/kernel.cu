@@ -23,35 +23,10 @@ struct SampleParams {
   long long pad_;
 };
 
-// Order-preserving unsigned keys (larger value -> larger key; -0 and +0 share a key).
-template <class A> struct RsKey;
-template <> struct RsKey<float> {
-  typedef unsigned int U;
-  enum { BITS = 32 };
-  __device__ static __forceinline__ U key(float v) {
-    const unsigned b = __float_as_uint(v == 0.f ? 0.f : v);
-    return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
-  }
-  __device__ static __forceinline__ float val(U k) { return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k); }
-  __device__ static __forceinline__ float ex(float x) { return expf(x); }
-};
-template <> struct RsKey<double> {
-  typedef unsigned long long U;
-  enum { BITS = 64 };
-  __device__ static __forceinline__ U key(double v) {
-    const U b = (U)__double_as_longlong(v == 0.0 ? 0.0 : v);
-    return (b & 0x8000000000000000ULL) ? ~b : (b | 0x8000000000000000ULL);
-  }
-  __device__ static __forceinline__ double val(U k) {
-    return __longlong_as_double((long long)((k & 0x8000000000000000ULL) ? (k & 0x7fffffffffffffffULL) : ~k));
-  }
-  __device__ static __forceinline__ double ex(double x) { return exp(x); }
-};
-
 // Fixed-point weight of value v (0 for NaN; at most `scale`).
 template <class A>
 __device__ __forceinline__ unsigned long long rs_weight(A v, A v0, A temp, double scale) {
-  A e = RsKey<A>::ex((v - v0) / temp);
+  A e = OrderKey<A>::ex((v - v0) / temp);
   if (!(e >= A(0))) e = A(0);
   if (e > A(1)) e = A(1);
   return (unsigned long long)((double)e * scale + 0.5);
@@ -80,7 +55,7 @@ template <class T, int MODE>
 __device__ void rs_select(const T* __restrict__ x, long long n, typename Acc<T>::type v0, typename Acc<T>::type temp,
                           double scale, unsigned long long need, RsShared& sh) {
   typedef typename Acc<T>::type A;
-  typedef typename RsKey<A>::U U;
+  typedef typename OrderKey<A>::U U;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   if (tid == 0) {
     sh.prefix = 0;
@@ -89,7 +64,7 @@ __device__ void rs_select(const T* __restrict__ x, long long n, typename Acc<T>:
     sh.stop = 0;
   }
   __syncthreads();
-  for (int shift = RsKey<A>::BITS - 4; shift >= 0; shift -= 4) {
+  for (int shift = OrderKey<A>::BITS - 4; shift >= 0; shift -= 4) {
     const U prefix = (U)sh.prefix;
     unsigned int c[16];
     unsigned long long w[16];
@@ -100,8 +75,8 @@ __device__ void rs_select(const T* __restrict__ x, long long n, typename Acc<T>:
     }
     for (long long i = tid; i < n; i += RS_THREADS) {
       const A v = red_load(x[i]);
-      const U k = RsKey<A>::key(v);
-      if (shift + 4 < RsKey<A>::BITS && ((k ^ prefix) >> (shift + 4)) != 0) continue;
+      const U k = OrderKey<A>::key(v);
+      if (shift + 4 < OrderKey<A>::BITS && ((k ^ prefix) >> (shift + 4)) != 0) continue;
       const int d = (int)((k >> shift) & 15);
       const unsigned long long wt = rs_weight<A>(v, v0, temp, scale);
 #pragma unroll
@@ -171,7 +146,7 @@ __device__ void rs_select(const T* __restrict__ x, long long n, typename Acc<T>:
 template <class T, class TO>
 __global__ void __launch_bounds__(RS_THREADS) random_sample(TO* result, const T* __restrict__ x, SampleParams p) {
   typedef typename Acc<T>::type A;
-  typedef typename RsKey<A>::U U;
+  typedef typename OrderKey<A>::U U;
   __shared__ RsShared sh;
   __shared__ U s_key[RS_WARPS];
   __shared__ long long s_idx[RS_WARPS];
@@ -182,7 +157,7 @@ __global__ void __launch_bounds__(RS_THREADS) random_sample(TO* result, const T*
   U bk = 0;
   long long bi = n;
   for (long long i = tid; i < n; i += RS_THREADS) {
-    const U k = RsKey<A>::key(red_load(x[i]));
+    const U k = OrderKey<A>::key(red_load(x[i]));
     if (k > bk || bi == n) {
       bk = k;
       bi = i;
@@ -219,7 +194,7 @@ __global__ void __launch_bounds__(RS_THREADS) random_sample(TO* result, const T*
     if (tid == 0) result[0] = Conv<TO>::from(sh.ans);
     return;
   }
-  const A v0 = RsKey<A>::val(s_key[0]);
+  const A v0 = OrderKey<A>::val(s_key[0]);
   const A temp = (A)p.temperature;
   const double scale = p.scale;
 
@@ -259,7 +234,7 @@ __global__ void __launch_bounds__(RS_THREADS) random_sample(TO* result, const T*
   const long long lo = (long long)tid * chunk;
   const long long hi = lo + chunk < n ? lo + chunk : n;
   long long cnt = 0;
-  for (long long i = lo; i < hi; ++i) cnt += ((RsKey<A>::key(red_load(x[i])) ^ prefix) >> shift) == 0;
+  for (long long i = lo; i < hi; ++i) cnt += ((OrderKey<A>::key(red_load(x[i])) ^ prefix) >> shift) == 0;
   long long incl = cnt;
 #pragma unroll
   for (int o = 1; o < 32; o <<= 1) {
@@ -280,7 +255,7 @@ __global__ void __launch_bounds__(RS_THREADS) random_sample(TO* result, const T*
   if (j >= excl && j < excl + cnt) {
     long long want = j - excl;
     for (long long i = lo; i < hi; ++i) {
-      if (((RsKey<A>::key(red_load(x[i])) ^ prefix) >> shift) == 0) {
+      if (((OrderKey<A>::key(red_load(x[i])) ^ prefix) >> shift) == 0) {
         if (want == 0) {
           sh.ans = i;
           break;

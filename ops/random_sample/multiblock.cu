@@ -89,7 +89,7 @@ __device__ void rm_block_argmax(unsigned int& k, int& i, int n, unsigned int* sk
 }
 
 __device__ __forceinline__ unsigned long long rm_weight_of_key(unsigned int k, float v0, float temp, double scale) {
-  return rs_weight<float>(RsKey<float>::val(k), v0, temp, scale);
+  return rs_weight<float>(OrderKey<float>::val(k), v0, temp, scale);
 }
 
 template <class T>
@@ -103,7 +103,7 @@ __global__ void __launch_bounds__(RM_THREADS) rm_argmax(const T* __restrict__ x,
   unsigned int bk = 0;
   int bi = n;
   for (long long i = b0 + threadIdx.x; i < b1; i += RM_THREADS) {
-    const unsigned int k = RsKey<float>::key(red_load(x[i]));
+    const unsigned int k = OrderKey<float>::key(red_load(x[i]));
     if (bi == n || k > bk) { bk = k; bi = (int)i; }
   }
   rm_block_argmax(bk, bi, n, sk, si);
@@ -152,7 +152,7 @@ __global__ void __launch_bounds__(RM_THREADS) rm_greedy_last(TO* result, const T
   int head = (int)((VEC - (reinterpret_cast<unsigned long long>(xb) / sizeof(T)) % VEC) % VEC);
   if (head > len) head = len;
   if (tid < head) {
-    bk = RsKey<float>::key(red_load(xb[tid]));
+    bk = OrderKey<float>::key(red_load(xb[tid]));
     bi = b0 + tid;
   }
   const Pack<T, VEC>* pv = reinterpret_cast<const Pack<T, VEC>*>(xb + head);
@@ -167,7 +167,7 @@ __global__ void __launch_bounds__(RM_THREADS) rm_greedy_last(TO* result, const T
     if (q < nv) {
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
-        const unsigned int kk = RsKey<float>::key(red_load(pk[u].v[k]));
+        const unsigned int kk = OrderKey<float>::key(red_load(pk[u].v[k]));
         const int ii = b0 + head + q * VEC + k;
         if (rm_before(kk, ii, bk, bi, n)) { bk = kk; bi = ii; }
       }
@@ -177,14 +177,14 @@ __global__ void __launch_bounds__(RM_THREADS) rm_greedy_last(TO* result, const T
     const Pack<T, VEC> pq = pv[q];
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {
-      const unsigned int kk = RsKey<float>::key(red_load(pq.v[k]));
+      const unsigned int kk = OrderKey<float>::key(red_load(pq.v[k]));
       const int ii = b0 + head + q * VEC + k;
       if (rm_before(kk, ii, bk, bi, n)) { bk = kk; bi = ii; }
     }
   }
   const int done = head + nv * VEC;
   if (tid < len - done) {
-    const unsigned int kk = RsKey<float>::key(red_load(xb[done + tid]));
+    const unsigned int kk = OrderKey<float>::key(red_load(xb[done + tid]));
     if (rm_before(kk, b0 + done + tid, bk, bi, n)) { bk = kk; bi = b0 + done + tid; }
   }
   rm_block_argmax(bk, bi, n, sk, si);
@@ -229,7 +229,7 @@ __global__ void __launch_bounds__(1024) rm_greedy1(TO* result, const T* __restri
   int head = (int)((VEC - (reinterpret_cast<unsigned long long>(x) / sizeof(T)) % VEC) % VEC);
   if (head > n) head = n;
   if (tid < head) {
-    bk = RsKey<float>::key(red_load(x[tid]));
+    bk = OrderKey<float>::key(red_load(x[tid]));
     bi = tid;
   }
   const Pack<T, VEC>* pv = reinterpret_cast<const Pack<T, VEC>*>(x + head);
@@ -243,7 +243,7 @@ __global__ void __launch_bounds__(1024) rm_greedy1(TO* result, const T* __restri
     for (int u = 0; u < RM_G1U; ++u)
 #pragma unroll
       for (int k = 0; k < VEC; ++k) {
-        const unsigned int kk = RsKey<float>::key(red_load(pk[u].v[k]));
+        const unsigned int kk = OrderKey<float>::key(red_load(pk[u].v[k]));
         if (bi == n || kk > bk) { bk = kk; bi = head + (v + u * nt) * VEC + k; }
       }
   }
@@ -251,13 +251,13 @@ __global__ void __launch_bounds__(1024) rm_greedy1(TO* result, const T* __restri
     const Pack<T, VEC> pk = pv[v];
 #pragma unroll
     for (int k = 0; k < VEC; ++k) {
-      const unsigned int kk = RsKey<float>::key(red_load(pk.v[k]));
+      const unsigned int kk = OrderKey<float>::key(red_load(pk.v[k]));
       if (bi == n || kk > bk) { bk = kk; bi = head + v * VEC + k; }
     }
   }
   const int done = head + nv * VEC;
   if (tid < n - done) {
-    const unsigned int kk = RsKey<float>::key(red_load(x[done + tid]));
+    const unsigned int kk = OrderKey<float>::key(red_load(x[done + tid]));
     if (bi == n || kk > bk) { bk = kk; bi = done + tid; }
   }
   rm_block_argmax(bk, bi, n, sk, si);

@@ -14,7 +14,7 @@ __global__ void __launch_bounds__(RM_THREADS) rm_hist(const T* __restrict__ x, u
   int vi;
   rm_global_max(v, n, (int)p.pad_, vk, vi, sk, si);  // syncs: the zeroed bins are visible after
   if (blockIdx.x == 0 && threadIdx.x == 0) v.c->vkey = vk;
-  const float v0 = RsKey<float>::val(vk), temp = (float)p.temperature;
+  const float v0 = OrderKey<float>::val(vk), temp = (float)p.temperature;
   const long long b0 = (long long)blockIdx.x * RM_EPB;
   const long long b1 = min((long long)n, b0 + RM_EPB);
   constexpr int PER = RM_EPB / RM_THREADS;  // the loads of a thread are issued first
@@ -27,7 +27,7 @@ __global__ void __launch_bounds__(RM_THREADS) rm_hist(const T* __restrict__ x, u
 #pragma unroll
   for (int q = 0; q < PER; ++q) {
     if (b0 + threadIdx.x + q * RM_THREADS >= b1) break;
-    const unsigned int k = RsKey<float>::key(xs[q]);
+    const unsigned int k = OrderKey<float>::key(xs[q]);
     const int d = (int)(k >> (32 - RM_TOPBITS));
     atomicAdd(&sc[d], 1u);
     atomicAdd(&sw[d], rs_weight<float>(xs[q], v0, temp, p.scale));
@@ -267,7 +267,7 @@ __global__ void __launch_bounds__(RM_THREADS) rm_compact(const T* __restrict__ x
 #pragma unroll
   for (int q = 0; q < PER; ++q) {  // all loads of this thread first
     const long long i = b0 + threadIdx.x + q * RM_THREADS;
-    ks[q] = i < b1 ? RsKey<float>::key(red_load(x[i])) : 0u;
+    ks[q] = i < b1 ? OrderKey<float>::key(red_load(x[i])) : 0u;
   }
 #pragma unroll
   for (int q = 0; q < PER; ++q) {  // warp-uniform trip count
@@ -455,7 +455,7 @@ __global__ void __launch_bounds__(RM_RTHREADS) rm_refine0(unsigned char* ws, Sam
   __shared__ RmBPick bp;
   RmView v = rm_view(ws, p.n, p.pad_);
   RmCtrl* c = v.c;
-  const float v0 = RsKey<float>::val(c->vkey), temp = (float)p.temperature;
+  const float v0 = OrderKey<float>::val(c->vkey), temp = (float)p.temperature;
   const unsigned long long W = rm_total(c, s.red);
   rm_sel<0, SEL2>(v, 0, (unsigned long long)p.kp - c->above_c0, v0, temp, p.scale, c->bucket[0], s);
   const unsigned long long S = c->above_w0 + s.aw + rm_weight_of_key((unsigned int)(s.ans >> 32), v0, temp, p.scale);
@@ -475,7 +475,7 @@ __global__ void __launch_bounds__(RM_RTHREADS) rm_final(TO* result, unsigned cha
   __shared__ RmSel s;
   RmView v = rm_view(ws, p.n, p.pad_);
   RmCtrl* c = v.c;
-  const float v0 = RsKey<float>::val(c->vkey), temp = (float)p.temperature;
+  const float v0 = OrderKey<float>::val(c->vkey), temp = (float)p.temperature;
   const int L = c->use0 ? 0 : 1;
   rm_sel<1, SEL2>(v, L, c->need1 - c->above_w1, v0, temp, p.scale, c->bucket[1], s);
   if (threadIdx.x == 0) result[0] = Conv<TO>::from((long long)(unsigned int)~(unsigned int)(s.ans & 0xffffffffu));

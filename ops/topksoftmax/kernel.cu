@@ -14,28 +14,6 @@ struct TopkMeta {
   long long si0, si1;  // indices strides
 };
 
-template <class A> struct TkKey;
-template <> struct TkKey<float> {
-  typedef unsigned int U;
-  __device__ static __forceinline__ U key(float v) {
-    const unsigned b = __float_as_uint(v == 0.f ? 0.f : v);
-    return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
-  }
-  __device__ static __forceinline__ float val(U k) { return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k); }
-  __device__ static __forceinline__ float ex(float x) { return expf(x); }
-};
-template <> struct TkKey<double> {
-  typedef unsigned long long U;
-  __device__ static __forceinline__ U key(double v) {
-    const U b = (U)__double_as_longlong(v == 0.0 ? 0.0 : v);
-    return (b & 0x8000000000000000ULL) ? ~b : (b | 0x8000000000000000ULL);
-  }
-  __device__ static __forceinline__ double val(U k) {
-    return __longlong_as_double((long long)((k & 0x8000000000000000ULL) ? (k & 0x7fffffffffffffffULL) : ~k));
-  }
-  __device__ static __forceinline__ double ex(double x) { return exp(x); }
-};
-
 // (k, i) ranks before (bk, bi): larger key first, then lower index; bi == n marks "none".
 template <class U>
 __device__ __forceinline__ bool tk_better(U k, long long i, U bk, long long bi, long long n) {
@@ -59,7 +37,7 @@ template <class T>
 __global__ void __launch_bounds__(32 * TK_ROWS) topk_softmax(float* values, int* indices, const T* __restrict__ x,
                                                              TopkMeta m, int norm) {
   typedef typename Acc<T>::type A;
-  typedef typename TkKey<A>::U U;
+  typedef typename OrderKey<A>::U U;
   const int lane = threadIdx.x & 31;
   const long long r = (long long)blockIdx.x * TK_ROWS + (threadIdx.x >> 5);
   if (r >= m.ntoken) return;  // uniform per warp
@@ -69,16 +47,16 @@ __global__ void __launch_bounds__(32 * TK_ROWS) topk_softmax(float* values, int*
   U bk = 0;
   long long bi = E;
   for (long long i = lane; i < E; i += 32) {
-    const U k = TkKey<A>::key(red_load(px[i * m.sx1]));
+    const U k = OrderKey<A>::key(red_load(px[i * m.sx1]));
     if (tk_better<U>(k, i, bk, bi, E)) {
       bk = k;
       bi = i;
     }
   }
   tk_warp_best<U>(bk, bi, E);
-  const A v0 = TkKey<A>::val(bk);
+  const A v0 = OrderKey<A>::val(bk);
   A s = A(0);
-  for (long long i = lane; i < E; i += 32) s += TkKey<A>::ex(red_load(px[i * m.sx1]) - v0);
+  for (long long i = lane; i < E; i += 32) s += OrderKey<A>::ex(red_load(px[i * m.sx1]) - v0);
   s = warp_reduce<SumOp, A>(s);
   const A inv = A(1) / s;
   float* pv = values + r * m.sv0;
@@ -91,7 +69,7 @@ __global__ void __launch_bounds__(32 * TK_ROWS) topk_softmax(float* values, int*
       bk = 0;
       bi = E;
       for (long long i = lane; i < E; i += 32) {
-        const U k = TkKey<A>::key(red_load(px[i * m.sx1]));
+        const U k = OrderKey<A>::key(red_load(px[i * m.sx1]));
         const bool below = k < pk || (k == pk && i > pidx);
         if (below && tk_better<U>(k, i, bk, bi, E)) {
           bk = k;
@@ -101,7 +79,7 @@ __global__ void __launch_bounds__(32 * TK_ROWS) topk_softmax(float* values, int*
       tk_warp_best<U>(bk, bi, E);
     }
     if (lane == 0) {
-      const float p = (float)(TkKey<A>::ex(TkKey<A>::val(bk) - v0) * inv);
+      const float p = (float)(OrderKey<A>::ex(OrderKey<A>::val(bk) - v0) * inv);
       pv[j * m.sv1] = p;
       pi[j * m.si1] = (int)(bi < E ? bi : 0);
       ksum += p;
