@@ -128,6 +128,19 @@ __device__ __forceinline__ void rm_global_max(const RmView& v, int n, int B, uns
   rm_block_argmax(bk, bi, n, sk, si);
 }
 
+// The unaligned head of the len entries at xb (those before its first 16-byte boundary): thread
+// tid < head takes entry tid (index b0 + tid) as its first candidate. Returns the head's length.
+template <int VEC, class T>
+__device__ __forceinline__ int rm_head(const T* xb, int len, int b0, unsigned int& bk, int& bi) {
+  int head = (int)((VEC - (reinterpret_cast<unsigned long long>(xb) / sizeof(T)) % VEC) % VEC);
+  if (head > len) head = len;
+  if ((int)threadIdx.x < head) {
+    bk = OrderKey<float>::key(red_load(xb[threadIdx.x]));
+    bi = b0 + threadIdx.x;
+  }
+  return head;
+}
+
 // Greedy in one launch over many blocks: block b reads entries [b * RM_EPB, (b + 1) * RM_EPB)
 // (16-byte packs after an unaligned head, all loads of a thread issued before the compares),
 // writes its (key, index) partial to the workspace (rm_argmax's partials) and draws an integer
@@ -149,12 +162,7 @@ __global__ void __launch_bounds__(RM_THREADS) rm_greedy_last(TO* result, const T
   const T* xb = x + b0;
   unsigned int bk = 0;
   int bi = n;
-  int head = (int)((VEC - (reinterpret_cast<unsigned long long>(xb) / sizeof(T)) % VEC) % VEC);
-  if (head > len) head = len;
-  if (tid < head) {
-    bk = OrderKey<float>::key(red_load(xb[tid]));
-    bi = b0 + tid;
-  }
+  const int head = rm_head<VEC>(xb, len, b0, bk, bi);
   const Pack<T, VEC>* pv = reinterpret_cast<const Pack<T, VEC>*>(xb + head);
   const int nv = (len - head) / VEC;
   Pack<T, VEC> pk[RM_GTU];
@@ -226,12 +234,7 @@ __global__ void __launch_bounds__(1024) rm_greedy1(TO* result, const T* __restri
   const int n = (int)p.n, tid = threadIdx.x, nt = blockDim.x;
   unsigned int bk = 0;
   int bi = n;
-  int head = (int)((VEC - (reinterpret_cast<unsigned long long>(x) / sizeof(T)) % VEC) % VEC);
-  if (head > n) head = n;
-  if (tid < head) {
-    bk = OrderKey<float>::key(red_load(x[tid]));
-    bi = tid;
-  }
+  const int head = rm_head<VEC>(x, n, 0, bk, bi);
   const Pack<T, VEC>* pv = reinterpret_cast<const Pack<T, VEC>*>(x + head);
   const int nv = (n - head) / VEC;
   int v = tid;

@@ -353,35 +353,47 @@ __device__ __forceinline__ void rm_sel_find(RmSel& s, const unsigned long long* 
   __syncthreads();
 }
 
+// One pass of a select: the counts and weights of the d-bit window at bit lo of the composites
+// whose bits from `shift` up match the prefix (UNIFORM: a warp-uniform trip count), the pick of its
+// bin, and the prefix extended by that bin and by `fixed`.
+template <int MODE, bool UNIFORM>
+__device__ __forceinline__ void rm_sel_pass(RmSel& s, const unsigned long long* list, unsigned int cnt, int shift, int lo, int d,
+                                            unsigned long long fixed, float v0, float temp, double scale,
+                                            unsigned long long need) {
+  const int tid = threadIdx.x, lane = tid & 31;
+  const unsigned long long pre = s.prefix >> shift;
+  for (int b = tid; b < 256; b += blockDim.x) { s.c[b] = 0; s.w[b] = 0; }
+  __syncthreads();
+  for (unsigned int e0 = UNIFORM ? tid - lane : tid; e0 < cnt; e0 += blockDim.x) {
+    const unsigned int e = UNIFORM ? e0 + lane : e0;
+    if (e >= cnt) continue;
+    const unsigned long long k = list[e];
+    if ((k >> shift) != pre) continue;
+    rm_sel_add(s, k, lo, d, v0, temp, scale);
+  }
+  __syncthreads();
+  rm_sel_pick<MODE>(s, d, need);
+  __syncthreads();
+  if (tid == 0) {
+    s.prefix |= fixed | ((unsigned long long)s.pk.bin << lo);
+    s.ac = s.pk.ac;
+    s.aw = s.pk.aw;
+    s.bc = s.pk.bc;
+  }
+  __syncthreads();
+}
+
 template <int MODE>
 __device__ void rm_select(const unsigned long long* list, unsigned int cnt, unsigned long long need, float v0, float temp,
                           double scale, int bucket, RmSel& s) {
-  const int tid = threadIdx.x;
   rm_sel_begin(s, bucket, cnt);
   __syncthreads();
   int shift = 64 - RM_TOPBITS;  // bits above `shift` are fixed by the prefix
   while (s.bc > 1 && shift > 0) {
     const int d = shift < 8 ? shift : 8;
     const int lo = shift - d;
-    for (int b = tid; b < 256; b += blockDim.x) { s.c[b] = 0; s.w[b] = 0; }
-    __syncthreads();
-    const unsigned long long pre = s.prefix >> shift;
-    for (unsigned int e = tid; e < cnt; e += blockDim.x) {
-      const unsigned long long k = list[e];
-      if ((k >> shift) != pre) continue;
-      rm_sel_add(s, k, lo, d, v0, temp, scale);
-    }
-    __syncthreads();
-    rm_sel_pick<MODE>(s, d, need);  // d = 8, or 5 last (53 = 6*8 + 5): bins 0..31
-    __syncthreads();
-    if (tid == 0) {
-      s.prefix |= (unsigned long long)s.pk.bin << lo;
-      s.ac = s.pk.ac;
-      s.aw = s.pk.aw;
-      s.bc = s.pk.bc;
-    }
+    rm_sel_pass<MODE, false>(s, list, cnt, shift, lo, d, 0ull, v0, temp, scale, need);  // d = 8, or 5 last (53 = 6*8 + 5)
     shift = lo;
-    __syncthreads();
   }
   rm_sel_find(s, list, cnt, shift);
 }
@@ -396,7 +408,6 @@ __device__ void rm_select(const unsigned long long* list, unsigned int cnt, unsi
 template <int MODE>
 __device__ void rm_select2(const unsigned long long* list, unsigned int cnt, unsigned long long need, float v0, float temp,
                            double scale, int bucket, unsigned long long vand, unsigned long long vor, RmSel& s) {
-  const int tid = threadIdx.x, lane = tid & 31;
   const unsigned long long var = vand ^ vor;  // bits that differ somewhere in the list
   rm_sel_begin(s, bucket, cnt);
   __syncthreads();
@@ -411,28 +422,10 @@ __device__ void rm_select2(const unsigned long long* list, unsigned int cnt, uns
     // bank conflicts on the 64-bit weight bins); they are taken by a later window
     const int lo = __ffsll((long long)(vb & ~((1ULL << (h >= 7 ? h - 7 : 0)) - 1ULL))) - 1;
     const int d = h - lo + 1;
-    const unsigned long long pre = s.prefix >> shift;
-    for (int b = tid; b < 256; b += blockDim.x) { s.c[b] = 0; s.w[b] = 0; }
-    __syncthreads();
-    for (unsigned int e0 = tid - lane; e0 < cnt; e0 += blockDim.x) {  // warp-uniform trip count
-      const unsigned int e = e0 + lane;
-      if (e >= cnt) continue;
-      const unsigned long long k = list[e];
-      if ((k >> shift) != pre) continue;
-      rm_sel_add(s, k, lo, d, v0, temp, scale);
-    }
-    __syncthreads();
-    rm_sel_pick<MODE>(s, d, need);
-    __syncthreads();
-    if (tid == 0) {  // bits [h + 1, shift) are the same in every composite: take them from vand
-      const unsigned long long fixed = vand & ((1ULL << shift) - 1ULL) & ~((2ULL << h) - 1ULL);
-      s.prefix |= fixed | ((unsigned long long)s.pk.bin << lo);
-      s.ac = s.pk.ac;
-      s.aw = s.pk.aw;
-      s.bc = s.pk.bc;
-    }
+    // bits [h + 1, shift) are the same in every composite: taken from vand
+    const unsigned long long fixed = vand & ((1ULL << shift) - 1ULL) & ~((2ULL << h) - 1ULL);
+    rm_sel_pass<MODE, true>(s, list, cnt, shift, lo, d, fixed, v0, temp, scale, need);
     shift = lo;
-    __syncthreads();
   }
   rm_sel_find(s, list, cnt, shift);
 }
