@@ -162,25 +162,19 @@ class Checker:
             self.fail(Status.BAD_TENSOR_DTYPE, f"tensor '{name}' dtype {d.dtype.name} is not supported (allowed: {names})")
         return d.dtype
 
-    def same_dtype(self, ref: str, *names: str) -> None:
-        want = self.tensors[ref].dtype
+    def _same(self, field: str, status: Status, shown, ref: str, names) -> None:
+        """Every present tensor of ``names`` has ``ref``'s ``field`` (``shown`` formats it)."""
+        want = getattr(self.tensors[ref], field)
         for n in names:
             d = self.tensors.get(n)
-            if d is not None and d.dtype != want:
-                self.fail(
-                    Status.BAD_TENSOR_DTYPE,
-                    f"tensor '{n}' dtype {d.dtype.name} does not match '{ref}' dtype {want.name}",
-                )
+            if d is not None and getattr(d, field) != want:
+                self.fail(status, f"tensor '{n}' {field} {shown(getattr(d, field))} does not match '{ref}' {field} {shown(want)}")
+
+    def same_dtype(self, ref: str, *names: str) -> None:
+        self._same("dtype", Status.BAD_TENSOR_DTYPE, lambda d: d.name, ref, names)
 
     def same_shape(self, ref: str, *names: str) -> None:
-        want = self.tensors[ref].shape
-        for n in names:
-            d = self.tensors.get(n)
-            if d is not None and d.shape != want:
-                self.fail(
-                    Status.BAD_TENSOR_SHAPE,
-                    f"tensor '{n}' shape {list(d.shape)} does not match '{ref}' shape {list(want)}",
-                )
+        self._same("shape", Status.BAD_TENSOR_SHAPE, list, ref, names)
 
     def writable(self, *names: str) -> None:
         """Outputs may not broadcast (stride 0 on a dim > 1) nor overlap themselves."""
