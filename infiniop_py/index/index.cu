@@ -260,6 +260,22 @@ __global__ void __launch_bounds__(512) index_copy_table_kernel(U* __restrict__ o
   }
 }
 
+// The lines l0, l0 + 1, ... of a scatter_table / scatter_line group (at most lpb): their offsets
+// (thread t: line l0 + t) into lo0 / lo1 / lo2; returns how many there are.
+template <class M>
+__device__ __forceinline__ int scatter_group_lines(const M& m, long long l0, int lpb, long long* lo0, long long* lo1,
+                                                   long long* lo2) {
+  const int nl = (int)(m.n - l0 < lpb ? m.n - l0 : lpb);
+  if (threadIdx.x < nl) {
+    long long a, b, c2;
+    idx_offsets<unsigned long long>(m, (unsigned long long)(l0 + threadIdx.x), a, b, c2);
+    lo0[threadIdx.x] = a;
+    lo1[threadIdx.x] = b;
+    lo2[threadIdx.x] = c2;
+  }
+  return nl;
+}
+
 // scatter with reduction = replace: a block takes lpb lines at a time (adjacent lines, so that
 // lanes of a warp read adjacent addresses when the axis is not the fastest dim), builds one
 // table of dim_size entries per line, then position j of line l writes iff it is the last
@@ -278,14 +294,7 @@ __global__ void __launch_bounds__(512) scatter_table_kernel(U* __restrict__ out,
   const long long per = (long long)lpb * m.len;
   for (long long g = blockIdx.x; g < groups; g += gridDim.x) {
     const long long l0 = g * lpb;
-    const int nl = (int)(m.n - l0 < lpb ? m.n - l0 : lpb);
-    if (threadIdx.x < nl) {
-      long long a, b, c2;
-      idx_offsets<unsigned long long>(m, (unsigned long long)(l0 + threadIdx.x), a, b, c2);
-      lo0[threadIdx.x] = a;
-      lo1[threadIdx.x] = b;
-      lo2[threadIdx.x] = c2;
-    }
+    const int nl = scatter_group_lines(m, l0, lpb, lo0, lo1, lo2);
     for (long long t = threadIdx.x; t < (long long)nl * m.dim_size; t += blockDim.x) win[t] = -1;
     __syncthreads();
     if (per <= (long long)blockDim.x * R) {
@@ -368,14 +377,7 @@ __global__ void __launch_bounds__(512) scatter_line_kernel(U* __restrict__ out, 
   const unsigned ulpb = (unsigned)lpb;
   for (long long g = blockIdx.x; g < groups; g += gridDim.x) {
     const long long l0 = g * lpb;
-    const int nl = (int)(m.n - l0 < lpb ? m.n - l0 : lpb);
-    if (threadIdx.x < nl) {
-      long long a, b, c2;
-      idx_offsets<unsigned long long>(m, (unsigned long long)(l0 + threadIdx.x), a, b, c2);
-      lo0[threadIdx.x] = a;
-      lo1[threadIdx.x] = b;
-      lo2[threadIdx.x] = c2;
-    }
+    const int nl = scatter_group_lines(m, l0, lpb, lo0, lo1, lo2);
     for (int t = threadIdx.x; t < tab; t += blockDim.x) win[t] = -1;
     __syncthreads();
     const int per = lpb * L;  // position t: line t % lpb, position t / lpb along the axis
