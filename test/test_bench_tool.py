@@ -110,7 +110,7 @@ def test_report_pages_update_the_generated_block_only(quick_run, tmp_path):
     assert text.startswith("# CPU backend performance\n\n" + pages.BEGIN) and text.rstrip().endswith("Hand-written rules.")
     rows = json.loads(path.read_text())["results"]
     lines = [line for line in text.splitlines() if line.startswith("| ")]
-    assert lines[0] == "| op | case | dtype | ours | torch | × torch | % of limit | card | date |"
+    assert lines[0] == "| op | case | dtype | ours | torch | × | % of limit | card | date |"
     date = json.loads(path.read_text())["meta"]["timestamp"][:10]
     for row in rows:
         line = next(line for line in lines if line.startswith(f"| {row['op']} | {row['case']} | f32 |"))

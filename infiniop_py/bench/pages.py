@@ -46,47 +46,70 @@ def _provenance(meta: dict, n: int) -> str:
     parts = [
         f"`infiniop-bench run{cpu}{quick}` ({n} cases) on {m.get('name', '?')},",
         f"{str(meta.get('timestamp', '?'))[:10]}, {_commit(meta)}; median µs per call over {s.get('reps', '?')} interleaved calls",
-        f"({s.get('timing', '')}); × = peer time / ours (above 1 we are faster); % of limit = minimal bytes over the copy",
+        f"({s.get('timing', '')}); × = the peer's time / ours (above 1 we are faster); % of limit = minimal bytes over the copy",
         f"bandwidth measured in the same run ({bw:.0f} GB/s)" if bw else "bandwidth",
         f"or, for rows that count FLOPs, the matrix rate of the same run (TFLOP/s: {rates})." if rates else ".",
-        "× torch, device: the same ratio of device time alone (calls queued behind a blocking kernel, so the",
-        "host's launch cost is outside the events) where the run measured it.",
         "Every row passed its float64 check unless it says otherwise.",
     ]
     return " ".join(parts)
 
 
-def table(meta: dict, rows: list) -> list[str]:
-    """The family's table (Markdown lines)."""
-    peers = peer_names(rows)
-    head = ["op", "case", "dtype", "ours"]
-    for p in peers:
-        head += [p, f"× {p}"]
-    device = any(r.get("device_x_torch") is not None for r in rows)
-    if device:
-        head.append("× torch, device")
-    head += ["% of limit", "card", "date"]
-    c, date = card(meta), str(meta.get("timestamp", "?"))[:10]
+def _msg(r) -> str | None:
+    msg = message(r)
+    if msg is None and not (r.get("check") or {}).get("ok"):
+        msg = "FAIL: " + (r.get("check") or {}).get("detail", "")
+    return msg
+
+
+def _md(head: list[str], body: list[list]) -> list[str]:
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return out + ["| " + " | ".join(str(v) for v in cells) + " |" for cells in body]
+
+
+def table(meta: dict, rows: list) -> list[str]:
+    """The family's table (Markdown lines): op, case, dtype, ours, the first peer (torch where it
+    ran) and ours' speed-up against it, % of limit, card, date -- the columns every perf page
+    opens with."""
+    peers = peer_names(rows)
+    peer = peers[0] if peers else "torch"
+    c, date = card(meta), str(meta.get("timestamp", "?"))[:10]
+    body = []
     for r in rows:
-        msg = message(r)
-        if msg is None and not (r.get("check") or {}).get("ok"):
-            msg = "FAIL: " + (r.get("check") or {}).get("detail", "")
+        msg = _msg(r)
         if msg is not None:
-            cells = [r.get("op", "-"), r.get("case", "-"), r.get("dtype", "-"), msg] + [""] * (len(head) - 4)
-        else:
-            x = r.get("x") or {}
-            cells = [r["op"], r["case"], r["dtype"], _num(_us(r, "ours"))]
-            for p in peers:
-                ok = (r.get("check_peers") or {}).get(p, {}).get("ok", True)
-                cells += [_num(_us(r, p) if ok else None), _f(x.get(p), ".2f")]
-            if device:
-                cells.append(_f(r.get("device_x_torch"), ".2f"))
-            lim = _limit(r)
-            kind = "matrix" if r.get("flops") and (r.get("pct_matrix") or {}).get("ours") is not None else "copy"
-            cells += ["-" if lim is None else f"{lim:.0f}% ({kind})", c, date]
-        out.append("| " + " | ".join(str(v) for v in cells) + " |")
-    return out
+            body.append([r.get("op", "-"), r.get("case", "-"), r.get("dtype", "-"), msg, "", "", "", c, date])
+            continue
+        ok = (r.get("check_peers") or {}).get(peer, {}).get("ok", True)
+        lim = _limit(r)
+        kind = "matrix" if r.get("flops") and (r.get("pct_matrix") or {}).get("ours") is not None else "copy"
+        body.append(
+            [r["op"], r["case"], r["dtype"], _num(_us(r, "ours")), _num(_us(r, peer) if ok else None)]
+            + [_f((r.get("x") or {}).get(peer), ".2f"), "-" if lim is None else f"{lim:.0f}% ({kind})", c, date]
+        )
+    return _md(["op", "case", "dtype", "ours", peer, "×", "% of limit", "card", "date"], body)
+
+
+def more_table(rows: list) -> list[str]:
+    """The other peers (µs and ×) and the device-time ratio against torch, where the run has
+    them; no lines where it has neither."""
+    peers = peer_names(rows)[1:]
+    device = any(r.get("device_x_torch") is not None for r in rows)
+    if not peers and not device:
+        return []
+    head = ["op", "case", "dtype"] + [h for p in peers for h in (p, f"× {p}")] + (["× torch, device"] if device else [])
+    body = []
+    for r in rows:
+        if _msg(r) is not None:
+            continue
+        cells = [r["op"], r["case"], r["dtype"]]
+        for p in peers:
+            ok = (r.get("check_peers") or {}).get(p, {}).get("ok", True)
+            cells += [_num(_us(r, p) if ok else None), _f((r.get("x") or {}).get(p), ".2f")]
+        if device:
+            cells.append(_f(r.get("device_x_torch"), ".2f"))
+        body.append(cells)
+    note = "× torch, device: the ratio of device time alone (calls queued behind a blocking kernel, so the host's launch cost is outside the events)."
+    return [note if device else "Other peers:", "", *_md(head, body), ""]
 
 
 def _num(v) -> str:
@@ -96,7 +119,7 @@ def _num(v) -> str:
 
 
 def block(meta: dict, suite: str, rows: list, img_links: list[tuple[str, str]]) -> str:
-    lines = [BEGIN, "", _provenance(meta, len(rows)), "", *table(meta, rows), ""]
+    lines = [BEGIN, _provenance(meta, len(rows)), "", *table(meta, rows), "", *more_table(rows)]
     host = [r for r in rows if r.get("host_wall_us")]
     if host:
         cols, cells = _host_table(host)
