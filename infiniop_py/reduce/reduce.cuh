@@ -95,6 +95,45 @@ template <> struct RowMath<double> {
   __device__ static __forceinline__ double log_(double x) { return log(x); }
 };
 
+// Raw 16-bit values (iop_half, iop_bf16) two to a 32-bit word (value 0 in the low half): get(w, k)
+// is value k as f32, max2 the NaN-propagating max of two words pairwise, pack2 two f32 values
+// rounded into one word; ninf is -inf (ninf2: a word of two). Other types: ninf 0, get 0 (never
+// reached; the raw paths are 16-bit only).
+template <class T> struct Raw16 {
+  static const unsigned int ninf = 0u, ninf2 = 0u;
+  __device__ static __forceinline__ float get(unsigned int, int) { return 0.f; }
+};
+template <> struct Raw16<iop_half> {
+  static const unsigned int ninf = 0xFC00u, ninf2 = 0xFC00FC00u;
+  __device__ static __forceinline__ float get(unsigned int w, int k) {
+    return iop_h2f(iop_half{(unsigned short)(k ? (w >> 16) : (w & 0xffffu))});
+  }
+  __device__ static __forceinline__ unsigned int max2(unsigned int a, unsigned int b) {
+    unsigned int d;
+    asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+  }
+  __device__ static __forceinline__ unsigned int pack2(float lo, float hi) {
+    unsigned int d;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+    return d;
+  }
+};
+template <> struct Raw16<iop_bf16> {
+  static const unsigned int ninf = 0xFF80u, ninf2 = 0xFF80FF80u;
+  __device__ static __forceinline__ float get(unsigned int w, int k) { return __uint_as_float(k ? (w & 0xffff0000u) : (w << 16)); }
+  __device__ static __forceinline__ unsigned int max2(unsigned int a, unsigned int b) {
+    unsigned int d;
+    asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    return d;
+  }
+  __device__ static __forceinline__ unsigned int pack2(float lo, float hi) {
+    unsigned int d;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+    return d;
+  }
+};
+
 // Online softmax state: running max m and sum s of exp(x - m). Merging two states is
 // associative up to rounding; fixed trees keep it deterministic. -inf maxima contribute 0.
 template <class A> struct MaxSum { A m, s; };

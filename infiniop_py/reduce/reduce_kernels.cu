@@ -225,6 +225,13 @@ __global__ void __launch_bounds__(1024) reduce_rows(T* __restrict__ y, const T* 
   row_finish<T, Op, MEAN, LAST>(acc, y, off[1], ws, ticket, p, row, s, tid, G, smem, tk);
 }
 
+// Every element of pack pk combined into its accumulator acc[k].
+template <class Op, class A, class T, int VEC>
+__device__ __forceinline__ void red_add_pack(A (&acc)[VEC], const Pack<T, VEC>& pk) {
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) acc[k] = Op::template combine<A>(acc[k], red_load(pk.v[k]));
+}
+
 // reduce_cols (VEC = 1) and reduce_cols_vec (16-byte packs): thread tx owns VEC neighbouring
 // outputs along the kept innermost dim (for VEC > 1: contiguous in x, extent a multiple of VEC,
 // every other x stride a multiple of VEC, x 16-byte aligned: checked by the host), so a warp
@@ -256,16 +263,14 @@ __device__ __forceinline__ void reduce_cols_body(T* __restrict__ y, const T* __r
 #pragma unroll(VEC == 1 ? 8 : 4)
       for (long long f = f0 + ty; f < f1; f += BY) {
         const Pack<T, VEC> pk = *reinterpret_cast<const Pack<T, VEC>*>(px + f * sr);
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) acc[k] = Op::template combine<A>(acc[k], red_load(pk.v[k]));
+        red_add_pack<Op>(acc, pk);
       }
     } else {
       for (long long f = f0 + ty; f < f1; f += BY) {
         long long ro;
         dim_offsets<1>(p.red, f, &ro);
         const Pack<T, VEC> pk = *reinterpret_cast<const Pack<T, VEC>*>(px + ro);
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) acc[k] = Op::template combine<A>(acc[k], red_load(pk.v[k]));
+        red_add_pack<Op>(acc, pk);
       }
     }
   }
@@ -364,22 +369,18 @@ __global__ void __launch_bounds__(1024) reduce_cols_tile(T* __restrict__ y, cons
 #pragma unroll
         for (int u = 0; u < U; ++u) pk[u] = *reinterpret_cast<const Pack<T, VEC>*>(px + (f + (long long)u * BY) * sr);
 #pragma unroll
-        for (int u = 0; u < U; ++u)
-#pragma unroll
-          for (int k = 0; k < VEC; ++k) acc[k] = Op::template combine<A>(acc[k], red_load(pk[u].v[k]));
+        for (int u = 0; u < U; ++u) red_add_pack<Op>(acc, pk[u]);
       }
       for (; f < L; f += BY) {
         const Pack<T, VEC> pk = *reinterpret_cast<const Pack<T, VEC>*>(px + f * sr);
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) acc[k] = Op::template combine<A>(acc[k], red_load(pk.v[k]));
+        red_add_pack<Op>(acc, pk);
       }
     } else {
       for (long long f = ty; f < L; f += BY) {
         long long ro;
         dim_offsets<1>(p.red, f, &ro);
         const Pack<T, VEC> pk = *reinterpret_cast<const Pack<T, VEC>*>(px + ro);
-#pragma unroll
-        for (int k = 0; k < VEC; ++k) acc[k] = Op::template combine<A>(acc[k], red_load(pk.v[k]));
+        red_add_pack<Op>(acc, pk);
       }
     }
   }
@@ -412,53 +413,31 @@ __global__ void __launch_bounds__(1024) reduce_cols_tile(T* __restrict__ y, cons
 //               exact, NaN propagates as with MaxOp), converted once at the end.
 // U = 8 loads in flight per thread. Deterministic (fixed order per thread).
 
-template <class T> struct R16Word;
-template <> struct R16Word<iop_half> {
-  __device__ static __forceinline__ float lo(unsigned int w) { return iop_h2f(iop_half{(unsigned short)(w & 0xffffu)}); }
-  __device__ static __forceinline__ float hi(unsigned int w) { return iop_h2f(iop_half{(unsigned short)(w >> 16)}); }
-  __device__ static __forceinline__ unsigned int max2(unsigned int a, unsigned int b) {
-    unsigned int d;
-    asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-    return d;
-  }
-  static constexpr unsigned int NEG_INF2 = 0xfc00fc00u;
-};
-template <> struct R16Word<iop_bf16> {
-  __device__ static __forceinline__ float lo(unsigned int w) { return __uint_as_float(w << 16); }
-  __device__ static __forceinline__ float hi(unsigned int w) { return __uint_as_float(w & 0xffff0000u); }
-  __device__ static __forceinline__ unsigned int max2(unsigned int a, unsigned int b) {
-    unsigned int d;
-    asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-    return d;
-  }
-  static constexpr unsigned int NEG_INF2 = 0xff80ff80u;
-};
-
 template <class T, class Op> struct R16State;
 template <class T> struct R16State<T, SumOp> {
   float a0, a1;
   __device__ __forceinline__ void init() { a0 = 0.f; a1 = 0.f; }
   __device__ __forceinline__ void add1(float v) { a0 += v; }
   __device__ __forceinline__ void add(uint4 w) {
-    a0 += R16Word<T>::lo(w.x); a1 += R16Word<T>::hi(w.x);
-    a0 += R16Word<T>::lo(w.y); a1 += R16Word<T>::hi(w.y);
-    a0 += R16Word<T>::lo(w.z); a1 += R16Word<T>::hi(w.z);
-    a0 += R16Word<T>::lo(w.w); a1 += R16Word<T>::hi(w.w);
+    a0 += Raw16<T>::get(w.x, 0); a1 += Raw16<T>::get(w.x, 1);
+    a0 += Raw16<T>::get(w.y, 0); a1 += Raw16<T>::get(w.y, 1);
+    a0 += Raw16<T>::get(w.z, 0); a1 += Raw16<T>::get(w.z, 1);
+    a0 += Raw16<T>::get(w.w, 0); a1 += Raw16<T>::get(w.w, 1);
   }
   __device__ __forceinline__ float result() const { return a0 + a1; }
 };
 template <class T> struct R16State<T, MaxOp> {
   unsigned int m0, m1, m2, m3;
   float s;  // scalar head / tail elements
-  __device__ __forceinline__ void init() { m0 = m1 = m2 = m3 = R16Word<T>::NEG_INF2; s = red_neg_inf(0.f); }
+  __device__ __forceinline__ void init() { m0 = m1 = m2 = m3 = Raw16<T>::ninf2; s = red_neg_inf(0.f); }
   __device__ __forceinline__ void add1(float v) { s = MaxOp::combine<float>(s, v); }
   __device__ __forceinline__ void add(uint4 w) {
-    m0 = R16Word<T>::max2(m0, w.x); m1 = R16Word<T>::max2(m1, w.y);
-    m2 = R16Word<T>::max2(m2, w.z); m3 = R16Word<T>::max2(m3, w.w);
+    m0 = Raw16<T>::max2(m0, w.x); m1 = Raw16<T>::max2(m1, w.y);
+    m2 = Raw16<T>::max2(m2, w.z); m3 = Raw16<T>::max2(m3, w.w);
   }
   __device__ __forceinline__ float result() const {
-    const unsigned int m = R16Word<T>::max2(R16Word<T>::max2(m0, m1), R16Word<T>::max2(m2, m3));
-    return MaxOp::combine<float>(MaxOp::combine<float>(s, R16Word<T>::lo(m)), R16Word<T>::hi(m));
+    const unsigned int m = Raw16<T>::max2(Raw16<T>::max2(m0, m1), Raw16<T>::max2(m2, m3));
+    return MaxOp::combine<float>(MaxOp::combine<float>(s, Raw16<T>::get(m, 0)), Raw16<T>::get(m, 1));
   }
 };
 
@@ -547,7 +526,7 @@ __global__ void __launch_bounds__(1024) reduce_rows16(T* __restrict__ y, const T
 template <class Op> struct RWIsMax { static constexpr bool v = false; };
 template <> struct RWIsMax<MaxOp> { static constexpr bool v = true; };
 template <class T, class Op> struct RWState : R16State<T, Op> {
-  static constexpr unsigned int NEUTRAL = RWIsMax<Op>::v ? R16Word<T>::NEG_INF2 : 0x80008000u;
+  static constexpr unsigned int NEUTRAL = RWIsMax<Op>::v ? Raw16<T>::ninf2 : 0x80008000u;
 };
 template <class Op> struct RWState<float, Op> {
   static constexpr unsigned int NEUTRAL = RWIsMax<Op>::v ? 0xff800000u : 0x80000000u;

@@ -5,23 +5,6 @@
 // each); the max pass runs on packed pairs (max.NaN.{f16,bf16}x2, no conversion), the sum and
 // write passes convert; outputs are packed pairwise (cvt.rn.*x2.f32) and stored as 16 bytes.
 // MINB (blocks per SM in __launch_bounds__) sets the register cap: 65536 / (128 * MINB).
-template <class T> struct IsBf16 { static constexpr bool v = false; };
-template <> struct IsBf16<iop_bf16> { static constexpr bool v = true; };
-template <class T> struct RawPair {  // iop_half or iop_bf16 pairs in a 32-bit word
-  __device__ static __forceinline__ unsigned int max2(unsigned int a, unsigned int b) {
-    unsigned int d;
-    if constexpr (IsBf16<T>::v) asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-    else asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-    return d;
-  }
-  __device__ static __forceinline__ unsigned int pack2(float lo, float hi) {
-    unsigned int d;
-    if constexpr (IsBf16<T>::v) asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
-    else asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
-    return d;
-  }
-};
-
 // An opaque zero (p.ne >> 40: row counts stay below 2^40) xor-ed into a lane's raw words before
 // the write pass: ptxas then converts them again instead of keeping the sum pass's converted
 // values live in registers (row_softmax's raw cache does the same inline).
@@ -53,10 +36,10 @@ __device__ __forceinline__ float raw_lane_max(const unsigned int (&w)[P][4], flo
 #pragma unroll
   for (int e = 1; e < P; ++e)
 #pragma unroll
-    for (int i = 0; i < 4; ++i) mw[i] = RawPair<T>::max2(mw[i], w[e][i]);
-  mw[0] = RawPair<T>::max2(RawPair<T>::max2(mw[0], mw[1]), RawPair<T>::max2(mw[2], mw[3]));
+    for (int i = 0; i < 4; ++i) mw[i] = Raw16<T>::max2(mw[i], w[e][i]);
+  mw[0] = Raw16<T>::max2(Raw16<T>::max2(mw[0], mw[1]), Raw16<T>::max2(mw[2], mw[3]));
   return MaxOp::combine<float>(MaxOp::combine<float>(hv, tv),
-                               MaxOp::combine<float>(rw_get<T>(mw[0], 0), rw_get<T>(mw[0], 1)));
+                               MaxOp::combine<float>(Raw16<T>::get(mw[0], 0), Raw16<T>::get(mw[0], 1)));
 }
 // The sum of exp(v - m) over a lane's share, exp taken by E: SubExp (exp_(v - m)) or ShiftExp
 // (one FFMA and one ex2; the sum is then scaled by 2^lo, see ShiftExp).
@@ -71,8 +54,8 @@ __device__ __forceinline__ float raw_lane_expsum(const unsigned int (&w)[P][4], 
   for (int e = 0; e < P; ++e)
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      s0 += ex(rw_get<T>(w[e][i], 0));
-      s1 += ex(rw_get<T>(w[e][i], 1));
+      s0 += ex(Raw16<T>::get(w[e][i], 0));
+      s1 += ex(Raw16<T>::get(w[e][i], 1));
     }
   return s0 + s1;
 }
@@ -97,7 +80,7 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_warp(T* y, const T* x, 
   const int tail0 = head + nv * 8;
   const int ntail = N - tail0;
   const float NINF = red_neg_inf(0.f);
-  const unsigned int WNINF = RawBits<T>::ninf | (RawBits<T>::ninf << 16);
+  const unsigned int WNINF = Raw16<T>::ninf2;
   typedef Pack<unsigned int, 4> W4;
   const W4* xv = reinterpret_cast<const W4*>(px + head);
   unsigned int w[P][4];
@@ -133,7 +116,7 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_warp(T* y, const T* x, 
     const int v = lane + 32 * e;
     W4 o;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) o.v[i] = RawPair<T>::pack2(RW_OUT(rw_get<T>(w[e][i], 0)), RW_OUT(rw_get<T>(w[e][i], 1)));
+    for (int i = 0; i < 4; ++i) o.v[i] = Raw16<T>::pack2(RW_OUT(Raw16<T>::get(w[e][i], 0)), RW_OUT(Raw16<T>::get(w[e][i], 1)));
     st16_if(yv + v, o, v < nv);
   }
   if (lane < ntail) py[tail0 + lane] = Conv<T>::from(RW_OUT(tv));
@@ -150,11 +133,11 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_warp(T* y, const T* x, 
 // reductions and exponentials overlap other rows' loads and stores. The unaligned head and tail
 // (< 16 bytes each) are one scalar element per thread.
 template <class T> struct HybW {  // 16-bit types: two values per word
-  static const unsigned int ninf = RawBits<T>::ninf | (RawBits<T>::ninf << 16);
+  static const unsigned int ninf = Raw16<T>::ninf2;
   static const int EPW = 2;
-  __device__ static __forceinline__ float get(unsigned int w, int k) { return rw_get<T>(w, k); }
-  __device__ static __forceinline__ unsigned int wmax(unsigned int a, unsigned int b) { return RawPair<T>::max2(a, b); }
-  __device__ static __forceinline__ unsigned int put(float lo, float hi) { return RawPair<T>::pack2(lo, hi); }
+  __device__ static __forceinline__ float get(unsigned int w, int k) { return Raw16<T>::get(w, k); }
+  __device__ static __forceinline__ unsigned int wmax(unsigned int a, unsigned int b) { return Raw16<T>::max2(a, b); }
+  __device__ static __forceinline__ unsigned int put(float lo, float hi) { return Raw16<T>::pack2(lo, hi); }
 };
 template <> struct HybW<float> {
   static const unsigned int ninf = 0xff800000u;
@@ -354,7 +337,7 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_warp_nc(T* y, const T* 
   const long long r = (long long)blockIdx.x * blockDim.y + wy;
   if (r >= p.R) return;  // the whole warp
   const float NINF = red_neg_inf(0.f);
-  const unsigned int WNINF = RawBits<T>::ninf | (RawBits<T>::ninf << 16);
+  const unsigned int WNINF = Raw16<T>::ninf2;
   const unsigned int z = (unsigned int)(p.ne >> 40);  // opaque zero (see row_softmax_warp)
   const WpRow c = wp_row<T>(y, x, p, r);
   unsigned int w[P][4];
@@ -390,8 +373,8 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_warp_nc(T* y, const T* 
     W4 o;
 #pragma unroll
     for (int i = 0; i < 4; ++i)
-      o.v[i] = RawPair<T>::pack2(rw_value<T, MODE>(rw_get<T>(w[e][i], 0), m, inv, lg),
-                                 rw_value<T, MODE>(rw_get<T>(w[e][i], 1), m, inv, lg));
+      o.v[i] = Raw16<T>::pack2(rw_value<T, MODE>(Raw16<T>::get(w[e][i], 0), m, inv, lg),
+                                 rw_value<T, MODE>(Raw16<T>::get(w[e][i], 1), m, inv, lg));
     st16_if(yv + v, o, v < c.nv);
   }
   if (lane < c.ntail) py[c.tail0 + lane] = Conv<T>::from(rw_value<T, MODE>(tv, m, inv, lg));

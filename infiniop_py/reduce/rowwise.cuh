@@ -79,15 +79,3 @@ __device__ __forceinline__ void rw_ce_store(T* y, const T* px, const TI* tgt, ty
   rw_ce_put<T, MODE>(y, ws, p, r, off, ok, ok ? m + RowMath<T>::log_(s) - red_load(px[lab * p.sx]) : A(0));
 }
 
-// Raw 16-bit values in 32-bit words (the RAW cache of row_softmax): k-th value of a word pair.
-template <class T> struct RawBits { static const unsigned int ninf = 0u; };
-template <> struct RawBits<iop_half> { static const unsigned int ninf = 0xFC00u; };
-template <> struct RawBits<iop_bf16> { static const unsigned int ninf = 0xFF80u; };
-template <class T> __device__ __forceinline__ float rw_get(unsigned int w, int hi) { return 0.f; }
-template <> __device__ __forceinline__ float rw_get<iop_half>(unsigned int w, int hi) {
-  return iop_h2f(iop_half{(unsigned short)(hi ? (w >> 16) : (w & 0xffffu))});
-}
-template <> __device__ __forceinline__ float rw_get<iop_bf16>(unsigned int w, int hi) {
-  return __uint_as_float(hi ? (w & 0xffff0000u) : (w << 16));
-}
-
