@@ -403,6 +403,18 @@ __device__ __forceinline__ int norm_stage_after(int i) {
   return i + 1 == S ? 0 : i + 1;
 }
 
+// The sum of f(v) over every value v of a row's packs in the compute type A (absent packs are zero).
+template <class A, class T, int VEC, int NP, class F>
+__device__ __forceinline__ A norm_row_sum(const NormPack<T, VEC> (&xk)[NP], F&& f) {
+  A s = A(0);
+#pragma unroll
+  for (int p = 0; p < NP; ++p) {
+#pragma unroll
+    for (int j = 0; j < VEC; ++j) s += f(norm_cv<A>(xk[p], j));
+  }
+  return s;
+}
+
 // f(p, e) for each pack p of this thread's share of a row that starts before column D (e: the
 // pack's first column).
 template <int TPR, int VEC, int NP, class F>

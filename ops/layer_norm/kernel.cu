@@ -2,18 +2,6 @@
 // 4 weight, 5 bias (null when absent). Per row: mean, biased variance (two passes over the
 // registers), std = sqrt(var + eps), xh = (x - mean) / std, output = xh * weight + bias.
 
-// Sum of a row's packs (absent packs are zero).
-template <class A, class T, int VEC, int NP>
-__device__ __forceinline__ A ln_sum(const NormPack<T, VEC> (&xk)[NP]) {
-  A s = A(0);
-#pragma unroll
-  for (int p = 0; p < NP; ++p) {
-#pragma unroll
-    for (int j = 0; j < VEC; ++j) s += norm_cv<A>(xk[p], j);
-  }
-  return s;
-}
-
 // Sum of squared deviations from mean over the row's columns.
 template <int TPR, class A, class T, int VEC, int NP>
 __device__ __forceinline__ A ln_sqdev(const NormPack<T, VEC> (&xk)[NP], A mean, long long D) {
@@ -92,7 +80,7 @@ layer_norm_fwd(T* out, T* xhat, T* stdv, const T* x, const T* __restrict__ w, co
   norm_fwd_groups<3, TPR, ROWS, R, NP, VEC>(x, m, [&](const auto& xk, const long long (&r)[R]) {
     A s[R];
 #pragma unroll
-    for (int i = 0; i < R; ++i) s[i] = ln_sum<A>(xk[i]);
+    for (int i = 0; i < R; ++i) s[i] = norm_row_sum<A>(xk[i], [](A v) { return v; });
     norm_group_sum<TPR, ROWS, R>(s, sm);
     A mean[R], q[R];
 #pragma unroll
@@ -163,7 +151,7 @@ layer_norm_fwd_cp(T* out, T* xhat, T* stdv, const T* x, const T* __restrict__ w,
   norm_fwd_ring<3, TPR, ROWS, S, VEC>(
       x, m, [&] { ln_params<T, VEC, TPR, NP, PW>(w, b, m, wk, bk); },
       [&](const auto& xk, long long r) {
-        A s[1] = {ln_sum<A>(xk)};
+        A s[1] = {norm_row_sum<A>(xk, [](A v) { return v; })};
         norm_group_sum<TPR, ROWS, 1>(s, sm);
         const A mean = s[0] / A(D);
         A q[1] = {ln_sqdev<TPR>(xk, mean, D)};

@@ -1,20 +1,5 @@
 // rms_norm: y = x * w / sqrt(mean(x^2, last) + eps). Tensor slots: 0 y, 1 x, 2 w.
 
-// Sum of squares of a row's packs (absent packs are zero).
-template <class A, class T, int VEC, int NP>
-__device__ __forceinline__ A rms_sumsq(const NormPack<T, VEC> (&xk)[NP]) {
-  A ss = A(0);
-#pragma unroll
-  for (int p = 0; p < NP; ++p) {
-#pragma unroll
-    for (int j = 0; j < VEC; ++j) {
-      const A v = norm_cv<A>(xk[p], j);
-      ss += v * v;
-    }
-  }
-  return ss;
-}
-
 // Row r's output y = x * rinv * w from its packs.
 template <int TPR, class T, int VEC, int NP, class TW, class A>
 __device__ __forceinline__ void rms_fwd_row(T* y, const NormRows& m, long long r, A rinv, const NormPack<T, VEC> (&xk)[NP],
@@ -44,7 +29,7 @@ rms_norm_fwd(T* y, const T* x, const TW* __restrict__ w, const NormRows m, doubl
     norm_load_param_row<TW, VEC, TPR, NORM_NP>(w, m.dstride[2], D, wk);
     A ss[R];
 #pragma unroll
-    for (int i = 0; i < R; ++i) ss[i] = rms_sumsq<A>(xk[i]);
+    for (int i = 0; i < R; ++i) ss[i] = norm_row_sum<A>(xk[i], [](A v) { return v * v; });
     norm_group_sum<TPR, ROWS, R>(ss, sm);
 #pragma unroll
     for (int i = 0; i < R; ++i) {
@@ -93,7 +78,7 @@ rms_norm_fwd_cp(T* y, const T* x, const TW* __restrict__ w, const NormRows m, do
   norm_fwd_ring<1, TPR, ROWS, S, VEC>(
       x, m, [&] { norm_load_param_row<TW, VEC, TPR, NORM_NP>(w, m.dstride[2], m.D, wk); },
       [&](const auto& xk, long long r) {
-        A ss[1] = {rms_sumsq<A>(xk)};
+        A ss[1] = {norm_row_sum<A>(xk, [](A v) { return v * v; })};
         norm_group_sum<TPR, ROWS, 1>(ss, sm);
         if (r < m.rows) rms_fwd_row<TPR>(y, m, r, A(1) / sqrt(ss[0] / A(m.D) + A(eps)), xk, wk);
       });
