@@ -5,8 +5,8 @@ Paths (each kernel is specialised on the width for 2 <= W <= 8):
 
 - ``cf`` channel-first: every (B, D, L) tensor of the op has time stride 1. A warp walks
   ``rseg`` consecutive chunks of one (b, d) row, a chunk being runs of 32·E steps (E = 16
-  bytes of x's dtype per lane): CF_FWD_RUNS runs in the forward (that many independent 16-byte
-  loads per lane), one in the backward.
+  bytes of x's dtype per lane): CF_FWD_RUNS runs in the forward, CF_BWD_RUNS in the backward
+  (that many independent 16-byte loads per lane and tensor read).
 - ``cl`` channel-last: every (B, D, L) tensor has channel stride 1. A thread holds CC_E = 4
   channels and walks tiles of ``rseg``·8 time steps.
 - ``gen``: anything else (mixed or strided layouts, W > 8, L = 0): one thread per element.
@@ -36,6 +36,7 @@ CL_E, CL_CH = 4, 8  # channel-last: channels per thread (forward), steps per chu
 CLB_E = 2  # channel-last backward: channels per thread
 CF_WARPS = 4  # channel-first: warps per block
 CF_FWD_RUNS = 2  # channel-first forward: warp runs per chunk (CCF_U, causal_conv1d/kernel.cu)
+CF_BWD_RUNS = 2  # channel-first backward: warp runs per chunk (CCB_U, causal_conv1d_backward/kernel.cu)
 CL_BLOCK = (32, 8)  # channel-last: packs x time groups
 GEN_BLOCK = 256
 CF_TASKS_PER_SM = 48  # channel-first: warp tasks per SM kept when lengthening them (rseg)

@@ -42,7 +42,7 @@ ccf_cf(T* out, T* fin, const T* x, const void* wt, const void* bias, const T* in
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       pk[u] = cc_load_raw<T, E>(xr + c0 * C + lane * E, u * R, a.L - (c0 * C + lane * E), vec);
-      if constexpr (SEQ) cc_seq_run<E>(seq, sb, a.sq[1], c0 * C + u * R + lane * E, a, sk[u]);
+      if constexpr (SEQ) cc_seq_run<E>(seq, sb, a.sq[1], c0 * C + u * R + lane * E, a.L, a, sk[u]);
     }
     float prv[E];
     long long sprv[ES];
@@ -58,7 +58,7 @@ ccf_cf(T* out, T* fin, const T* x, const void* wt, const void* bias, const T* in
 #pragma unroll
         for (int u = 0; u < U; ++u) {
           nx[u] = cc_load_raw<T, E>(xr + p + C, u * R, a.L - (p + C), vec);
-          if constexpr (SEQ) cc_seq_run<E>(seq, sb, a.sq[1], (c + 1) * C + u * R + lane * E, a, snx[u]);
+          if constexpr (SEQ) cc_seq_run<E>(seq, sb, a.sq[1], (c + 1) * C + u * R + lane * E, a.L, a, snx[u]);
         }
       }
 #pragma unroll
@@ -70,7 +70,7 @@ ccf_cf(T* out, T* fin, const T* x, const void* wt, const void* bias, const T* in
         cc_taps<W, SEQ, E>(cur, prv, sk[u], sprv, lane, comb, scomb);
         float y[E];
 #pragma unroll
-        for (int i = 0; i < E; ++i) y[i] = cc_out<W, SEQ, N>(comb, scomb, i, bv, w, silu);
+        for (int i = 0; i < E; ++i) y[i] = cc_out<T, W, SEQ, N>(comb, scomb, i, bv, w, silu);
         cc_store_run<T, E>(orow + p, u * R, a.L - p, vec, y);
 #pragma unroll
         for (int i = 0; i < E; ++i) prv[i] = cur[i];
@@ -142,7 +142,7 @@ ccf_cl(T* out, T* fin, const T* x, const void* wt, const void* bias, const T* in
             for (int k = 0; k < H; ++k)
               if (!SEQ || sw[SEQ ? k : 0] == sc[SEQ ? c : 0]) acc = fmaf(w[e][k], xw[k][e], acc);
             acc = fmaf(w[e][H], xc[c][e], acc);
-            y[e] = silu ? cc_silu(acc) : acc;
+            y[e] = silu ? cc_silu<T>(acc) : acc;
             if (SEQ && sc[SEQ ? c : 0] < 0) y[e] = 0.f;
           }
           cc_store_pack<T, E>(ob, a.o[1], a.o[2], t + c, ne, vec, y);
@@ -188,7 +188,7 @@ ccf_gen(T* out, T* fin, const T* x, const void* wt, const void* bias, const T* i
       if (has_seq && (q < 0 || cc_seq(seq, sb + q * a.sq[1], a.flags) != s)) continue;
       acc = fmaf(cc_ld(wt, d * a.w[0] + k * a.w[1], a.wcode), cc_xt(xr, a.x[2], ir, a.is[2], q, a), acc);
     }
-    float y = (a.flags & CC_SILU) ? cc_silu(acc) : acc;
+    float y = (a.flags & CC_SILU) ? cc_silu<T>(acc) : acc;
     if (has_seq && s < 0) y = 0.f;
     out[b * a.o[0] + d * a.o[1] + t * a.o[2]] = Conv<T>::from(y);
   }

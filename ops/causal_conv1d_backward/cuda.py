@@ -43,7 +43,7 @@ class CausalConv1dBackwardKernel(CcKernel):
         self.path = path = plan.path_for(W, L, [xs, gs, os_]) if B else "gen"
         main = [Slot(0), Slot("ws"), Slot(3), Slot(4), Slot(5), Slot(6), Slot(7), Slot(8), Slot(9)]
         if path == "cf":
-            e, nseg, rseg, ntask, blocks = plan.cf_plan(B, D, L, T, sms)
+            e, nseg, rseg, ntask, blocks = plan.cf_plan(B, D, L, T, sms, plan.CF_BWD_RUNS)
             nparts = B * -(-nseg // rseg)
             fn = self.fn(names("ccb_cf", T, W, seq))
             a = plan.with_(a, nseg=nseg, ntask=ntask, rseg=rseg, nparts=nparts)

@@ -5,15 +5,14 @@
 // and dbias = sum g: per-block f32 partial rows part[p][d][0..W] in the workspace, summed in a
 // fixed order by cc_reduce (bitwise reproducible).
 
-// dx of one lane's run (positions p0 .. p0+E-1) from that run's g and ids, the next run's g and
-// ids (gn, sn; valid when has_next) for the lanes at the top of the warp, or else g read from
-// global memory.
+// dx of one lane's run (positions p0 .. p0+E-1 of the row) from that run's g and ids (gr, sr)
+// and the next run's (gn, sn): the W-1 values of g after the lane's elements come from the
+// lanes above, the top lanes' from the bottom lanes' next run; one shuffle each (the sending lane
+// picks its run or its next run by where its value lands).
 template <class T, int W, bool SEQ, int E>
 __device__ __forceinline__ void cc_dx_run(T* dxr, long long p0, int lane, bool vec, const float (&gr)[E],
                                           const long long (&sr)[SEQ ? E : 1], const float (&gn)[E],
-                                          const long long (&sn)[SEQ ? E : 1], bool has_next, const T* xr, const T* dr,
-                                          const T* ir, const void* seq, long long sb, const float (&w)[W], float bv,
-                                          const CcArgs& a) {
+                                          const long long (&sn)[SEQ ? E : 1], const float (&w)[W], long long L) {
   constexpr int H = W - 1, N = E + H;
   float gc[N];
   long long sc[SEQ ? N : 1];
@@ -25,17 +24,9 @@ __device__ __forceinline__ void cc_dx_run(T* dxr, long long p0, int lane, bool v
 #pragma unroll
   for (int j = 0; j < H; ++j) {
     const int fwd = (E + j) / E, idx = E + j - fwd * E;
-    float h = __shfl_down_sync(CC_FULL, gr[idx], fwd);
-    const float hn = __shfl_sync(CC_FULL, gn[idx], (lane + fwd) & 31);
-    const long long q = p0 + E + j;
-    if (lane + fwd > 31) h = has_next ? hn : cc_g_at<T, W>(q, xr, 1, dr, 1, ir, a.is[2], seq, sb, w, bv, a);
-    gc[E + j] = h;
-    if constexpr (SEQ) {
-      long long hs = __shfl_down_sync(CC_FULL, sr[idx], fwd);
-      const long long hsn = __shfl_sync(CC_FULL, sn[idx], (lane + fwd) & 31);
-      if (lane + fwd > 31) hs = has_next ? hsn : (q < a.L ? cc_seq(seq, sb + q * a.sq[1], a.flags) : -1);
-      sc[E + j] = hs;
-    }
+    const bool next = lane < fwd;  // this lane's value lands in a lane fwd above it, wrapping to the top
+    gc[E + j] = __shfl_sync(CC_FULL, next ? gn[idx] : gr[idx], (lane + fwd) & 31);
+    if constexpr (SEQ) sc[E + j] = __shfl_sync(CC_FULL, next ? sn[idx] : sr[idx], (lane + fwd) & 31);
   }
   float v[E];
 #pragma unroll
@@ -51,25 +42,64 @@ __device__ __forceinline__ void cc_dx_run(T* dxr, long long p0, int lane, bool v
     }
     v[i] = acc;
   }
-  cc_store_run<T, E>(dxr, p0, a.L, vec, v);
+  cc_store_run<T, E>(dxr, p0, L, vec, v);
 }
 
-// Channel-first (x, dout and dx have time stride 1): a warp walks rseg consecutive runs of 32·E
-// steps of one (b, d) row, lane l holding E = 16 bytes of T of each run, the next run loaded
-// before the current one is computed; the W-1 steps of x̃ before the task are loaded at its start
-// as the top lanes' previous run (cc_history), the taps come by one shuffle each (cc_taps), as
-// in ccf_cf. Per run: g from dout and the recomputed pre; dweight/dbias terms into per-lane sums; dx of the previous run
-// (its forward halo of g comes from this run by shuffles); after the last run, its dx with the
-// halo read from global memory. The warp's sums go, reduced in a fixed order, to the partial
-// row b·tasks_per_row + task. The row's first run writes dinitial_states (CC_FINAL).
+// g of one lane's run from its x (cur), dout (dcur) and ids (scur) and the previous run's x and
+// ids (prv, sprv; the taps of cc_taps); its dweight/dbias terms go into acc when SUMS.
+template <class T, int W, bool SEQ, int E, bool SUMS>
+__device__ __forceinline__ void cc_g_run(const float (&cur)[E], const float (&dcur)[E], const long long (&scur)[SEQ ? E : 1],
+                                         const float (&prv)[E], const long long (&sprv)[SEQ ? E : 1], int lane,
+                                         const float (&w)[W], float bv, bool silu, float (&g)[E], float (&acc)[W + 1]) {
+  constexpr int N = W - 1 + E;
+  float comb[N];
+  long long scomb[SEQ ? N : 1];
+  cc_taps<W, SEQ, E>(cur, prv, scur, sprv, lane, comb, scomb);
+#pragma unroll
+  for (int i = 0; i < E; ++i) {
+    float gi = dcur[i];
+    if (silu) gi *= cc_dsilu<T>(cc_pre<W, SEQ, N>(comb, scomb, i, bv, w));
+    if constexpr (SEQ) {
+      if (scur[i] < 0) gi = 0.f;
+    }
+    g[i] = gi;
+    if constexpr (SUMS) {
+#pragma unroll
+      for (int k = 0; k < W; ++k) {
+        if constexpr (SEQ) {
+          if (scomb[i + k] == scur[i]) acc[k] = fmaf(gi, comb[i + k], acc[k]);
+        } else {
+          acc[k] = fmaf(gi, comb[i + k], acc[k]);
+        }
+      }
+      acc[W] += gi;
+    }
+  }
+}
+
+// Channel-first (x, dout and dx have time stride 1): the walk of ccf_cf. A warp takes rseg
+// consecutive chunks of one (b, d) row, a chunk being CCB_U runs of 32·E steps, lane l holding
+// E = 16 bytes of T of each run of x and of dout (2·CCB_U independent 16-byte loads); the next
+// chunk is loaded before the current one is computed, and after the task's last chunk the run
+// that follows it (its lowest lanes only: the W-1 steps of g after the task). The W-1 steps of
+// x̃ before the task (cc_history) and the weights are loaded at its start; taps come by one
+// shuffle each (cc_taps). Per run: g from dout and the recomputed pre, its dweight/dbias terms
+// into per-lane sums, and dx of the previous run (its W-1 steps of g after come from this run by
+// shuffles); the last run's dx takes them from the run after the task, whose g is computed in
+// registers. The warp's sums go, reduced in a fixed order, to the partial row b·tasks_per_row +
+// task. The row's first run writes dinitial_states (CC_FINAL).
+#define CCB_U 2
+
 template <class T, int W, bool SEQ>
 __global__ void __launch_bounds__(128, SEQ ? 1 : 4)
 ccb_cf(T* dx, float* part, T* dinit, const T* x, const void* wt, const void* bias, const T* dout, const T* init,
        const void* seq, const CcArgs a) {
   constexpr int E = 16 / sizeof(T);
   constexpr int H = W - 1;
-  constexpr int N = H + E;
   constexpr int ES = SEQ ? E : 1;
+  constexpr int U = CCB_U;
+  constexpr int HL = (H + E - 1) / E;  // lanes holding the W-1 steps after a task in the run after it
+  constexpr long long R = 32 * E, C = R * U;  // steps per run, per chunk
   const int lane = threadIdx.x & 31;
   const long long tpr = (a.nseg + a.rseg - 1) / a.rseg;
   const bool vec = (a.flags & CC_VEC) != 0, silu = (a.flags & CC_SILU) != 0;
@@ -79,89 +109,97 @@ ccb_cf(T* dx, float* part, T* dinit, const T* x, const void* wt, const void* bia
   for (long long task = (long long)blockIdx.x * wpb + (threadIdx.x >> 5); task < a.ntask; task += (long long)gridDim.x * wpb) {
     const long long row = task / tpr;
     const long long tk = task - row * tpr;
-    const long long s0 = tk * a.rseg;
-    const long long s1 = min(s0 + (long long)a.rseg, a.nseg);
+    const long long c0 = tk * a.rseg;
+    const long long c1 = min(c0 + (long long)a.rseg, a.nseg);
     const long long b = row / a.D, d = row - b * a.D;
-    float w[W], bv;
-    cc_weights<W>(wt, bias, d, a, w, bv);
     const T* xr = x + b * a.x[0] + d * a.x[1];
     const T* dr = dout + b * a.g[0] + d * a.g[1];
     T* dxr = dx + b * a.o[0] + d * a.o[1];
-    const T* ir = init + b * a.is[0] + d * a.is[1];
+    const T* ir = init + b * a.is[0] + d * a.is[1];  // read only with CC_INIT
     const long long sb = b * a.sq[0];
+    // The lane's first step of chunk c is c·C + lane·E; its run u lies u·R further.
+    Pack<T, E> xk[U], dk[U];
+    long long sk[U][ES];
+    {
+      const long long p = c0 * C + lane * E;
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        xk[u] = cc_load_raw<T, E>(xr + p, u * R, a.L - p, vec);
+        dk[u] = cc_load_raw<T, E>(dr + p, u * R, a.L - p, vec);
+        if constexpr (SEQ) cc_seq_run<E>(seq, sb, a.sq[1], p + u * R, a.L, a, sk[u]);
+      }
+    }
+    float xprv[E], gprv[E];
+    long long sprv[ES];
+    cc_history<T, W, SEQ, E>(c0 * C, lane, xr, ir, seq, sb, a, xprv, sprv);
+    float w[W], bv;
+    cc_weights<W>(wt, bias, d, a, w, bv);
     float acc[W + 1];
 #pragma unroll
     for (int k = 0; k <= W; ++k) acc[k] = 0.f;
-    float xcur[E], xprv[E], dcur[E], gprv[E];
-    long long scur[ES], sprv[ES];
 #pragma unroll
     for (int i = 0; i < E; ++i) gprv[i] = 0.f;
-    cc_history<T, W, SEQ, E>(s0 * 32 * E, lane, xr, ir, seq, sb, a, xprv, sprv);
-    cc_load_run<T, E>(xr, s0 * 32 * E + lane * E, a.L, vec, xcur);
-    cc_load_run<T, E>(dr, s0 * 32 * E + lane * E, a.L, vec, dcur);
-    if constexpr (SEQ) cc_seq_run<E>(seq, sb, a.sq[1], s0 * 32 * E + lane * E, a, scur);
 #pragma unroll 1
-    for (long long s = s0; s < s1; ++s) {
-      const long long p0 = s * (32 * E) + lane * E;
-      float xnxt[E], dnxt[E];
-      long long snxt[ES];
-      if (s + 1 < s1) {
-        cc_load_run<T, E>(xr, p0 + 32 * E, a.L, vec, xnxt);
-        cc_load_run<T, E>(dr, p0 + 32 * E, a.L, vec, dnxt);
-        if constexpr (SEQ) cc_seq_run<E>(seq, sb, a.sq[1], p0 + 32 * E, a, snxt);
+    for (long long c = c0; c < c1; ++c) {
+      const long long p = c * C + lane * E;
+      const bool more = c + 1 < c1;
+      Pack<T, E> xn[U], dn[U];
+      long long sn[U][ES];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {  // the next chunk, or the run after the task's lowest lanes
+        const long long end = more || (u == 0 && lane < HL) ? a.L : 0;
+        xn[u] = cc_load_raw<T, E>(xr + p + C, u * R, end - (p + C), vec);
+        dn[u] = cc_load_raw<T, E>(dr + p + C, u * R, end - (p + C), vec);
+        if constexpr (SEQ) cc_seq_run<E>(seq, sb, a.sq[1], p + C + u * R, end, a, sn[u]);
       }
-      float comb[N];
-      long long scomb[SEQ ? N : 1];
-      cc_taps<W, SEQ, E>(xcur, xprv, scur, sprv, lane, comb, scomb);
-      float g[E];
 #pragma unroll
-      for (int i = 0; i < E; ++i) {
-        float gi = dcur[i];
-        if (silu) gi *= cc_dsilu(cc_pre<W, SEQ, N>(comb, scomb, i, bv, w));
-        if constexpr (SEQ) {
-          if (scur[i] < 0) gi = 0.f;
-        }
-        g[i] = gi;
+      for (int u = 0; u < U; ++u) {
+        float cur[E], dcur[E], g[E];
+        cc_unpack<T, E>(xk[u], cur);
+        cc_unpack<T, E>(dk[u], dcur);
+        cc_g_run<T, W, SEQ, E, true>(cur, dcur, sk[u], xprv, sprv, lane, w, bv, silu, g, acc);
+        if ((a.flags & CC_FINAL) && c == 0 && u == 0) {  // dinitial_states[u] = sum_{k <= u} w[k]·g[u - k]
+          float gq[H];
 #pragma unroll
-        for (int k = 0; k < W; ++k) {
-          if constexpr (SEQ) {
-            if (scomb[i + k] == scur[i]) acc[k] = fmaf(gi, comb[i + k], acc[k]);
-          } else {
-            acc[k] = fmaf(gi, comb[i + k], acc[k]);
+          for (int q = 0; q < H; ++q) gq[q] = __shfl_sync(CC_FULL, g[q % E], q / E);
+          float v = 0.f;
+#pragma unroll
+          for (int m = 0; m < H; ++m) {
+            float t = 0.f;
+#pragma unroll
+            for (int k = 0; k <= m; ++k) t = fmaf(w[k], gq[m - k], t);
+            if (lane == m) v = t;
           }
+          if (lane < H) dinit[b * a.fs[0] + d * a.fs[1] + lane * a.fs[2]] = Conv<T>::from(v);
         }
-        acc[W] += gi;
+        if (c > c0 || u > 0) cc_dx_run<T, W, SEQ, E>(dxr, p + u * R - R, lane, vec, gprv, sprv, g, sk[u], w, a.L);
+#pragma unroll
+        for (int i = 0; i < E; ++i) {
+          gprv[i] = g[i];
+          xprv[i] = cur[i];
+        }
+#pragma unroll
+        for (int i = 0; i < ES; ++i) sprv[i] = sk[u][i];
       }
-      if ((a.flags & CC_FINAL) && s == 0) {  // dinitial_states[u] = sum_{k <= u} w[k]·g[u - k]
-        float gq[H];
 #pragma unroll
-        for (int q = 0; q < H; ++q) gq[q] = __shfl_sync(CC_FULL, g[q % E], q / E);
-        float v = 0.f;
+      for (int u = 0; u < U; ++u) {
+        xk[u] = xn[u];
+        dk[u] = dn[u];
 #pragma unroll
-        for (int u = 0; u < H; ++u) {
-          float t = 0.f;
-#pragma unroll
-          for (int k = 0; k <= u; ++k) t = fmaf(w[k], gq[u - k], t);
-          if (lane == u) v = t;
-        }
-        if (lane < H) dinit[b * a.fs[0] + d * a.fs[1] + lane * a.fs[2]] = Conv<T>::from(v);
-      }
-      if (s > s0)
-        cc_dx_run<T, W, SEQ, E>(dxr, p0 - 32 * E, lane, vec, gprv, sprv, g, scur, true, xr, dr, ir, seq, sb, w, bv, a);
-#pragma unroll
-      for (int i = 0; i < E; ++i) {
-        gprv[i] = g[i];
-        xprv[i] = xcur[i];
-        xcur[i] = xnxt[i];
-        dcur[i] = dnxt[i];
-        if constexpr (SEQ) {
-          sprv[i] = scur[i];
-          scur[i] = snxt[i];
-        }
+        for (int i = 0; i < ES; ++i) sk[u][i] = sn[u][i];
       }
     }
-    cc_dx_run<T, W, SEQ, E>(dxr, (s1 - 1) * (32 * E) + lane * E, lane, vec, gprv, sprv, gprv, sprv, false, xr, dr, ir, seq,
-                            sb, w, bv, a);
+    {  // the last run's dx: g of the run after the task (0 from L on) in its lowest lanes
+      float cur[E], dcur[E], g[E];
+      cc_unpack<T, E>(xk[0], cur);
+      cc_unpack<T, E>(dk[0], dcur);
+      cc_g_run<T, W, SEQ, E, false>(cur, dcur, sk[0], xprv, sprv, lane, w, bv, silu, g, acc);
+      const long long p = c1 * C + lane * E;
+#pragma unroll
+      for (int i = 0; i < E; ++i)
+        if (p + i >= a.L) g[i] = 0.f;
+      cc_dx_run<T, W, SEQ, E>(dxr, p - R, lane, vec, gprv, sprv, g, sk[0], w, a.L);
+    }
 #pragma unroll
     for (int k = 0; k <= W; ++k) acc[k] = cc_warp_sum(acc[k]);
     if (lane == 0) {
@@ -264,7 +302,7 @@ ccb_cl(T* dx, float* part, T* dinit, const T* x, const void* wt, const void* bia
               for (int k = 0; k < H; ++k)
                 if (!SEQ || sw[SEQ ? k : 0] == sid) pre = fmaf(w[e][k], xw[k][e], pre);
               pre = fmaf(w[e][H], xc[c][e], pre);
-              gv *= cc_dsilu(pre);
+              gv *= cc_dsilu<T>(pre);
             }
             if (SEQ && sid < 0) gv = 0.f;
             g[e] = gv;
@@ -358,7 +396,7 @@ ccb_g(float* gbuf, const T* x, const void* wt, const void* bias, const T* dout, 
         if (has_seq && (q < 0 || cc_seq(seq, sb + q * a.sq[1], a.flags) != s)) continue;
         acc = fmaf(cc_ld(wt, d * a.w[0] + k * a.w[1], a.wcode), cc_xt(xr, a.x[2], ir, a.is[2], q, a), acc);
       }
-      gv *= cc_dsilu(acc);
+      gv *= cc_dsilu<T>(acc);
     }
     gbuf[(b * a.D + d) * a.L + t] = gv;
   }

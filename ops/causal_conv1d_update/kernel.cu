@@ -44,7 +44,7 @@ ccu(T* out, T* state, const T* x, const void* wt, const void* bias, const void* 
           float acc = bv;
 #pragma unroll
           for (int k = 0; k < W; ++k) acc = fmaf(w[k], win[k], acc);
-          orow[t * a.o[2]] = Conv<T>::from(silu ? cc_silu(acc) : acc);
+          orow[t * a.o[2]] = Conv<T>::from(silu ? cc_silu<T>(acc) : acc);
 #pragma unroll
           for (int j = 0; j < H; ++j) win[j] = win[j + 1];
         }
