@@ -23,7 +23,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tools.compile_check import compile_unit, find_backend  # noqa: E402
+from tools.compile_check import compile_unit, find_backend, per_unit, plan_jobs, run_jobs  # noqa: E402
 
 BACKEND = find_backend()
 needs_compiler = pytest.mark.skipif(BACKEND is None, reason="neither NVRTC nor nvcc is available")
@@ -54,6 +54,38 @@ def test_a_broken_kernel_is_reported():
     result = compile_unit(job)
     assert not result.ok
     assert "not_declared" in result.log
+
+
+SHARED = "template <class T> __global__ void k(T* p) { p[0] = T(1); }\n"
+
+
+def _unit(op, names, source=SHARED):
+    return {"op": op, "unit": 0, "source": source, "names": names, "options": ["-std=c++17", "--gpu-architecture=sm_90"]}
+
+
+def test_units_sharing_a_source_compile_each_kernel_once():
+    units = [_unit("a", ["k<float>", "k<int>"]), _unit("b", ["k<int>", "k<double>"]), _unit("c", ["k<float>"], SHARED + "//\n")]
+    jobs = plan_jobs(units, ("nvrtc", "libnvrtc.so"), chunk=2)
+    assert sorted(n for j in jobs for n in j["names"]) == ["k<double>", "k<float>", "k<float>", "k<int>"]
+    assert max(len(j["names"]) for j in jobs) <= 2
+    assert {tuple(o) for j in jobs for o in j["owners"]} == {("a", 0), ("b", 0), ("c", 0)}
+    # nvcc names kernels by mangled name only: its jobs keep to one unit
+    assert all(len(j["owners"]) == 1 for j in plan_jobs(units, ("nvcc", "nvcc"), chunk=2))
+
+
+@needs_compiler
+def test_a_failure_in_a_shared_job_is_charged_to_its_unit():
+    units = [_unit("good", ["k<float>", "k<int>"]), _unit("bad", ["k<int>", "k<not_a_type>"])]
+    jobs = plan_jobs(units, BACKEND)
+    results = per_unit(units, jobs, run_jobs(jobs, 1))
+    by_op = {}
+    for r in results:
+        by_op.setdefault(r.op, []).append(r)
+    assert all(r.ok for r in by_op["good"]), [r.log for r in by_op["good"]]
+    assert not all(r.ok for r in by_op["bad"])
+    assert "not_a_type" in "".join(r.log for r in by_op["bad"])
+    if BACKEND[0] == "nvrtc":  # kernels are named: each unit gets its own
+        assert sorted(k["name"] for r in by_op["good"] for k in r.kernels) == ["k<float>", "k<int>"]
 
 
 def test_no_factory_lists_kernels_only_switches_reach():

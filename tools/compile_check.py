@@ -3,10 +3,10 @@
     python tools/compile_check.py [--arch sm_90] [--jobs N] [--progress] [--verbose] [--json OUT.json] [OP ...]
 
 For each operator whose NVIDIA factory (``spec.nvidia``) exposes ``compile_units()`` -- a list
-of ``(source, [name expressions])`` -- each unit is compiled once, with all of its name
-expressions, exactly as the runtime compiles it: ``full_source(source)`` (the common header
-prepended) with ``options_for(cc)``. A unit is compiled to a CUBIN, so ptxas runs too and the
-per-kernel register, stack and spill figures come for free (``-Xptxas=-v``).
+of ``(source, [name expressions])`` -- every name expression is compiled exactly as the runtime
+compiles it: ``full_source(source)`` (the common header prepended) with ``options_for(cc)``. A
+unit is compiled to a CUBIN, so ptxas runs too and the per-kernel register, stack and spill
+figures come for free (``-Xptxas=-v``).
 
 ``compile_units()`` lists every kernel a descriptor's plan can select: what the operator's
 planner rules reach, nothing more.
@@ -26,14 +26,19 @@ no kernel escapes it, unless they state why: ``compile_exempt = "reason"`` on th
 ``COMPILE_CHECK_EXEMPT = "reason"`` in ``ops/<name>/__init__.py`` (e.g. a backend that only
 calls cuBLAS). The reason is printed.
 
-``--ptx`` stops after the front end (a virtual architecture, no ptxas): about three times
-faster, but inline-PTX errors and register figures only come from the full check.
+``--ptx`` stops after NVVM (a virtual architecture, no ptxas): faster, but inline-PTX errors and register figures only come from the full check.
 
-Large units are split into jobs of ``--chunk`` name expressions shared by ``--jobs`` worker
-processes. A job that compiled before with the same compiler, options, source and names is
-not compiled again (results cached under ``~/.cache/infiniop_py/compile_check``;
-``--no-cache`` recompiles everything). ``--progress`` shows the compilation on stderr: a bar
-on a terminal, else a line per tenth of the kernels; nothing when every job is cached.
+Units with the same source (ops sharing a kernel file, or one op's several units) are merged,
+and a name expression that several of them list is compiled once; the result is reported for
+each of them (with NVRTC, which names each kernel; nvcc jobs keep to one unit). The names of a
+source are split evenly into jobs of at most ``--chunk`` name expressions, shared by ``--jobs``
+worker processes, largest first. Nearly all the time is NVVM and ptxas work per kernel (the
+common header and a program's set-up cost little), so the figure to watch is the number of
+distinct kernels. A job that compiled before with the
+same compiler, options, source and names is not compiled again (results cached under
+``~/.cache/infiniop_py/compile_check``; ``--no-cache`` recompiles everything). ``--progress``
+shows the compilation on stderr: a bar on a terminal, else a line per tenth of the kernels;
+nothing when every job is cached.
 
 Exit status: 0 when everything compiled, 1 on any compile error (the compiler log is printed)
 or unchecked operator, 2 when neither NVRTC nor nvcc is available.
@@ -340,17 +345,15 @@ def exempt_reason(spec) -> str | None:
     return str(reason) if reason else None
 
 
-def collect(
-    ops: list[str] | None, cc: int, backend: tuple[str, str], chunk: int = 48, ptx: bool = False
-) -> tuple[list[dict], dict[str, str]]:
-    """(jobs, problems): one job per ``chunk`` name expressions of each compile unit; problems
-    maps op -> why it cannot be checked."""
+def collect(ops: list[str] | None, cc: int) -> tuple[list[dict], dict[str, str]]:
+    """(units, problems): one entry (op, unit, source with the common header, names, options)
+    per ``compile_units()`` unit; problems maps op -> why it cannot be checked."""
     import infiniop_py as iop
     from infiniop_py.cuda.compiler import full_source, options_for
     from infiniop_py.registry import get_spec
 
     names = ops or iop.list_ops()
-    jobs, problems = [], {}
+    units, problems = [], {}
     for name in names:
         try:
             spec = get_spec(name)
@@ -366,33 +369,86 @@ def collect(
             problems[spec.name] = f"exempt: {reason}" if reason else "ERROR: NVIDIA backend without compile_units()"
             continue
         try:
-            units = list(units_fn())
+            found = list(units_fn())
         except Exception as exc:
             problems[spec.name] = f"ERROR: compile_units() raised {type(exc).__name__}: {exc}"
             continue
-        if not units:
+        if not found:
             reason = exempt_reason(spec)
             problems[spec.name] = f"exempt: {reason}" if reason else "ERROR: compile_units() is empty and states no reason"
             continue
-        for i, (source, unit_names) in enumerate(units):
-            unit_names = list(dict.fromkeys(unit_names))
-            # NOTE: a unit with many instantiations is split so that the workers share it; each
-            # chunk parses the (short) source again, which costs far less than one kernel.
-            for c, start in enumerate(range(0, max(len(unit_names), 1), chunk)):
-                jobs.append(
-                    {
-                        "op": spec.name,
-                        "unit": i,
-                        "chunk": c,
-                        "source": full_source(source),
-                        "names": unit_names[start : start + chunk],
-                        "options": list(options_for(cc)),
-                        "backend": backend[0],
-                        "tool": backend[1],
-                        "ptx": ptx,
-                    }
-                )
-    return jobs, problems
+        for i, (source, unit_names) in enumerate(found):
+            units.append(
+                {
+                    "op": spec.name,
+                    "unit": i,
+                    "source": full_source(source),
+                    "names": list(dict.fromkeys(unit_names)),
+                    "options": list(options_for(cc)),
+                }
+            )
+    return units, problems
+
+
+def plan_jobs(units: list[dict], backend: tuple[str, str], chunk: int = CHUNK, ptx: bool = False) -> list[dict]:
+    """Compile jobs covering every name of every unit, each distinct (source, options, name)
+    once: units with the same source (several ops, or several units of one op, share one) are
+    merged and their names deduplicated, then split evenly into jobs of at most ``chunk`` names.
+    ``job["owners"]`` lists the (op, unit) whose names the job holds. With nvcc, whose kernels
+    are known only by mangled name, units are not merged (a job's kernels belong to one unit)."""
+    groups: dict = {}
+    for u in units:
+        key = (u["source"], tuple(u["options"])) + (() if backend[0] == "nvrtc" else (u["op"], u["unit"]))
+        group = groups.setdefault(key, {"unit": u, "names": {}})
+        for n in u["names"]:
+            group["names"].setdefault(n, []).append((u["op"], u["unit"]))
+    jobs = []
+    for group in groups.values():
+        u, names = group["unit"], list(group["names"])
+        count = max(-(-len(names) // max(chunk, 1)), 1)
+        size = -(-len(names) // count) if names else 0
+        for c in range(count):
+            part = names[c * size : (c + 1) * size]
+            owners = list(dict.fromkeys(o for n in part for o in group["names"][n])) or [(u["op"], u["unit"])]
+            jobs.append(
+                {
+                    "op": ",".join(dict.fromkeys(op for op, _ in owners)),
+                    "unit": u["unit"],
+                    "chunk": c,
+                    "source": u["source"],
+                    "names": part,
+                    "options": u["options"],
+                    "backend": backend[0],
+                    "tool": backend[1],
+                    "ptx": ptx,
+                    "owners": owners,
+                }
+            )
+    return jobs
+
+
+def per_unit(units: list[dict], jobs: list[dict], results: list[UnitResult]) -> list[UnitResult]:
+    """The jobs' results as one ``UnitResult`` per (op, unit, job) that the job covers: its
+    kernels, its share of the job's time, the job's log and warnings. A failed job shared by
+    several units is compiled again per unit (only then), so that a failure is charged to the
+    units whose kernels fail."""
+    wanted = {(u["op"], u["unit"]): set(u["names"]) for u in units}
+    out = []
+    for job, res in zip(jobs, results):
+        owners = [tuple(o) for o in job["owners"]]
+        for op, unit in owners:
+            mine = [n for n in job["names"] if n in wanted[(op, unit)]]
+            if len(owners) == 1:
+                part = res
+            elif res.ok and not res.error:
+                part = UnitResult(op, unit, 0, True, 0.0, 0, res.log, res.warnings, cached=res.cached)
+                part.kernels = [k for k in res.kernels if k["name"] in wanted[(op, unit)]]
+            else:
+                part = compile_unit({**job, "names": mine})
+            part = UnitResult(**{**asdict(part), "op": op, "unit": unit, "chunk": job["chunk"], "names": len(mine)})
+            part.seconds = res.seconds * len(mine) / max(len(job["names"]), 1)
+            out.append(part)
+    return out
 
 
 def cache_dir() -> Path:
@@ -596,7 +652,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--ptx",
         action="store_true",
-        help="front end only (PTX, no ptxas): ~3x faster, misses inline-asm errors and register counts",
+        help="PTX only (no ptxas): faster, misses inline-asm errors and register counts",
     )
     ap.add_argument("--progress", action="store_true", help="show progress on stderr (a bar on a terminal)")
     ap.add_argument("--chunk", type=int, default=CHUNK, help="name expressions per compile job (default %(default)s)")
@@ -616,15 +672,16 @@ def main(argv: list[str] | None = None) -> int:
     everything = []
     for arch in args.arch.split(","):
         cc = parse_arch(arch)
-        jobs, problems = collect(args.ops or None, cc, backend, max(args.chunk, 1), args.ptx)
-        nkern = sum(len(j["names"]) for j in jobs)
-        nunits = len({(j["op"], j["unit"]) for j in jobs})
+        units, problems = collect(args.ops or None, cc)
+        jobs = plan_jobs(units, backend, max(args.chunk, 1), args.ptx)
+        nkern = sum(len(u["names"]) for u in units)
+        distinct = sum(len(j["names"]) for j in jobs)
         print(
             f"compile_check: {'compute' if args.ptx else 'sm'}_{cc} with {backend[0]} {version} ({backend[1]}): "
-            f"{len({j['op'] for j in jobs})} ops, {nunits} units, {nkern} kernels, "
+            f"{len({u['op'] for u in units})} ops, {len(units)} units, {nkern} kernels ({distinct} distinct), "
             f"{len(jobs)} jobs, {args.jobs} workers"
         )
-        results = run_jobs(jobs, args.jobs, version, None if args.no_cache else cache_dir(), args.progress)
+        results = per_unit(units, jobs, run_jobs(jobs, args.jobs, version, None if args.no_cache else cache_dir(), args.progress))
         failed += report(results, problems, args.verbose, args.werror)
         everything += [{"arch": f"sm_{cc}", **asdict(r)} for r in results]
         everything += [{"arch": f"sm_{cc}", "op": op, "status": s} for op, s in problems.items()]
