@@ -95,16 +95,26 @@ template <> struct RowMath<double> {
   __device__ static __forceinline__ double log_(double x) { return log(x); }
 };
 
-// Raw 16-bit values (iop_half, iop_bf16) two to a 32-bit word (value 0 in the low half): get(w, k)
-// is value k as f32, max2 the NaN-propagating max of two words pairwise, pack2 two f32 values
-// rounded into one word; ninf is -inf (ninf2: a word of two). Other types: ninf 0, get 0 (never
-// reached; the raw paths are 16-bit only).
-template <class T> struct Raw16 {
+// Raw values in 32-bit words: two 16-bit values (iop_half, iop_bf16; value 0 in the low half,
+// EPW = 2) or one f32 (EPW = 1). get(w, k) is value k as f32, max2 the NaN-propagating max of two
+// words valuewise, pack2 f32 values rounded into one word; ninf is -inf (ninf2: a word of them).
+// Other types: ninf 0, get 0 (never reached; the raw paths are 16-bit and f32 only).
+template <class T> struct RawWord {
   static const unsigned int ninf = 0u, ninf2 = 0u;
   __device__ static __forceinline__ float get(unsigned int, int) { return 0.f; }
 };
-template <> struct Raw16<iop_half> {
+template <> struct RawWord<float> {
+  static const unsigned int ninf = 0xff800000u, ninf2 = 0xff800000u;
+  static const int EPW = 1;
+  __device__ static __forceinline__ float get(unsigned int w, int) { return __uint_as_float(w); }
+  __device__ static __forceinline__ unsigned int max2(unsigned int a, unsigned int b) {
+    return __float_as_uint(MaxOp::combine<float>(__uint_as_float(a), __uint_as_float(b)));
+  }
+  __device__ static __forceinline__ unsigned int pack2(float lo, float) { return __float_as_uint(lo); }
+};
+template <> struct RawWord<iop_half> {
   static const unsigned int ninf = 0xFC00u, ninf2 = 0xFC00FC00u;
+  static const int EPW = 2;
   __device__ static __forceinline__ float get(unsigned int w, int k) {
     return iop_h2f(iop_half{(unsigned short)(k ? (w >> 16) : (w & 0xffffu))});
   }
@@ -119,8 +129,9 @@ template <> struct Raw16<iop_half> {
     return d;
   }
 };
-template <> struct Raw16<iop_bf16> {
+template <> struct RawWord<iop_bf16> {
   static const unsigned int ninf = 0xFF80u, ninf2 = 0xFF80FF80u;
+  static const int EPW = 2;
   __device__ static __forceinline__ float get(unsigned int w, int k) { return __uint_as_float(k ? (w & 0xffff0000u) : (w << 16)); }
   __device__ static __forceinline__ unsigned int max2(unsigned int a, unsigned int b) {
     unsigned int d;

@@ -419,25 +419,25 @@ template <class T> struct R16State<T, SumOp> {
   __device__ __forceinline__ void init() { a0 = 0.f; a1 = 0.f; }
   __device__ __forceinline__ void add1(float v) { a0 += v; }
   __device__ __forceinline__ void add(uint4 w) {
-    a0 += Raw16<T>::get(w.x, 0); a1 += Raw16<T>::get(w.x, 1);
-    a0 += Raw16<T>::get(w.y, 0); a1 += Raw16<T>::get(w.y, 1);
-    a0 += Raw16<T>::get(w.z, 0); a1 += Raw16<T>::get(w.z, 1);
-    a0 += Raw16<T>::get(w.w, 0); a1 += Raw16<T>::get(w.w, 1);
+    a0 += RawWord<T>::get(w.x, 0); a1 += RawWord<T>::get(w.x, 1);
+    a0 += RawWord<T>::get(w.y, 0); a1 += RawWord<T>::get(w.y, 1);
+    a0 += RawWord<T>::get(w.z, 0); a1 += RawWord<T>::get(w.z, 1);
+    a0 += RawWord<T>::get(w.w, 0); a1 += RawWord<T>::get(w.w, 1);
   }
   __device__ __forceinline__ float result() const { return a0 + a1; }
 };
 template <class T> struct R16State<T, MaxOp> {
   unsigned int m0, m1, m2, m3;
   float s;  // scalar head / tail elements
-  __device__ __forceinline__ void init() { m0 = m1 = m2 = m3 = Raw16<T>::ninf2; s = red_neg_inf(0.f); }
+  __device__ __forceinline__ void init() { m0 = m1 = m2 = m3 = RawWord<T>::ninf2; s = red_neg_inf(0.f); }
   __device__ __forceinline__ void add1(float v) { s = MaxOp::combine<float>(s, v); }
   __device__ __forceinline__ void add(uint4 w) {
-    m0 = Raw16<T>::max2(m0, w.x); m1 = Raw16<T>::max2(m1, w.y);
-    m2 = Raw16<T>::max2(m2, w.z); m3 = Raw16<T>::max2(m3, w.w);
+    m0 = RawWord<T>::max2(m0, w.x); m1 = RawWord<T>::max2(m1, w.y);
+    m2 = RawWord<T>::max2(m2, w.z); m3 = RawWord<T>::max2(m3, w.w);
   }
   __device__ __forceinline__ float result() const {
-    const unsigned int m = Raw16<T>::max2(Raw16<T>::max2(m0, m1), Raw16<T>::max2(m2, m3));
-    return MaxOp::combine<float>(MaxOp::combine<float>(s, Raw16<T>::get(m, 0)), Raw16<T>::get(m, 1));
+    const unsigned int m = RawWord<T>::max2(RawWord<T>::max2(m0, m1), RawWord<T>::max2(m2, m3));
+    return MaxOp::combine<float>(MaxOp::combine<float>(s, RawWord<T>::get(m, 0)), RawWord<T>::get(m, 1));
   }
 };
 
@@ -526,7 +526,7 @@ __global__ void __launch_bounds__(1024) reduce_rows16(T* __restrict__ y, const T
 template <class Op> struct RWIsMax { static constexpr bool v = false; };
 template <> struct RWIsMax<MaxOp> { static constexpr bool v = true; };
 template <class T, class Op> struct RWState : R16State<T, Op> {
-  static constexpr unsigned int NEUTRAL = RWIsMax<Op>::v ? Raw16<T>::ninf2 : 0x80008000u;
+  static constexpr unsigned int NEUTRAL = RWIsMax<Op>::v ? RawWord<T>::ninf2 : 0x80008000u;
 };
 template <class Op> struct RWState<float, Op> {
   static constexpr unsigned int NEUTRAL = RWIsMax<Op>::v ? 0xff800000u : 0x80000000u;

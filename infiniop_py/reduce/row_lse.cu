@@ -21,9 +21,9 @@ __device__ __forceinline__ typename Acc<T>::type lse_max(const Pack<T, 16 / size
 #pragma unroll
     for (int u = 1; u < U; ++u)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) mw.v[i] = Raw16<T>::max2(mw.v[i], reinterpret_cast<const W4&>(q[u]).v[i]);
-    const unsigned int w = Raw16<T>::max2(Raw16<T>::max2(mw.v[0], mw.v[1]), Raw16<T>::max2(mw.v[2], mw.v[3]));
-    return MaxOp::combine<float>(Raw16<T>::get(w, 0), Raw16<T>::get(w, 1));
+      for (int i = 0; i < 4; ++i) mw.v[i] = RawWord<T>::max2(mw.v[i], reinterpret_cast<const W4&>(q[u]).v[i]);
+    const unsigned int w = RawWord<T>::max2(RawWord<T>::max2(mw.v[0], mw.v[1]), RawWord<T>::max2(mw.v[2], mw.v[3]));
+    return MaxOp::combine<float>(RawWord<T>::get(w, 0), RawWord<T>::get(w, 1));
   } else {
     A bm = red_neg_inf(A(0));
 #pragma unroll

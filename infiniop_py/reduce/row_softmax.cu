@@ -24,8 +24,8 @@ __global__ void __launch_bounds__(1024) row_softmax(T* y, const T* x, const TI* 
     // holding the converted values across passes (that would need the f32 cache's registers)
     const int RW = RAW ? VEC / 2 : 1;
     unsigned int rw[RAW ? MAXE : 1][RAW ? VEC / 2 : 1];
-    const unsigned int WNINF = Raw16<T>::ninf2;
-#define RW_C(e, k) (RAW ? (A)Raw16<T>::get(rw[RAW ? (e) : 0][RAW ? (k) / 2 : 0], (k) & 1) : c[RAW ? 0 : (e)][k])
+    const unsigned int WNINF = RawWord<T>::ninf2;
+#define RW_C(e, k) (RAW ? (A)RawWord<T>::get(rw[RAW ? (e) : 0][RAW ? (k) / 2 : 0], (k) & 1) : c[RAW ? 0 : (e)][k])
 #define RW_FENCE()                                     \
   if (RAW) {                                           \
     _Pragma("unroll") for (int e = 0; e < MAXE; ++e)   \
@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(1024) row_softmax(T* y, const T* x, const TI* 
             if (head + (tid + (long long)e * G) * VEC + k >= nvalid) {
               if (RAW) {
                 unsigned int& w = rw[RAW ? e : 0][RAW ? k / 2 : 0];
-                w = (k & 1) ? ((w & 0xffffu) | (Raw16<T>::ninf << 16)) : ((w & 0xffff0000u) | Raw16<T>::ninf);
+                w = (k & 1) ? ((w & 0xffffu) | (RawWord<T>::ninf << 16)) : ((w & 0xffff0000u) | RawWord<T>::ninf);
               } else {
                 c[RAW ? 0 : e][k] = NINF;
               }

@@ -36,10 +36,10 @@ __device__ __forceinline__ float raw_lane_max(const unsigned int (&w)[P][4], flo
 #pragma unroll
   for (int e = 1; e < P; ++e)
 #pragma unroll
-    for (int i = 0; i < 4; ++i) mw[i] = Raw16<T>::max2(mw[i], w[e][i]);
-  mw[0] = Raw16<T>::max2(Raw16<T>::max2(mw[0], mw[1]), Raw16<T>::max2(mw[2], mw[3]));
+    for (int i = 0; i < 4; ++i) mw[i] = RawWord<T>::max2(mw[i], w[e][i]);
+  mw[0] = RawWord<T>::max2(RawWord<T>::max2(mw[0], mw[1]), RawWord<T>::max2(mw[2], mw[3]));
   return MaxOp::combine<float>(MaxOp::combine<float>(hv, tv),
-                               MaxOp::combine<float>(Raw16<T>::get(mw[0], 0), Raw16<T>::get(mw[0], 1)));
+                               MaxOp::combine<float>(RawWord<T>::get(mw[0], 0), RawWord<T>::get(mw[0], 1)));
 }
 // The sum of exp(v - m) over a lane's share, exp taken by E: SubExp (exp_(v - m)) or ShiftExp
 // (one FFMA and one ex2; the sum is then scaled by 2^lo, see ShiftExp).
@@ -54,8 +54,8 @@ __device__ __forceinline__ float raw_lane_expsum(const unsigned int (&w)[P][4], 
   for (int e = 0; e < P; ++e)
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      s0 += ex(Raw16<T>::get(w[e][i], 0));
-      s1 += ex(Raw16<T>::get(w[e][i], 1));
+      s0 += ex(RawWord<T>::get(w[e][i], 0));
+      s1 += ex(RawWord<T>::get(w[e][i], 1));
     }
   return s0 + s1;
 }
@@ -80,7 +80,7 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_warp(T* y, const T* x, 
   const int tail0 = head + nv * 8;
   const int ntail = N - tail0;
   const float NINF = red_neg_inf(0.f);
-  const unsigned int WNINF = Raw16<T>::ninf2;
+  const unsigned int WNINF = RawWord<T>::ninf2;
   typedef Pack<unsigned int, 4> W4;
   const W4* xv = reinterpret_cast<const W4*>(px + head);
   unsigned int w[P][4];
@@ -116,7 +116,7 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_warp(T* y, const T* x, 
     const int v = lane + 32 * e;
     W4 o;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) o.v[i] = Raw16<T>::pack2(RW_OUT(Raw16<T>::get(w[e][i], 0)), RW_OUT(Raw16<T>::get(w[e][i], 1)));
+    for (int i = 0; i < 4; ++i) o.v[i] = RawWord<T>::pack2(RW_OUT(RawWord<T>::get(w[e][i], 0)), RW_OUT(RawWord<T>::get(w[e][i], 1)));
     st16_if(yv + v, o, v < nv);
   }
   if (lane < ntail) py[tail0 + lane] = Conv<T>::from(RW_OUT(tv));
@@ -132,27 +132,10 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_warp(T* y, const T* x, 
 // resident per SM where the register-only cache of row_softmax holds 1 / 2, so one row's
 // reductions and exponentials overlap other rows' loads and stores. The unaligned head and tail
 // (< 16 bytes each) are one scalar element per thread.
-template <class T> struct HybW {  // 16-bit types: two values per word
-  static const unsigned int ninf = Raw16<T>::ninf2;
-  static const int EPW = 2;
-  __device__ static __forceinline__ float get(unsigned int w, int k) { return Raw16<T>::get(w, k); }
-  __device__ static __forceinline__ unsigned int wmax(unsigned int a, unsigned int b) { return Raw16<T>::max2(a, b); }
-  __device__ static __forceinline__ unsigned int put(float lo, float hi) { return Raw16<T>::pack2(lo, hi); }
-};
-template <> struct HybW<float> {
-  static const unsigned int ninf = 0xff800000u;
-  static const int EPW = 1;
-  __device__ static __forceinline__ float get(unsigned int w, int) { return __uint_as_float(w); }
-  __device__ static __forceinline__ unsigned int wmax(unsigned int a, unsigned int b) {
-    return __float_as_uint(MaxOp::combine<float>(__uint_as_float(a), __uint_as_float(b)));
-  }
-  __device__ static __forceinline__ unsigned int put(float lo, float) { return __float_as_uint(lo); }
-};
-
 template <class T, int MODE, int P>
 __global__ void __launch_bounds__(1024) row_softmax_hyb(T* y, const T* x, const int* __restrict__ tgt,
                                                         float* __restrict__ ws, RowMeta p) {
-  typedef HybW<T> H;
+  typedef RawWord<T> H;
   typedef Pack<unsigned int, 4> W4;
   extern __shared__ __align__(16) unsigned char hyb_raw[];
   __shared__ float sred[32];
@@ -182,7 +165,7 @@ __global__ void __launch_bounds__(1024) row_softmax_hyb(T* y, const T* x, const 
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(da), "l"(xv + v) : "memory");
     } else {
       W4 q;
-      q.v[0] = q.v[1] = q.v[2] = q.v[3] = H::ninf;
+      q.v[0] = q.v[1] = q.v[2] = q.v[3] = H::ninf2;
       *d = q;
     }
   }
@@ -195,7 +178,7 @@ __global__ void __launch_bounds__(1024) row_softmax_hyb(T* y, const T* x, const 
 #pragma unroll
       for (int i = 0; i < 4; ++i) w[e][i] = q.v[i];
     } else {
-      w[e][0] = w[e][1] = w[e][2] = w[e][3] = H::ninf;
+      w[e][0] = w[e][1] = w[e][2] = w[e][3] = H::ninf2;
     }
   }
   float hv = NINF, tv = NINF;
@@ -207,14 +190,14 @@ __global__ void __launch_bounds__(1024) row_softmax_hyb(T* y, const T* x, const 
 #pragma unroll
   for (int e = 1; e < P; ++e)
 #pragma unroll
-    for (int i = 0; i < 4; ++i) mw[i] = H::wmax(mw[i], w[e][i]);
+    for (int i = 0; i < 4; ++i) mw[i] = H::max2(mw[i], w[e][i]);
 #pragma unroll 4
   for (int j = 0; j < S; ++j) {
     const W4 q = sh[j * G + tid];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) mw[i] = H::wmax(mw[i], q.v[i]);
+    for (int i = 0; i < 4; ++i) mw[i] = H::max2(mw[i], q.v[i]);
   }
-  mw[0] = H::wmax(H::wmax(mw[0], mw[1]), H::wmax(mw[2], mw[3]));
+  mw[0] = H::max2(H::max2(mw[0], mw[1]), H::max2(mw[2], mw[3]));
   float m = MaxOp::combine<float>(hv, tv);
 #pragma unroll
   for (int k = 0; k < H::EPW; ++k) m = MaxOp::combine<float>(m, H::get(mw[0], k));
@@ -267,7 +250,7 @@ __global__ void __launch_bounds__(1024) row_softmax_hyb(T* y, const T* x, const 
         if (H::EPW == 1 && MODE == RW_SOFTMAX)
           o.v[i] = __float_as_uint(__uint_as_float(w[e][i]) * inv);
         else
-          o.v[i] = H::put(rw_value<T, MODE>(H::get(w[e][i], 0), m, inv, lg),
+          o.v[i] = H::pack2(rw_value<T, MODE>(H::get(w[e][i], 0), m, inv, lg),
                           H::EPW == 2 ? rw_value<T, MODE>(H::get(w[e][i], 1), m, inv, lg) : 0.f);
       }
       st16_if(yv + v, o, true);
@@ -284,7 +267,7 @@ __global__ void __launch_bounds__(1024) row_softmax_hyb(T* y, const T* x, const 
         if (H::EPW == 1 && MODE == RW_SOFTMAX)
           o.v[i] = __float_as_uint(__uint_as_float(q.v[i]) * inv);
         else
-          o.v[i] = H::put(rw_value<T, MODE>(H::get(q.v[i], 0), m, inv, lg),
+          o.v[i] = H::pack2(rw_value<T, MODE>(H::get(q.v[i], 0), m, inv, lg),
                           H::EPW == 2 ? rw_value<T, MODE>(H::get(q.v[i], 1), m, inv, lg) : 0.f);
       }
       st16_if(yv + v, o, true);
@@ -337,7 +320,7 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_warp_nc(T* y, const T* 
   const long long r = (long long)blockIdx.x * blockDim.y + wy;
   if (r >= p.R) return;  // the whole warp
   const float NINF = red_neg_inf(0.f);
-  const unsigned int WNINF = Raw16<T>::ninf2;
+  const unsigned int WNINF = RawWord<T>::ninf2;
   const unsigned int z = (unsigned int)(p.ne >> 40);  // opaque zero (see row_softmax_warp)
   const WpRow c = wp_row<T>(y, x, p, r);
   unsigned int w[P][4];
@@ -373,8 +356,8 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_warp_nc(T* y, const T* 
     W4 o;
 #pragma unroll
     for (int i = 0; i < 4; ++i)
-      o.v[i] = Raw16<T>::pack2(rw_value<T, MODE>(Raw16<T>::get(w[e][i], 0), m, inv, lg),
-                                 rw_value<T, MODE>(Raw16<T>::get(w[e][i], 1), m, inv, lg));
+      o.v[i] = RawWord<T>::pack2(rw_value<T, MODE>(RawWord<T>::get(w[e][i], 0), m, inv, lg),
+                                 rw_value<T, MODE>(RawWord<T>::get(w[e][i], 1), m, inv, lg));
     st16_if(yv + v, o, v < c.nv);
   }
   if (lane < c.ntail) py[c.tail0 + lane] = Conv<T>::from(rw_value<T, MODE>(tv, m, inv, lg));
@@ -402,7 +385,7 @@ __device__ __forceinline__ float rs_max(float a, float b) {
 template <class T, int MODE, int L, int P, int H>
 __global__ void __launch_bounds__(128) row_softmax_short(T* y, const T* x, const int* __restrict__ tgt,
                                                          float* __restrict__ ws, RowMeta p) {
-  typedef HybW<T> HW;
+  typedef RawWord<T> HW;
   typedef Pack<unsigned int, 4> W4;
   const int EPP = 16 / (int)sizeof(T);  // elements per pack
   const int EPW = HW::EPW;              // elements per 32-bit word
@@ -505,7 +488,7 @@ __global__ void __launch_bounds__(128) row_softmax_short(T* y, const T* x, const
     W4 o;  // every slot is defined (-inf past the row): compute all, predicate the store
 #pragma unroll
     for (int i = 0; i < 4; ++i)
-      o.v[i] = HW::put(RS_OUT(c[e][i * EPW]), EPW == 2 ? RS_OUT(c[e][i * EPW + EPW - 1]) : 0.f);
+      o.v[i] = HW::pack2(RS_OUT(c[e][i * EPW]), EPW == 2 ? RS_OUT(c[e][i * EPW + EPW - 1]) : 0.f);
     st16_if(yv + v, o, v < nv);
   }
 #undef RS_OUT
