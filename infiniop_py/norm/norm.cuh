@@ -1,5 +1,7 @@
 // Shared device helpers of the normalization family (rms_norm, layer_norm, batch_norm and their
-// backward passes). Prepended, as text, to each operator's kernel.cu by infiniop_py/norm.
+// backward passes) and the kernel skeletons of the row-wise ones (norm_fwd_groups, norm_fwd_ring,
+// norm_bwd_rows, norm_bwd_ring: an operator's kernel.cu supplies only its row math). Prepended,
+// as text, to each operator's kernel.cu by infiniop_py/norm.
 //
 // Row-wise kernels keep a whole row in registers: a group of TPR threads (a power of two >= 32)
 // owns one row; thread `lane` holds NP packs (NORM_NP forward, NORM_NP_BWD backward) of VEC elements at columns

@@ -2,7 +2,8 @@
 
 An operator (rms_norm, layer_norm and their backward passes) declares its tensors' roles, the
 dtypes its kernels are instantiated for and its trailing scalar arguments; its kernel.cu defines
-the kernels (norm.cuh is prepended). This module owns the rest: the layout (``RowLayout``), the
+the kernels as row math (lambdas) over the walks of norm.cuh, which is prepended (the register,
+ring and block kernels' row loops, loads, cp.async ring, reductions and partial rows). This module owns the rest: the layout (``RowLayout``), the
 plan (the ordered rule tables ``FORWARD_RULES`` / ``BACKWARD_RULES``, evaluated by
 ``infiniop_py.planner``), compilation, the dynamic shared-memory opt-in of the ring kernels,
 the grids, the workspace of the weight gradients and the launches; ``compile_units`` lists
