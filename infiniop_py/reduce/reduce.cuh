@@ -112,38 +112,29 @@ template <> struct RawWord<float> {
   }
   __device__ static __forceinline__ unsigned int pack2(float lo, float) { return __float_as_uint(lo); }
 };
-template <> struct RawWord<iop_half> {
-  static const unsigned int ninf = 0xFC00u, ninf2 = 0xFC00FC00u;
+template <bool BF>  // iop_half (BF false) or iop_bf16 (BF true) pairs
+struct RawPair16 {
+  static const unsigned int ninf = BF ? 0xFF80u : 0xFC00u, ninf2 = ninf | (ninf << 16);
   static const int EPW = 2;
   __device__ static __forceinline__ float get(unsigned int w, int k) {
-    return iop_h2f(iop_half{(unsigned short)(k ? (w >> 16) : (w & 0xffffu))});
+    if constexpr (BF) return __uint_as_float(k ? (w & 0xffff0000u) : (w << 16));
+    else return iop_h2f(iop_half{(unsigned short)(k ? (w >> 16) : (w & 0xffffu))});
   }
   __device__ static __forceinline__ unsigned int max2(unsigned int a, unsigned int b) {
     unsigned int d;
-    asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    if constexpr (BF) asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+    else asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
     return d;
   }
   __device__ static __forceinline__ unsigned int pack2(float lo, float hi) {
     unsigned int d;
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+    if constexpr (BF) asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+    else asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
     return d;
   }
 };
-template <> struct RawWord<iop_bf16> {
-  static const unsigned int ninf = 0xFF80u, ninf2 = 0xFF80FF80u;
-  static const int EPW = 2;
-  __device__ static __forceinline__ float get(unsigned int w, int k) { return __uint_as_float(k ? (w & 0xffff0000u) : (w << 16)); }
-  __device__ static __forceinline__ unsigned int max2(unsigned int a, unsigned int b) {
-    unsigned int d;
-    asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-    return d;
-  }
-  __device__ static __forceinline__ unsigned int pack2(float lo, float hi) {
-    unsigned int d;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
-    return d;
-  }
-};
+template <> struct RawWord<iop_half> : RawPair16<false> {};
+template <> struct RawWord<iop_bf16> : RawPair16<true> {};
 
 // Online softmax state: running max m and sum s of exp(x - m). Merging two states is
 // associative up to rounding; fixed trees keep it deterministic. -inf maxima contribute 0.
