@@ -513,12 +513,13 @@ def module_cases(torch, reps):
 def run_pytest():
     import subprocess
 
-    cmd = [sys.executable, "-m", "pytest", "-q", "-rfs", "-p", "no:cacheprovider", os.path.join(ROOT, "test", "test_cudnn.py")]
+    files = [os.path.join(ROOT, "test", f) for f in ("test_cudnn.py", "test_cudnn_plans.py")]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-rfs", "-p", "no:cacheprovider", *files]
     env = {k: v for k, v in os.environ.items() if not k.startswith("CUDNN_FRONTEND_LOG")}
     r = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=480)
     say(r.stdout[-6000:] + r.stderr[-2000:])
     last = (r.stdout.strip().splitlines() or ["(no output)"])[-1]
-    SUMMARY.append(f"pytest test/test_cudnn.py: exit {r.returncode}: {last}")
+    SUMMARY.append(f"pytest test/test_cudnn*.py: exit {r.returncode}: {last}")
 
 
 def main():
@@ -551,7 +552,7 @@ def main():
     if torch is not None:
         step("infiniop_py.cuda.cudnn / autotune", module_cases, torch, args.reps)
     if not args.quick:
-        step("pytest test/test_cudnn.py (GPU cases)", run_pytest)
+        step("pytest test/test_cudnn*.py (GPU cases)", run_pytest)
     say("=" * 30 + " SUMMARY")
     for line in SUMMARY:
         say(line)
