@@ -98,6 +98,7 @@ def test_report_pages_update_the_generated_block_only(quick_run, tmp_path):
     """``report --pages``: a CPU run updates one ``cpu.md`` between the markers, keeps the
     hand-written rest, links its plots; a second report replaces the block, never stacks it."""
     from infiniop_py.bench import pages
+    from infiniop_py.bench.suites import discover
 
     _, _, path = quick_run
     page = tmp_path / "cpu.md"
@@ -120,8 +121,9 @@ def test_report_pages_update_the_generated_block_only(quick_run, tmp_path):
         assert f"]({link})" in text and (tmp_path / link).read_bytes()[:8] == PNG
     assert pages.splice("", "B", "t") == "# t\n\nB\n"
     gpu = {"machine": {"kind": "cuda", "name": "NVIDIA H100 80GB HBM3"}}
-    assert pages.card(gpu) == "H100" and pages.page_name(gpu, "rearrange") == "rearrange"
-    assert pages.page_name(gpu, "norms") == "norms" and pages.page_name(gpu, "conv_grid") == "conv"
+    suites = discover()
+    assert pages.card(gpu) == "H100" and pages.page_name(gpu, "rearrange", suites) == "rearrange"
+    assert pages.page_name(gpu, "norms", suites) == "norms" and pages.page_name(gpu, "conv_grid", suites) == "conv"
 
 
 def _slowed(data: dict, factor: float) -> dict:

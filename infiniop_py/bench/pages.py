@@ -1,12 +1,12 @@
 """The docs/perf pages from one run (``infiniop-bench report RUN.json --pages DIR``).
 
-Each family (suite) of the run gets ``DIR/<page>.md`` (the suite's ``PAGE``, default its name): the block between the two markers below
-is replaced by the run's table for that family -- op, case, dtype, ours, each peer and the
-speed-up against it, % of the measured limit, card, date -- its plots (``DIR/img/<suite>-<op>.png``)
-and, where the family times host calls, the host-wall table. The rest of a page (the planner
-rules, the limits, what was tried) is written by hand and kept as it is. A page without the
-markers gets the block after its title; a family without a page gets a new one. A CPU run
-writes one page, ``DIR/cpu.md``, with every family in one table.
+Each family (suite) of a GPU run updates ``DIR/<page>.md`` (the suite's ``PAGE``, default its
+name); a CPU run updates one ``DIR/cpu.md``. On a page, the block between the two markers below
+is replaced by the run's: a provenance line, the table every perf page opens with (op, case,
+dtype, ours, the first peer, ×, % of limit, card, date), a table of the other peers and the
+device-time ratio, the host-wall table, and the plots (``DIR/img``). The rest of a page (rules,
+limits, what was tried) is written by hand and kept. A page without the markers gets the block
+after its title; a family without a page gets a new one.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from . import plots
-from .report import _f, _host_table, _limit, _us, message, peer_names
+from .report import _f, _host_table, _us, limit_of, message, peer_names
 
 BEGIN = "<!-- infiniop-bench:begin -->"
 END = "<!-- infiniop-bench:end -->"
@@ -80,8 +80,7 @@ def table(meta: dict, rows: list) -> list[str]:
             body.append([r.get("op", "-"), r.get("case", "-"), r.get("dtype", "-"), msg, "", "", "", c, date])
             continue
         ok = (r.get("check_peers") or {}).get(peer, {}).get("ok", True)
-        lim = _limit(r)
-        kind = "matrix" if r.get("flops") and (r.get("pct_matrix") or {}).get("ours") is not None else "copy"
+        lim, kind = limit_of(r)
         body.append(
             [r["op"], r["case"], r["dtype"], _num(_us(r, "ours")), _num(_us(r, peer) if ok else None)]
             + [_f((r.get("x") or {}).get(peer), ".2f"), "-" if lim is None else f"{lim:.0f}% ({kind})", c, date]
@@ -124,10 +123,7 @@ def block(meta: dict, suite: str, rows: list, img_links: list[tuple[str, str]]) 
     if host:
         cols, cells = _host_table(host)
         lines += ["Host wall per call, µs (back-to-back calls, one synchronisation at the end):", ""]
-        lines.append("| " + " | ".join(t for t, _ in cols) + " |")
-        lines.append("|" + "---|" * len(cols))
-        lines += ["| " + " | ".join(cs) + " |" for cs in cells]
-        lines.append("")
+        lines += [*_md([t for t, _ in cols], cells), ""]
     for op, link in img_links:
         lines.append(f"![{suite} {op}]({link})")
     if img_links:
@@ -149,22 +145,21 @@ def splice(text: str, new_block: str, title: str) -> str:
     return "".join(lines[:at]) + "\n" + new_block + "\n" + "".join(lines[at:])
 
 
-def page_name(meta: dict, suite: str) -> str:
-    """The page a family's rows go to: the suite's ``PAGE`` (default its name) on a GPU, one
-    ``cpu`` page for a CPU run."""
-    if card(meta) == "CPU":
-        return "cpu"
-    from .suites import discover
-
-    return getattr(discover().get(suite), "PAGE", suite)
+def page_name(meta: dict, suite: str, suites: dict) -> str:
+    """The page a family's rows go to: the suite's ``PAGE`` (default its name; ``suites``: the
+    discovered suite modules) on a GPU, one ``cpu`` page for a CPU run."""
+    return "cpu" if card(meta) == "CPU" else getattr(suites.get(suite), "PAGE", suite)
 
 
 def write(meta: dict, rows: list, out_dir: Path) -> list[Path]:
     """Update the pages of every family of the run under ``out_dir`` (plots under
     ``out_dir/img``); the paths written."""
+    from .suites import discover
+
+    suites = discover()
     by_page: dict = {}
     for r in rows:
-        by_page.setdefault(page_name(meta, r.get("suite", "other")), []).append(r)
+        by_page.setdefault(page_name(meta, r.get("suite", "other"), suites), []).append(r)
     why = plots.available()
     written = []
     img = out_dir / "img"
@@ -173,12 +168,10 @@ def write(meta: dict, rows: list, out_dir: Path) -> list[Path]:
         if why is None:
             img.mkdir(parents=True, exist_ok=True)
             for (suite, op), ors in plots.groups(rs).items():
-                name = re.sub(
-                    r"[^A-Za-z0-9_.-]+", "_", f"{page_stem}-{op}" if page_stem == suite else f"{page_stem}-{suite}-{op}"
-                )
-                plots.plot_op(img / f"{name}.png", suite, op, ors, (meta.get("machine") or {}).get("name", "?"))
-                written.append(img / f"{name}.png")
-                links.append((op, f"img/{name}.png"))
+                name = plots.file_name(page_stem, op) if page_stem == suite else plots.file_name(page_stem, suite, op)
+                plots.plot_op(img / name, suite, op, ors, (meta.get("machine") or {}).get("name", "?"))
+                written.append(img / name)
+                links.append((op, f"img/{name}"))
         page = out_dir / f"{page_stem}.md"
         old = page.read_text() if page.exists() else ""
         page.write_text(splice(old, block(meta, page_stem, rs, links), f"{page_stem} performance"))

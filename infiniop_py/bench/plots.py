@@ -31,8 +31,9 @@ def groups(rows) -> dict:
     return out
 
 
-def file_name(stem: str, suite: str, op: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{stem}-{suite}-{op}") + ".png"
+def file_name(*parts: str) -> str:
+    """``<part>-<part>-....png`` with anything but letters, digits, ``_.-`` replaced by ``_``."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", "-".join(parts)) + ".png"
 
 
 def _size(r) -> float:

@@ -220,11 +220,16 @@ def _rate(row) -> str:
     return "-" if g is None else f"{g:.0f}" if g >= 10 else f"{g:.2g}"
 
 
-def _limit(row, name="ours"):
-    """% of the measured limit: of the matrix rate for rows that count FLOPs, else of copy bandwidth."""
+def limit_of(row, name="ours") -> tuple[float | None, str]:
+    """(% of the measured limit, which limit): the matrix rate for rows that count FLOPs, else
+    the copy bandwidth."""
     if row.get("flops") and (row.get("pct_matrix") or {}).get(name) is not None:
-        return row["pct_matrix"][name]
-    return (row.get("pct_copy") or {}).get(name)
+        return row["pct_matrix"][name], "matrix"
+    return (row.get("pct_copy") or {}).get(name), "copy"
+
+
+def _limit(row, name="ours"):
+    return limit_of(row, name)[0]
 
 
 def columns(peers: list[str]) -> list[tuple[str, int, str]]:
