@@ -36,30 +36,17 @@ def test_warp_nc_rule():
     assert (launch.kernel, launch.grid, launch.block) == ("row_softmax_warp_nc<iop_bf16, RW_LOG_SOFTMAX, 8, 8>", (4096,), (32, 1))
 
 
-def test_rowwise_compile_set_equals_reachable(monkeypatch):
+def test_rowwise_compile_set_equals_reachable(fake_nvidia):
     """For every row-wise operator of the registry (its factory declares ``rows``), a sweep of
     row lengths (every pack count up to 1026, aligned or not, long rows), row counts and layouts
     (contiguous rows, the column kernel, rows of a causal mask) through RowwiseKernel on a stand-in
     sm_90 device requests exactly the kernels of the operator's compile list."""
     import types
 
-    from infiniop_py.cuda import runtime
     from infiniop_py.dtypes import itemsize
     from infiniop_py.reduce import rowwise
     from infiniop_py.registry import get_spec
 
-    requested: set = set()
-
-    class Fn:
-        max_dynamic_shared_size_bytes = preferred_shared_memory_carveout = 0
-
-    def get_module(source, names, device_id):
-        requested.update(names)
-        return types.SimpleNamespace(ptr={n: i + 1 for i, n in enumerate(names)}, kernels={n: Fn() for n in names})
-
-    monkeypatch.setattr(rowwise, "get_module", get_module)
-    monkeypatch.setattr(rowwise, "Launch", lambda *args, **kw: None)
-    monkeypatch.setattr(runtime, "device_count", lambda: 1)
     handle = types.SimpleNamespace(device_id=0)
     ops = [op for op in iop.list_ops() if getattr(get_spec(op).nvidia, "rows", None) is not None]
     assert {"softmax", "log_softmax", "causal_softmax", "cross_entropy", "cross_entropy_loss"} <= set(ops)
@@ -77,8 +64,9 @@ def test_rowwise_compile_set_equals_reachable(monkeypatch):
                 lay = rowwise.RowLayout(100, 7, 7, (7,), [[1], [1], [1]])  # the dim is not the fastest
                 rowwise.RowwiseKernel(handle, lay, dt, fam.mode, (0, 1, 2), ti=ti, loss_slot=0)
         compiled = {n for _, names in get_spec(op).nvidia.compile_units() for n in names}
+        requested = set(fake_nvidia)
         assert requested == compiled, (op, sorted(requested - compiled)[:5], sorted(compiled - requested)[:5])
-        requested.clear()
+        fake_nvidia.clear()
 
 
 def _want(x, op):

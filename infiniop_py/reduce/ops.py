@@ -25,10 +25,7 @@ def reduced_shape(shape, axes, keepdim) -> tuple:
 def check_output(check: Checker, axes: tuple, keepdim: bool) -> None:
     """``output`` must have the reduced shape (size 1 at reduced dims, or those dims removed)."""
     x, y = check["input"], check["output"]
-    if keepdim:
-        want = tuple(1 if i in axes else d for i, d in enumerate(x.shape))
-    else:
-        want = tuple(d for i, d in enumerate(x.shape) if i not in axes)
+    want = reduced_shape(x.shape, axes, keepdim)
     if y.shape != want:
         check.fail(
             Status.BAD_TENSOR_SHAPE,
@@ -100,22 +97,6 @@ def nvidia_factory(op: str, dtypes):
     factory.reduction = ReduceFamily(op, frozenset(dtypes))
     factory.compile_units = factory.reduction.compile_units
     return factory
-
-
-def check_runtime_repeat(info: Info, rt) -> None:
-    """sum's C-style calculate repeats (dims, dims_len, keepdim): they must equal create's."""
-    from ..status import error
-
-    if not rt:
-        return
-    dims, dims_len, keepdim = (tuple(rt) + (None, None, None))[:3]
-    if dims is not None and tuple(dims) != tuple(info.attrs["dims"]):
-        if dims_len is None or tuple(dims)[:dims_len] != tuple(info.attrs["dims"]):
-            raise error(Status.BAD_PARAM, f"sum: calculate dims {list(dims)} differ from create's {list(info.attrs['dims'])}")
-    if dims_len is not None and dims_len != len(info.attrs["dims"]):
-        raise error(Status.BAD_PARAM, f"sum: calculate dims_len {dims_len} differs from create's {len(info.attrs['dims'])}")
-    if keepdim is not None and bool(keepdim) != bool(info.attrs["keepdim"]):
-        raise error(Status.BAD_PARAM, f"sum: calculate keepdim {keepdim} differs from create's {info.attrs['keepdim']}")
 
 
 def single_dim_op(*, name: str, stem: str, op: str, dtypes, torch: str, summary: str, empty_extent: bool = True) -> OpSpec:

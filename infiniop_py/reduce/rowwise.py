@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ..cuda.compiler import Launch, Slot, get_module
 from ..cuda.kernel import CudaKernel, ctype
+from ..cuda.launch import device_limits, opt_in
 from ..dtypes import DType, acc_size, itemsize
 from ..layout import MAXD, collapse
 from ..planner import Rule, always, first_match
@@ -259,15 +260,6 @@ def row_factory(factory, mode: str, dtypes, tis=("int",)):
     return factory
 
 
-def _allow_smem(fn, nbytes: int) -> None:
-    """Opt the kernel in to ``nbytes`` of dynamic shared memory, largest carveout."""
-    fn.max_dynamic_shared_size_bytes = int(nbytes)
-    try:
-        fn.preferred_shared_memory_carveout = 100
-    except Exception:  # noqa: BLE001 - an older CuPy: the driver picks the carveout
-        pass
-
-
 @dataclass
 class RowLayout:
     """What the planner needs: row length and strides along dim, row dims with 3 stride sets."""
@@ -334,8 +326,8 @@ class RowwiseKernel(CudaKernel):
         ysl = Slot(ys) if ys is not None else ctypes.c_void_p(0)
         self.main = []
         for pl in plans:
-            if pl.smem:
-                _allow_smem(mod.kernels[pl.kernel], pl.smem)
+            if pl.smem and not opt_in(mod.kernels[pl.kernel], pl.smem, device_limits(handle.device_id)):
+                raise error(Status.NOT_IMPLEMENTED, f"{pl.kernel}: {pl.smem} bytes of shared memory exceed the device's")
             meta = meta_rows + struct.pack("<7q", N, lay.sx, lay.sy, R, lay.seq, lay.shift, pl.ne)
             self.main.append(Launch(mod.ptr[pl.kernel], pl.grid, pl.block, [ysl, Slot(xs_slot), tslot, ws_slot, meta], pl.smem))
         self.vec_ok = can_vec

@@ -6,9 +6,9 @@ create's (BAD_PARAM). An empty ``dims`` reduces every dim.
 """
 
 from infiniop_py.dtypes import F
-from infiniop_py.reduce.ops import check_output, check_runtime_repeat, cpu_factory, nvidia_factory
+from infiniop_py.reduce.ops import check_output, cpu_factory, nvidia_factory, reduced_shape
 from infiniop_py.spec import Attr, Checker, Info, declare, inp, out
-from infiniop_py.status import Status
+from infiniop_py.status import Status, error
 
 
 def validate(check: Checker) -> Info:
@@ -32,6 +32,20 @@ def validate(check: Checker) -> Info:
     keepdim = check.attrs["keepdim"]
     check_output(check, axes, keepdim)
     return Info(check.op, check.tensors, check.attrs, axes=axes, keepdim=keepdim)
+
+
+def check_runtime_repeat(info: Info, rt) -> None:
+    """The C-style calculate's repeated (dims, dims_len, keepdim) must equal create's."""
+    if not rt:
+        return
+    dims, dims_len, keepdim = (tuple(rt) + (None, None, None))[:3]
+    if dims is not None and tuple(dims) != tuple(info.attrs["dims"]):
+        if dims_len is None or tuple(dims)[:dims_len] != tuple(info.attrs["dims"]):
+            raise error(Status.BAD_PARAM, f"sum: calculate dims {list(dims)} differ from create's {list(info.attrs['dims'])}")
+    if dims_len is not None and dims_len != len(info.attrs["dims"]):
+        raise error(Status.BAD_PARAM, f"sum: calculate dims_len {dims_len} differs from create's {len(info.attrs['dims'])}")
+    if keepdim is not None and bool(keepdim) != bool(info.attrs["keepdim"]):
+        raise error(Status.BAD_PARAM, f"sum: calculate keepdim {keepdim} differs from create's {info.attrs['keepdim']}")
 
 
 _cpu = cpu_factory("sum")
@@ -76,14 +90,7 @@ def reference(input, dims=(), keepdim=False, dims_len=None, **_runtime):
 def infer(input, dims=(), keepdim=False, dims_len=None):
     from infiniop_py.tensor import create_tensor_descriptor
 
-    nd = input.ndim
-    axes = {d % nd for d in dims} if dims and nd else set(range(nd))
-    shape = (
-        [1 if i in axes else s for i, s in enumerate(input.shape)]
-        if keepdim
-        else [s for i, s in enumerate(input.shape) if i not in axes]
-    )
-    return {"output": create_tensor_descriptor(shape, None, input.dtype)}
+    return {"output": create_tensor_descriptor(reduced_shape(input.shape, dims, keepdim), None, input.dtype)}
 
 
 SPEC = declare(
