@@ -553,7 +553,7 @@ def test_row_softmax_warp_rule():
         return int(launch.kernel.split(", ")[2]) if rule == "softmax-warp" else 0
 
     assert packs(DType.F16, "softmax", 1500) == 8 and packs(DType.BF16, "log_softmax", 4097) == 16
-    assert _row(DType.F16, "softmax", 2049)[1].kernel == "row_softmax_warp_nc<iop_half, RW_SOFTMAX, 8, 8>"
+    assert _row(DType.F16, "softmax", 2049)[1].kernel == "row_softmax_warp<iop_half, RW_SOFTMAX, 8, 8, 0, 0, 1>"
     assert packs(DType.F16, "log_softmax", 1000) == 0 and _row(DType.F16, "log_softmax", 1000)[0] == "softmax-short"
     assert packs(DType.F16, "softmax", 4104) == 0 and packs(DType.F16, "softmax", 7175) == 0
     assert packs(DType.F16, "softmax", 8192) == 32 and packs(DType.F16, "softmax", 8200) == 0

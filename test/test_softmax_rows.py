@@ -1,6 +1,6 @@
 """softmax / log_softmax rows on the NVIDIA backend: the row-wise rule table (which kernel each row
 length gets, and that the compile set is exactly what the rules reach), then every kernel on rows
-that select it: 16-bit mid rows (row_softmax_warp, row_softmax_warp_nc), short rows
+that select it: 16-bit mid rows (row_softmax_warp, with and without nc loads), short rows
 (row_softmax_short); rows of 2048 / 2049 / 4096 / 4097 and odd lengths, 1-9 rows and 4096 rows,
 contiguous and with row stride N + 3 (gap columns untouched), in place, -inf entries, an all -inf
 row (NaN, as torch), second call bitwise equal."""
@@ -33,7 +33,8 @@ def test_warp_nc_rule():
     assert _rule(DType.F16, "softmax", 1799)[0] == "softmax-warp" and _rule(DType.F16, "softmax", 1800)[0] == nc
     assert _rule(DType.F32, "softmax", 2100)[0] == "row-cached" and _rule(DType.F16, "causal", 2048)[0] == "row-cached"
     launch = _rule(DType.BF16, "log_softmax", 2048, 4096)[1]
-    assert (launch.kernel, launch.grid, launch.block) == ("row_softmax_warp_nc<iop_bf16, RW_LOG_SOFTMAX, 8, 8>", (4096,), (32, 1))
+    want = ("row_softmax_warp<iop_bf16, RW_LOG_SOFTMAX, 8, 8, 0, 0, 1>", (4096,), (32, 1))
+    assert (launch.kernel, launch.grid, launch.block) == want
 
 
 def test_rowwise_compile_set_equals_reachable(fake_nvidia):

@@ -60,10 +60,21 @@ __device__ __forceinline__ float raw_lane_expsum(const unsigned int (&w)[P][4], 
   return s0 + s1;
 }
 
+// 16 bytes by ld.global.nc.L1::no_allocate (row_softmax_warp with NC). Valid in place (y == x):
+// every pack is read once, by the warp that later writes it, and L1 keeps no copy of it.
+__device__ __forceinline__ Pack<unsigned int, 4> ld_nc(const Pack<unsigned int, 4>* a) {
+  Pack<unsigned int, 4> q;
+  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+      : "=r"(q.v[0]), "=r"(q.v[1]), "=r"(q.v[2]), "=r"(q.v[3])
+      : "l"(a));
+  return q;
+}
+
 // AL: the packs start at a 128-byte boundary (a head of up to 63 elements, two per lane), so each
 // warp-wide pack access covers whole 128-byte lines on unaligned rows. SH: exponentials as
-// ShiftExp (one FFMA and one ex2 per element) instead of exp_ftz(v - m).
-template <class T, int MODE, int P, int MINB, int AL = 0, int SH = 0>
+// ShiftExp (one FFMA and one ex2 per element) instead of exp_ftz(v - m). NC: the packs are
+// loaded by ld_nc (heads and tails by plain loads).
+template <class T, int MODE, int P, int MINB, int AL = 0, int SH = 0, int NC = 0>
 __global__ void __launch_bounds__(128, MINB) row_softmax_warp(T* y, const T* x, const int* __restrict__ tgt,
                                                               float* __restrict__ ws, RowMeta p) {
   const int lane = threadIdx.x;
@@ -91,7 +102,7 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_warp(T* y, const T* x, 
   for (int e = 0; e < P; ++e) {
     const int v = lane + 32 * e;
     if (v < nv) {
-      const W4 q = xv[v];
+      const W4 q = NC ? ld_nc(xv + v) : xv[v];
 #pragma unroll
       for (int i = 0; i < 4; ++i) w[e][i] = q.v[i];
     } else {
@@ -101,7 +112,10 @@ __global__ void __launch_bounds__(128, MINB) row_softmax_warp(T* y, const T* x, 
   if (lane < ntail) tv = red_load(px[tail0 + lane]);
   const float m = warp_reduce<MaxOp, float>(raw_lane_max<T, P>(w, AL ? MaxOp::combine<float>(hv, hv2) : hv, tv));
   const ShiftExp ex(m);
-  const auto row_sum = [&](const auto& f) { return warp_reduce<SumOp, float>(raw_lane_expsum<T, P>(w, hv, tv, f) + (AL ? f(hv2) : 0.f)); };
+  const auto row_sum = [&](const auto& f) {
+    const float s = raw_lane_expsum<T, P>(w, hv, tv, f);
+    return warp_reduce<SumOp, float>(AL ? s + f(hv2) : s);
+  };
   const float s = SH ? row_sum(ex) : row_sum(SubExp<T>{m});
   const float inv = 1.f / s;
   const float lg = SH ? ex.log_sum(s) : RowMath<T>::log_(s);
@@ -274,93 +288,6 @@ __global__ void __launch_bounds__(1024) row_softmax_hyb(T* y, const T* x, const 
     }
   }
   if (tid < ntail) py[tail0 + tid] = Conv<T>::from(rw_value<T, MODE>(tv, m, inv, lg));
-}
-
-// row_softmax_warp_nc: row_softmax_warp's row work (raw packs in registers, packed max, no block
-// barrier) with the packs loaded by ld.global.nc.L1::no_allocate (heads and tails by plain
-// loads) and exponentials as exp_ftz(v - m); the planner launches it one warp per block. The nc
-// loads stay valid in place (y == x): every 16-byte pack is read once, by the warp that later
-// writes it, and L1::no_allocate keeps no copy of it in L1.
-__device__ __forceinline__ Pack<unsigned int, 4> ld_nc(const Pack<unsigned int, 4>* a) {
-  Pack<unsigned int, 4> q;
-  asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-      : "=r"(q.v[0]), "=r"(q.v[1]), "=r"(q.v[2]), "=r"(q.v[3])
-      : "l"(a));
-  return q;
-}
-
-struct WpRow {  // one row's addresses and split into head / packs / tail
-  const void* px;
-  void* py;
-  int head, nv, tail0, ntail;
-};
-
-template <class T>
-__device__ __forceinline__ WpRow wp_row(T* y, const T* x, const RowMeta& p, long long r) {
-  long long off[3];
-  dim_offsets<3>(p.rows, r, off);
-  WpRow w;
-  const T* px = x + off[0];
-  w.px = px;
-  w.py = y + off[1];
-  const int N = (int)p.N;
-  const int head = row_head<8>(px, N);
-  w.head = head;
-  w.nv = (N - head) >> 3;
-  w.tail0 = head + w.nv * 8;
-  w.ntail = N - w.tail0;
-  return w;
-}
-
-template <class T, int MODE, int P, int MINB>
-__global__ void __launch_bounds__(128, MINB) row_softmax_warp_nc(T* y, const T* x, const int* __restrict__ tgt,
-                                                                 float* __restrict__ ws, RowMeta p) {
-  typedef Pack<unsigned int, 4> W4;
-  const int lane = threadIdx.x, wy = threadIdx.y;
-  const long long r = (long long)blockIdx.x * blockDim.y + wy;
-  if (r >= p.R) return;  // the whole warp
-  const float NINF = red_neg_inf(0.f);
-  const unsigned int WNINF = RawWord<T>::ninf2;
-  const unsigned int z = (unsigned int)(p.ne >> 40);  // opaque zero (see row_softmax_warp)
-  const WpRow c = wp_row<T>(y, x, p, r);
-  unsigned int w[P][4];
-  float hv = NINF, tv = NINF;
-  {
-    const T* px = reinterpret_cast<const T*>(c.px);
-    const W4* xv = reinterpret_cast<const W4*>(px + c.head);
-    if (lane < c.head) hv = red_load(px[lane]);
-#pragma unroll
-    for (int e = 0; e < P; ++e) {
-      const int v = lane + 32 * e;
-      if (v < c.nv) {
-        const W4 q = ld_nc(xv + v);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) w[e][i] = q.v[i];
-      } else {
-        w[e][0] = w[e][1] = w[e][2] = w[e][3] = WNINF;
-      }
-    }
-    if (lane < c.ntail) tv = red_load(px[c.tail0 + lane]);
-  }
-  const float m = warp_reduce<MaxOp, float>(raw_lane_max<T, P>(w, hv, tv));
-  const float s = warp_reduce<SumOp, float>(raw_lane_expsum<T, P>(w, hv, tv, SubExp<T>{m}));
-  const float inv = 1.f / s;
-  const float lg = RowMath<T>::log_(s);
-  opaque_xor<P>(w, z);
-  T* py = reinterpret_cast<T*>(c.py);
-  if (lane < c.head) py[lane] = Conv<T>::from(rw_value<T, MODE>(hv, m, inv, lg));
-  W4* yv = reinterpret_cast<W4*>(py + c.head);
-#pragma unroll
-  for (int e = 0; e < P; ++e) {
-    const int v = lane + 32 * e;
-    W4 o;
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-      o.v[i] = RawWord<T>::pack2(rw_value<T, MODE>(RawWord<T>::get(w[e][i], 0), m, inv, lg),
-                                 rw_value<T, MODE>(RawWord<T>::get(w[e][i], 1), m, inv, lg));
-    st16_if(yv + v, o, v < c.nv);
-  }
-  if (lane < c.ntail) py[c.tail0 + lane] = Conv<T>::from(rw_value<T, MODE>(tv, m, inv, lg));
 }
 
 // row_softmax_short: softmax / log_softmax of short contiguous rows (f32 / f16 / bf16, y at x's

@@ -9,8 +9,8 @@
 //               registers (up to MAXE vectors of VEC elements per thread), so it is read once and
 //               written once; 16-byte vectors with a scalar head and tail when rows are
 //               contiguous. Longer rows fall back to an online max/sum pass plus a write pass.
-// row_softmax_warp / row_softmax_warp_nc  16-bit softmax / log_softmax rows of <= 1024 packs:
-//               a warp per row, no block barrier (see below).
+// row_softmax_warp  16-bit softmax / log_softmax rows of <= 1024 packs: a warp per row, no
+//               block barrier (see below).
 // row_softmax_short  f32 / 16-bit softmax / log_softmax rows of <= 512 / 128 packs: 4-32 lanes
 //               per row, every size a template constant (see below).
 // row_softmax_hyb  softmax / log_softmax rows of 16385-65536 on the 16-byte path: one block per

@@ -149,27 +149,19 @@ class Short:
 
 
 @dataclass(frozen=True)
-class WarpNc:
-    """``row_softmax_warp_nc``: a warp per row with ``packs`` packs per lane, nc loads, one warp per block."""
-
-    packs: int = 8
-    minb: int = 8
-
-    def launch(self, p: RowProblem) -> RowLaunch:
-        return RowLaunch(f"row_softmax_warp_nc<{p.targs()}, {self.packs}, {self.minb}>", (p.rows,), (32, 1), ne=1)
-
-
-@dataclass(frozen=True)
 class Warp:
     """``row_softmax_warp``: a warp per row, P = 8, 16 or 32 packs per lane (the fewest that hold the
     row), 4 rows per block; at 16 packs one row per block with the packs from a 128-byte boundary
-    (AL); exponentials as one FFMA and one ex2 (SH) for softmax, and for log_softmax at 32 packs."""
+    (AL); exponentials as one FFMA and one ex2 (SH) for softmax, and for log_softmax at 32 packs.
+    ``nc``: the packs by ld.global.nc loads (NC), exp_ftz(v - m), one row per block."""
+
+    nc: bool = False
 
     def launch(self, p: RowProblem) -> RowLaunch:
         P = next(q for q in (8, 16, 32) if 32 * q >= p.packs)
-        al, sh = int(P == 16), int(p.mode == "softmax" or P == 32)
-        tail = f", {al}, 1" if sh else ", 1" if al else ""
-        wpb = 1 if P == 16 else 4
+        al, sh = int(P == 16), int(not self.nc and (p.mode == "softmax" or P == 32))
+        tail = ", 0, 0, 1" if self.nc else f", {al}, 1" if sh else ", 1" if al else ""
+        wpb = 1 if P == 16 or self.nc else 4
         kernel = f"row_softmax_warp<{p.targs()}, {P}, {WARP_MINB[P]}{tail}>"
         return RowLaunch(kernel, (-(-p.rows // wpb),), (32, wpb), ne=1)
 
@@ -207,7 +199,7 @@ ROW_RULES = (
         lambda p: p.packed and p.mode in SOFTMAX and p.size <= 4 and p.packs <= SHORT_MAX_PACKS[p.size],
         Short(),
     ),
-    Rule("softmax-warp-nc", lambda p: p.packed and p.mode in SOFTMAX and p.size == 2 and 224 < p.packs <= 256, WarpNc()),
+    Rule("softmax-warp-nc", lambda p: p.packed and p.mode in SOFTMAX and p.size == 2 and 224 < p.packs <= 256, Warp(nc=True)),
     Rule(
         "softmax-warp",
         lambda p: p.packed and p.mode in SOFTMAX and p.size == 2 and (p.packs <= 512 or 896 < p.packs <= 1024),
