@@ -168,14 +168,17 @@ def rss_bytes() -> int:
 
 def memory(cp=None) -> dict:
     """Host RSS and, with CuPy, the default pool's used bytes and the device's used bytes
-    (cudaMemGetInfo), after finishing queued work and collecting garbage."""
+    (cudaMemGetInfo), after finishing queued work and collecting garbage. The device reading
+    counts every process on the card, so it is taken only when this process is the only pytest
+    worker (under pytest-xdist the other workers' allocations would read as growth)."""
     gc.collect()
     out = {"rss": rss_bytes()}
     if cp is not None and cp is not np:
         cp.cuda.Device().synchronize()
-        free, total = cp.cuda.runtime.memGetInfo()
         out["pool"] = cp.get_default_memory_pool().used_bytes()
-        out["device"] = total - free
+        if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) <= 1:
+            free, total = cp.cuda.runtime.memGetInfo()
+            out["device"] = total - free
     return out
 
 
