@@ -8,14 +8,15 @@
 // One thread per block of the written tensor; it reads the x tile under the windows it needs
 // straight from global memory (neighbouring tiles overlap by the window overlap only, which L1 and
 // L2 serve) and keeps the window results in registers:
-//   pool_fast_rows: PF_FH output rows x V adjacent outputs of one (n, c) plane;
-//   pool_fast_cl: PF_FH x PF_FW output pixels x V channels;
-//   pool_fast_rows_backward: S grad_input rows x V adjacent positions of one plane;
-//   pool_fast_cl_backward: S x S grad_input pixels x V channels.
-// MODE 0 max, 1 avg, 2 max backward in two launches: the forward kernels write each window's argmax
-// (its row-major offset in the window, one byte) into the workspace, then the backward kernels
-// gather, each grad_input element summing grad_output over the covering windows whose argmax it
-// is, in ascending window order (avg, MODE 1: grad_output / divisor over all covering windows).
+//   pool_fast_rows: FH output rows x V adjacent outputs of one (n, c) plane;
+//   pool_fast_cl: FH x FW output pixels x V channels (FH, FW: PfFwd, by the element size);
+//   pool_fast_rows_backward: S grad_input rows (max: S * PF_BMH) x V adjacent positions of a plane;
+//   pool_fast_cl_backward: S x S grad_input pixels x V channels (max: at most 4 channels).
+// MODE 0 max, 1 avg, 2 max backward. The backward kernels gather: each grad_input element sums
+// grad_output over its covering windows in ascending window order (avg, MODE 1: grad_output /
+// divisor over all of them; max, MODE 2: over those whose argmax it is, the argmax of every
+// covering window recomputed from x by the thread, so x, grad_output and grad_input each pass
+// once through DRAM in one launch, with no workspace).
 // Every result is bitwise that of the generic kernels (pool.cu): windows are scanned in row-major
 // order with the same comparisons (a larger value or a NaN replaces the best: the first maximum,
 // the last NaN; the first in-bounds element when all are -inf), sums add in the same order
@@ -35,8 +36,17 @@ struct PoolFastMeta {
 static_assert(sizeof(PoolFastMeta) == 160, "PoolFastMeta layout (infiniop_py/pool/cuda.py)");
 
 #define PF_BLOCK 256  // threads per block (cuda.py FAST_BLOCK)
-#define PF_FH 1       // output rows per thread of the forward kernels (cuda.py FAST_FH)
-#define PF_FW 1       // output columns per thread of pool_fast_cl (cuda.py FAST_FW)
+#define PF_FH 1       // output rows per thread of the forward kernels, 4- and 8-byte types (cuda.py FAST_FH)
+#define PF_FW 1       // output columns per thread of pool_fast_cl, 4- and 8-byte types (cuda.py FAST_FW)
+#define PF_FH16 2     // the same for 2-byte types (cuda.py FAST_FH16)
+#define PF_FW16 2     // (cuda.py FAST_FW16)
+#define PF_BMH 2      // max backward, W innermost: grad_input rows per thread in strides S (cuda.py FAST_BMH)
+#define PF_BMC 4      // max backward, C innermost: channels per thread at most (cuda.py FAST_BMC)
+
+// Forward tile of a thread by element size: FH output rows (FW output columns in pool_fast_cl).
+template <class T> struct PfFwd {
+  static constexpr int FH = sizeof(T) == 2 ? PF_FH16 : PF_FH, FW = sizeof(T) == 2 ? PF_FW16 : PF_FW;
+};
 
 __host__ __device__ constexpr int pf_fdiv(int a, int b) { return a >= 0 ? a / b : -((b - 1 - a) / b); }
 __host__ __device__ constexpr int pf_cdiv(int a, int b) { return -pf_fdiv(-a, b); }
@@ -169,33 +179,6 @@ __device__ __forceinline__ void pf_store_px(T* __restrict__ p, int cn, const typ
   }
 }
 
-// The V argmax offsets (bytes) at p (cn of them exist).
-template <int V>
-__device__ __forceinline__ void pf_store_idx(uint8_t* __restrict__ p, int cn, const int (&v)[V]) {
-  if (cn >= V && ((unsigned long long)p & (V - 1)) == 0) {
-    Pack<uint8_t, V> q;
-#pragma unroll
-    for (int t = 0; t < V; ++t) q.v[t] = (uint8_t)v[t];
-    *reinterpret_cast<Pack<uint8_t, V>*>(p) = q;
-  } else {
-#pragma unroll
-    for (int t = 0; t < V; ++t)
-      if (t < cn) p[t] = (uint8_t)v[t];
-  }
-}
-
-template <int V>
-__device__ __forceinline__ void pf_load_idx(int (&v)[V], const uint8_t* __restrict__ p, int cn) {
-  if (cn >= V && ((unsigned long long)p & (V - 1)) == 0) {
-    const Pack<uint8_t, V> q = *reinterpret_cast<const Pack<uint8_t, V>*>(p);
-#pragma unroll
-    for (int t = 0; t < V; ++t) v[t] = q.v[t];
-  } else {
-#pragma unroll
-    for (int t = 0; t < V; ++t) v[t] = t < cn ? p[t] : 0;
-  }
-}
-
 // The NH x NW windows starting at output (oh0, ow0) of one plane (row stride sH): x tile rows
 // S*oh0 - P + r, columns base + XOFF + j = S*ow0 - P + j. MODE 0: the maximum and (ARG) its
 // row-major offset in the window; MODE 1: the sum.
@@ -232,12 +215,10 @@ __device__ __forceinline__ void pf_rows_tile(const T* __restrict__ plane, long l
 
 // The NH x NW windows starting at output (oh0, ow0), V channels from channel c0 (cn exist) of
 // image xi (channels-last: H stride sH, W stride sW, C stride 1).
-template <class T, int MODE, bool ARG, int K, int S, int P, int NH, int NW>
+template <class T, int MODE, bool ARG, int K, int S, int P, int NH, int NW, int V>
 __device__ __forceinline__ void pf_cl_tile(const T* __restrict__ xi, long long sH, long long sW, int H, int W, int oh0, int ow0,
-                                           int cn, typename Compute<T>::type (&r)[NH][NW][16 / sizeof(T)],
-                                           int (&arg)[NH][NW][16 / sizeof(T)]) {
+                                           int cn, typename Compute<T>::type (&r)[NH][NW][V], int (&arg)[NH][NW][V]) {
   typedef typename Compute<T>::type A;
-  constexpr int V = 16 / sizeof(T);
   constexpr int NXH = S * (NH - 1) + K, NXW = S * (NW - 1) + K;
   const A fill = MODE == 0 ? pf_neg_inf<A>() : A(0);
 #pragma unroll
@@ -277,28 +258,23 @@ __device__ __forceinline__ void pf_cl_tile(const T* __restrict__ xi, long long s
   }
 }
 
-// Forward, W innermost: PF_FH rows x V outputs per thread. MODE 2 writes each window's argmax
-// offset (one byte) instead of its maximum, for the max backward gather.
-template <class T, int MODE> struct PfOut { typedef T type; };
-template <class T> struct PfOut<T, 2> { typedef uint8_t type; };
-
+// Forward, W innermost: FH rows x V outputs per thread (MODE 0 max, 1 avg).
 template <class T, int MODE, int K, int S, int P>
-__global__ void __launch_bounds__(PF_BLOCK) pool_fast_rows(typename PfOut<T, MODE>::type* __restrict__ y, const T* __restrict__ x,
-                                                          PoolFastMeta m) {
+__global__ void __launch_bounds__(PF_BLOCK) pool_fast_rows(T* __restrict__ y, const T* __restrict__ x, PoolFastMeta m) {
   typedef typename Compute<T>::type A;
-  constexpr int V = 16 / sizeof(T);
+  constexpr int V = 16 / sizeof(T), FH = PfFwd<T>::FH;
   const unsigned e = blockIdx.x * PF_BLOCK + threadIdx.x;
   if (e >= (unsigned)m.items) return;
   int q0, q1, c;
   const unsigned n = pf_split(m, e, q0, q1, c);
-  const int ow0 = q0 * V, oh0 = q1 * PF_FH;
-  A r[PF_FH][V];
-  int arg[PF_FH][V];
-  pf_rows_tile<T, MODE == 1 ? 1 : 0, MODE == 2, K, S, P, PF_FH, V, -P>(x + n * m.st[1][0] + c * m.st[1][1], m.st[1][2], m.H, m.W, oh0,
-                                                                      ow0, S * ow0, r, arg);
-  typename PfOut<T, MODE>::type* yp = y + n * m.st[0][0] + c * m.st[0][1];
+  const int ow0 = q0 * V, oh0 = q1 * FH;
+  A r[FH][V];
+  int arg[FH][V];
+  pf_rows_tile<T, MODE, false, K, S, P, FH, V, -P>(x + n * m.st[1][0] + c * m.st[1][1], m.st[1][2], m.H, m.W, oh0, ow0, S * ow0, r,
+                                                  arg);
+  T* yp = y + n * m.st[0][0] + c * m.st[0][1];
 #pragma unroll
-  for (int wh = 0; wh < PF_FH; ++wh) {
+  for (int wh = 0; wh < FH; ++wh) {
     const int oh = oh0 + wh;
     if (oh >= m.OH) break;
     if (MODE == 1) {
@@ -306,164 +282,159 @@ __global__ void __launch_bounds__(PF_BLOCK) pool_fast_rows(typename PfOut<T, MOD
 #pragma unroll
       for (int v = 0; v < V; ++v) r[wh][v] = r[wh][v] / (A)(fh * pf_span<K, S, P>(ow0 + v, m.W));
     }
-    if constexpr (MODE == 2) {
-      pf_store_idx<V>(yp + (long long)oh * m.st[0][2] + ow0, m.OW - ow0, arg[wh]);
-    } else {
-      pf_store_row<T>(yp + (long long)oh * m.st[0][2], ow0, m.OW, r[wh]);
-    }
+    pf_store_row<T>(yp + (long long)oh * m.st[0][2], ow0, m.OW, r[wh]);
   }
 }
 
-// Forward, C innermost: PF_FH x PF_FW pixels x V channels per thread (MODE 2 as pool_fast_rows).
+// Forward, C innermost: FH x FW pixels x V channels per thread.
 template <class T, int MODE, int K, int S, int P>
-__global__ void __launch_bounds__(PF_BLOCK) pool_fast_cl(typename PfOut<T, MODE>::type* __restrict__ y, const T* __restrict__ x,
-                                                        PoolFastMeta m) {
+__global__ void __launch_bounds__(PF_BLOCK) pool_fast_cl(T* __restrict__ y, const T* __restrict__ x, PoolFastMeta m) {
   typedef typename Compute<T>::type A;
-  constexpr int V = 16 / sizeof(T);
+  constexpr int V = 16 / sizeof(T), FH = PfFwd<T>::FH, FW = PfFwd<T>::FW;
   const unsigned e = blockIdx.x * PF_BLOCK + threadIdx.x;
   if (e >= (unsigned)m.items) return;
   int cv, cb, rb;
   const unsigned n = pf_split(m, e, cv, cb, rb);
-  const int c0 = cv * V, cn = m.C - c0, oh0 = rb * PF_FH, ow0 = cb * PF_FW;
-  A r[PF_FH][PF_FW][V];
-  int arg[PF_FH][PF_FW][V];
-  pf_cl_tile<T, MODE == 1 ? 1 : 0, MODE == 2, K, S, P, PF_FH, PF_FW>(x + n * m.st[1][0] + c0, m.st[1][2], m.st[1][3], m.H, m.W, oh0,
-                                                                    ow0, cn, r, arg);
+  const int c0 = cv * V, cn = m.C - c0, oh0 = rb * FH, ow0 = cb * FW;
+  A r[FH][FW][V];
+  int arg[FH][FW][V];
+  pf_cl_tile<T, MODE, false, K, S, P, FH, FW, V>(x + n * m.st[1][0] + c0, m.st[1][2], m.st[1][3], m.H, m.W, oh0, ow0, cn, r, arg);
 #pragma unroll
-  for (int wh = 0; wh < PF_FH; ++wh) {
+  for (int wh = 0; wh < FH; ++wh) {
     const int oh = oh0 + wh;
 #pragma unroll
-    for (int ww = 0; ww < PF_FW; ++ww) {
+    for (int ww = 0; ww < FW; ++ww) {
       const int ow = ow0 + ww;
       if (oh >= m.OH || ow >= m.OW) continue;
-      const long long off = n * m.st[0][0] + (long long)oh * m.st[0][2] + (long long)ow * m.st[0][3] + c0;
-      if constexpr (MODE == 2) {
-        pf_store_idx<V>(y + off, cn, arg[wh][ww]);
-      } else {
-        if (MODE == 1) {
-          const A f = (A)(pf_span<K, S, P>(oh, m.H) * pf_span<K, S, P>(ow, m.W));
+      if (MODE == 1) {
+        const A f = (A)(pf_span<K, S, P>(oh, m.H) * pf_span<K, S, P>(ow, m.W));
 #pragma unroll
-          for (int t = 0; t < V; ++t) r[wh][ww][t] = r[wh][ww][t] / f;
-        }
-        pf_store_px<T, V>(y + off, cn, r[wh][ww]);
+        for (int t = 0; t < V; ++t) r[wh][ww][t] = r[wh][ww][t] / f;
       }
+      pf_store_px<T, V>(y + n * m.st[0][0] + (long long)oh * m.st[0][2] + (long long)ow * m.st[0][3] + c0, cn, r[wh][ww]);
     }
   }
 }
 
-// Backward, W innermost: grad_input rows S*q1 .. S*q1 + S - 1, columns V*q0 .. V*q0 + V - 1 of one
-// plane, each element gathering grad_output over its covering windows in ascending order: MODE 1
-// avg (divided by the window's divisor), MODE 2 max (where the window's argmax offset in idx,
-// written by pool_fast_rows<T, 2, ...>, is the element's). Pointers: gi (written), go, idx.
+// Backward, W innermost: grad_input rows BH * q1 .. BH * q1 + BH - 1 (BH = S, max: S * PF_BMH),
+// columns V*q0 .. V*q0 + V - 1 of one plane, each element gathering grad_output over its covering
+// windows in ascending order: MODE 1 avg (divided by the window's divisor), MODE 2 max (where the
+// window's argmax, recomputed from the x tile under the covering windows, is the element).
+// Pointers: gi (written), go, x (MODE 2 only).
 template <class T, int MODE, int K, int S, int P>
 __global__ void __launch_bounds__(PF_BLOCK) pool_fast_rows_backward(T* __restrict__ gi, const T* __restrict__ go,
-                                                                   const uint8_t* __restrict__ idx, PoolFastMeta m) {
+                                                                   const T* __restrict__ x, PoolFastMeta m) {
   typedef typename Compute<T>::type A;
-  constexpr int V = 16 / sizeof(T);
+  constexpr int V = 16 / sizeof(T), BH = MODE == 2 ? S * PF_BMH : S;
   static_assert(V % S == 0, "a column chunk holds whole strides");
-  typedef PfCover<K, S, P, S> CH;
+  typedef PfCover<K, S, P, BH> CH;
   typedef PfCover<K, S, P, V> CW;
   const unsigned e = blockIdx.x * PF_BLOCK + threadIdx.x;
   if (e >= (unsigned)m.items) return;
   int q0, q1, c;
   const unsigned n = pf_split(m, e, q0, q1, c);
-  const int w0 = q0 * V, i0 = q1 * S, oh0 = q1 + CH::OLO, ow0 = w0 / S + CW::OLO;
+  const int w0 = q0 * V, i0 = q1 * BH, oh0 = i0 / S + CH::OLO, ow0 = w0 / S + CW::OLO;
   const T* gp = go + n * m.st[1][0] + c * m.st[1][1];
-  const uint8_t* ip = idx + n * m.st[2][0] + c * m.st[2][1];
-  A acc[S][V];
+  A g[CH::NWIN][CW::NWIN];
 #pragma unroll
-  for (int ri = 0; ri < S; ++ri)
-#pragma unroll
-    for (int ci = 0; ci < V; ++ci) acc[ri][ci] = A(0);
-#pragma unroll
-  for (int wh = 0; wh < CH::NWIN; ++wh) {
-    const int oh = oh0 + wh;
-    if (oh < 0 || oh >= m.OH) continue;
+  for (int wh = 0; wh < CH::NWIN; ++wh)
 #pragma unroll
     for (int ww = 0; ww < CW::NWIN; ++ww) {
-      const int ow = ow0 + ww;
-      if (ow < 0 || ow >= m.OW) continue;
-      A g = iop_load(gp[(long long)oh * m.st[1][2] + ow]);
-      const int am = MODE == 2 ? ip[(long long)oh * m.st[2][2] + ow] : 0;
-      if (MODE == 1) g = pf_div(g, (A)(pf_span<K, S, P>(oh, m.H) * pf_span<K, S, P>(ow, m.W)));
+      const int oh = oh0 + wh, ow = ow0 + ww;
+      g[wh][ww] = oh >= 0 && oh < m.OH && ow >= 0 && ow < m.OW ? iop_load(gp[(long long)oh * m.st[1][2] + ow]) : A(0);
+      if (MODE == 1) g[wh][ww] = pf_div(g[wh][ww], (A)(pf_span<K, S, P>(oh, m.H) * pf_span<K, S, P>(ow, m.W)));
+    }
+  A r[CH::NWIN][CW::NWIN];
+  int am[CH::NWIN][CW::NWIN];
+  if (MODE == 2)
+    pf_rows_tile<T, 0, true, K, S, P, CH::NWIN, CW::NWIN, CW::XLO>(x + n * m.st[2][0] + c * m.st[2][1], m.st[2][2], m.H, m.W, oh0,
+                                                                  ow0, w0, r, am);
+  T* gw = gi + n * m.st[0][0] + c * m.st[0][1];
 #pragma unroll
-      for (int ri = 0; ri < S; ++ri) {
-        const int rr = ri - CH::XLO - S * wh;
-        if (rr < 0 || rr >= K) continue;
+  for (int ri = 0; ri < BH; ++ri) {
+    if (i0 + ri >= m.H) break;
+    A acc[V];
+#pragma unroll
+    for (int ci = 0; ci < V; ++ci) acc[ci] = A(0);
+#pragma unroll
+    for (int wh = 0; wh < CH::NWIN; ++wh) {
+      const int rr = ri - CH::XLO - S * wh, oh = oh0 + wh;
+      if (rr < 0 || rr >= K || oh < 0 || oh >= m.OH) continue;
+#pragma unroll
+      for (int ww = 0; ww < CW::NWIN; ++ww) {
+        const int ow = ow0 + ww;
+        if (ow < 0 || ow >= m.OW) continue;
 #pragma unroll
         for (int ci = 0; ci < V; ++ci) {
           const int cc = ci - CW::XLO - S * ww;
           if (cc < 0 || cc >= K) continue;
-          if (MODE == 1 || am == rr * K + cc) acc[ri][ci] += g;
+          if (MODE == 1 || am[wh][ww] == rr * K + cc) acc[ci] += g[wh][ww];
         }
       }
     }
+    pf_store_row<T>(gw + (long long)(i0 + ri) * m.st[0][2], w0, m.W, acc);
   }
-  T* gw = gi + n * m.st[0][0] + c * m.st[0][1];
-#pragma unroll
-  for (int ri = 0; ri < S; ++ri)
-    if (i0 + ri < m.H) pf_store_row<T>(gw + (long long)(i0 + ri) * m.st[0][2], w0, m.W, acc[ri]);
 }
 
-// Backward, C innermost: grad_input pixels (S*rb .. S*rb + S - 1) x (S*cb .. S*cb + S - 1), V
-// channels from V*cv; as pool_fast_rows_backward (idx written by pool_fast_cl<T, 2, ...>).
+// Backward, C innermost: grad_input pixels (S*rb .. S*rb + S - 1) x (S*cb .. S*cb + S - 1), VC
+// channels from VC*cv (VC = V; max: at most PF_BMC, which bounds the registers of the recomputed
+// windows); as pool_fast_rows_backward.
 template <class T, int MODE, int K, int S, int P>
 __global__ void __launch_bounds__(PF_BLOCK) pool_fast_cl_backward(T* __restrict__ gi, const T* __restrict__ go,
-                                                                 const uint8_t* __restrict__ idx, PoolFastMeta m) {
+                                                                 const T* __restrict__ x, PoolFastMeta m) {
   typedef typename Compute<T>::type A;
-  constexpr int V = 16 / sizeof(T);
+  constexpr int V = 16 / sizeof(T), VC = MODE == 2 && V > PF_BMC ? PF_BMC : V;
   typedef PfCover<K, S, P, S> CB;
   const unsigned e = blockIdx.x * PF_BLOCK + threadIdx.x;
   if (e >= (unsigned)m.items) return;
   int cv, cb, rb;
   const unsigned n = pf_split(m, e, cv, cb, rb);
-  const int c0 = cv * V, cn = m.C - c0, i0 = rb * S, j0 = cb * S, oh0 = rb + CB::OLO, ow0 = cb + CB::OLO;
+  const int c0 = cv * VC, cn = m.C - c0, i0 = rb * S, j0 = cb * S, oh0 = rb + CB::OLO, ow0 = cb + CB::OLO;
   const T* gp = go + n * m.st[1][0] + c0;
-  const uint8_t* ip = idx + n * m.st[2][0] + c0;
-  A acc[S][S][V];
+  A g[CB::NWIN][CB::NWIN][VC];
 #pragma unroll
-  for (int ri = 0; ri < S; ++ri)
-#pragma unroll
-    for (int ci = 0; ci < S; ++ci)
-#pragma unroll
-      for (int t = 0; t < V; ++t) acc[ri][ci][t] = A(0);
-#pragma unroll
-  for (int wh = 0; wh < CB::NWIN; ++wh) {
-    const int oh = oh0 + wh;
-    if (oh < 0 || oh >= m.OH) continue;
+  for (int wh = 0; wh < CB::NWIN; ++wh)
 #pragma unroll
     for (int ww = 0; ww < CB::NWIN; ++ww) {
-      const int ow = ow0 + ww;
-      if (ow < 0 || ow >= m.OW) continue;
-      A g[V];
-      int am[V];
-      pf_load_px<T, V>(g, gp + (long long)oh * m.st[1][2] + (long long)ow * m.st[1][3], cn, A(0));
-      if (MODE == 2) pf_load_idx<V>(am, ip + (long long)oh * m.st[2][2] + (long long)ow * m.st[2][3], cn);
+      const int oh = oh0 + wh, ow = ow0 + ww;
+      if (oh >= 0 && oh < m.OH && ow >= 0 && ow < m.OW) {
+        pf_load_px<T, VC>(g[wh][ww], gp + (long long)oh * m.st[1][2] + (long long)ow * m.st[1][3], cn, A(0));
+      } else {
+#pragma unroll
+        for (int t = 0; t < VC; ++t) g[wh][ww][t] = A(0);
+      }
       if (MODE == 1) {
         const A f = (A)(pf_span<K, S, P>(oh, m.H) * pf_span<K, S, P>(ow, m.W));
 #pragma unroll
-        for (int t = 0; t < V; ++t) g[t] = pf_div(g[t], f);
-      }
-#pragma unroll
-      for (int ri = 0; ri < S; ++ri) {
-        const int rr = ri - CB::XLO - S * wh;
-        if (rr < 0 || rr >= K) continue;
-#pragma unroll
-        for (int ci = 0; ci < S; ++ci) {
-          const int cc = ci - CB::XLO - S * ww;
-          if (cc < 0 || cc >= K) continue;
-#pragma unroll
-          for (int t = 0; t < V; ++t)
-            if (MODE == 1 || am[t] == rr * K + cc) acc[ri][ci][t] += g[t];
-        }
+        for (int t = 0; t < VC; ++t) g[wh][ww][t] = pf_div(g[wh][ww][t], f);
       }
     }
-  }
+  A r[CB::NWIN][CB::NWIN][VC];
+  int am[CB::NWIN][CB::NWIN][VC];
+  if (MODE == 2)
+    pf_cl_tile<T, 0, true, K, S, P, CB::NWIN, CB::NWIN, VC>(x + n * m.st[2][0] + c0, m.st[2][2], m.st[2][3], m.H, m.W, oh0, ow0, cn,
+                                                           r, am);
 #pragma unroll
   for (int ri = 0; ri < S; ++ri)
 #pragma unroll
-    for (int ci = 0; ci < S; ++ci)
-      if (i0 + ri < m.H && j0 + ci < m.W)
-        pf_store_px<T, V>(gi + n * m.st[0][0] + (long long)(i0 + ri) * m.st[0][2] + (long long)(j0 + ci) * m.st[0][3] + c0, cn,
-                          acc[ri][ci]);
+    for (int ci = 0; ci < S; ++ci) {
+      if (i0 + ri >= m.H || j0 + ci >= m.W) continue;
+      A acc[VC];
+#pragma unroll
+      for (int t = 0; t < VC; ++t) acc[t] = A(0);
+#pragma unroll
+      for (int wh = 0; wh < CB::NWIN; ++wh) {
+        const int rr = ri - CB::XLO - S * wh, oh = oh0 + wh;
+        if (rr < 0 || rr >= K || oh < 0 || oh >= m.OH) continue;
+#pragma unroll
+        for (int ww = 0; ww < CB::NWIN; ++ww) {
+          const int cc = ci - CB::XLO - S * ww, ow = ow0 + ww;
+          if (cc < 0 || cc >= K || ow < 0 || ow >= m.OW) continue;
+#pragma unroll
+          for (int t = 0; t < VC; ++t)
+            if (MODE == 1 || am[wh][ww][t] == rr * K + cc) acc[t] += g[wh][ww][t];
+        }
+      }
+      pf_store_px<T, VC>(gi + n * m.st[0][0] + (long long)(i0 + ri) * m.st[0][2] + (long long)(j0 + ci) * m.st[0][3] + c0, cn, acc);
+    }
 }
