@@ -260,16 +260,16 @@ def test_sum_reduce_max_reduce_mean_nvidia_plans(monkeypatch):
             np.testing.assert_allclose(cp.asnumpy(y).astype(np.float64), want, rtol=tol, atol=tol * scale)
 
 
-def test_reduce_rows16_plan_rule():
+def test_reduce_rows_16bit_plan_rule():
     from infiniop_py.dtypes import DType
     from infiniop_py.reduce import plan_reduce
 
     rows = plan_reduce((8192, 8192), (8192, 1), (1, 0), (1,), DType.F16, 132)
     assert rows.rules == ("rows16-warp", "one-pass") and rows.block == (32, 4) and rows.grid == (2048, 1)
-    assert rows.kernel == "reduce_rows16<iop_half, SumOp, 0, 0, 0>"
+    assert rows.kernel == "reduce_rows<iop_half, SumOp, 0, 8, 0, 0>"
     full = plan_reduce((8192, 8192), (8192, 1), (0, 0), (0, 1), DType.BF16, 132, "max")
     assert full.rules == ("rows-packed", "sweep-flagged") and full.block == (256, 1) and full.S == 528 and full.last == 3
-    assert full.kernel == "reduce_rows16<iop_bf16, MaxOp, 0, 3, 1>"
+    assert full.kernel == "reduce_rows<iop_bf16, MaxOp, 0, 8, 3, 1>"
     assert plan_reduce((8192, 8192), (8192, 1), (1, 0), (1,), DType.F32, 132).kernel.startswith("reduce_rows<")
     assert plan_reduce((64, 8192), (8192, 1), (1, 0), (1,), DType.F16, 132).block == (64, 1)  # few rows
 
@@ -287,7 +287,7 @@ def test_reduce_full_plans():
         p = full(dt)
         assert p.rules[1] == "sweep-flagged" and p.last == 3 and p.workspace == 0 and not p.finish
     p = full(DType.F32)
-    assert p.rules[1] == "last-block" and p.last == 1 and p.workspace == 528 * 4 and p.kernel.endswith(", 4, 1>")
+    assert p.rules[1] == "last-block" and p.last == 1 and p.workspace == 528 * 4 and p.kernel.endswith(", 4, 1, 0>")
     assert full(DType.F64).last == 1 and full(DType.I32).last == 1
     # not one contiguous row per output (outer split): no sweep
     assert plan_reduce((8192, 64), (128, 1), (0, 0), (0, 1), DType.F16, 132).rules[1] == "last-block"
@@ -299,7 +299,7 @@ def test_reduce_full_plans():
     assert few.rules == ("rows-short", "finish-block") and few.finish.startswith("reduce_finish_block<")
 
 
-# -- NVIDIA: reduce_rows16 (f16 / bf16 rows on the 16-byte path) -----------------------------
+# -- NVIDIA: reduce_rows on f16 / bf16 rows (raw 32-bit words on the 16-byte path) -----------
 H16_CASES = [
     ("sum", (3, 20011), (1,)),  # split rows, last-block finish
     ("reduce_max", (3, 20011), (1,)),

@@ -23,7 +23,7 @@ from ..planner import Rule, always, first_match
 from ..status import Status, error
 
 OPS = {"sum": ("SumOp", 0), "max": ("MaxOp", 0), "mean": ("SumOp", 1)}  # Op type and MEAN of each op
-HALF = (DType.F16, DType.BF16)  # rows of these on the 16-byte path: reduce_rows16 (raw 32-bit words)
+HALF = (DType.F16, DType.BF16)  # rows of these on the 16-byte path: raw 32-bit words (R16State)
 WARP_DTYPES = (DType.F32, DType.F16, DType.BF16)  # reduce_rows_warp instantiations
 RW_NP = (1, 2, 4, 8)  # reduce_rows_warp: 16-byte packs per lane per batch
 
@@ -72,7 +72,7 @@ class Rows:
         return -(-self.Ri // self.vec)
 
     @property
-    def half(self) -> bool:  # reduce_rows16's rows
+    def half(self) -> bool:  # rows on raw 32-bit words
         return self.dtype in HALF and self.vec > 1
 
 
@@ -86,7 +86,7 @@ class WarpRows:
 
 @dataclass(frozen=True)
 class Group:
-    """``reduce_rows`` / ``reduce_rows16``: a group of G threads per row, ``rows_per_block`` rows
+    """``reduce_rows``: a group of G threads per row, ``rows_per_block`` rows
     per block. G is ``threads``, or with ``packs_per_thread`` the power of two that gives each
     thread about that many packs, between ``min_threads`` and 256 (a warp: 4 rows per block)."""
 
@@ -123,7 +123,7 @@ ROW_RULES = (
 @dataclass(frozen=True)
 class Split:
     """A row plan's split: S chunks per row; ``sweep``: one contiguous 16-bit row per output (one
-    row per block, not split along outer positions), which reduce_rows16 can read grid-stride."""
+    row per block, not split along outer positions), which a 16-bit reduce_rows can read grid-stride."""
 
     S: int
     M: int
@@ -137,7 +137,7 @@ class Finish:
     that finishes last (1: fence + ticket, partials in the workspace; 3: {flag, partial} slots in
     descriptor-owned memory, float accumulators only); ``second``: by a second kernel
     (``reduce_finish``: a warp per output, ``reduce_finish_block``: a block per output).
-    ``sweep``: reduce_rows16 reads the row grid-stride (ILV) instead of a chunk per block."""
+    ``sweep``: a 16-bit reduce_rows reads the row grid-stride (ILV) instead of a chunk per block."""
 
     last: int = 0
     sweep: int = 0
@@ -176,11 +176,9 @@ def split_rows(p: Rows, G: int, rpb: int) -> tuple[int, int, int]:  # noqa: N803
 
 
 def row_kernel(dtype: DType, op: str, vec: int, fin: Finish) -> str:
-    """The kernel of a grouped row plan: reduce_rows16 for 16-bit packed rows, else reduce_rows."""
+    """The kernel of a grouped row plan (16-bit packed rows: raw 32-bit words, reduce_kernels.cu R16State)."""
     o, mean = OPS[op]
-    if dtype in HALF and vec > 1:
-        return f"reduce_rows16<{ctype(dtype)}, {o}, {mean}, {fin.last}, {fin.sweep}>"
-    return f"reduce_rows<{ctype(dtype)}, {o}, {mean}, {vec}, {fin.last}>"
+    return f"reduce_rows<{ctype(dtype)}, {o}, {mean}, {vec}, {fin.last}, {fin.sweep}>"
 
 
 def warp_kernel(dtype: DType, op: str, np_: int) -> str:

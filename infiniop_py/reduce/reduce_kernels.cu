@@ -69,7 +69,7 @@ __device__ __forceinline__ unsigned int row_start_ticket(unsigned int* __restric
   return 0u;
 }
 
-// The end of reduce_rows / reduce_rows16: combine the block's partial of its row; with one split
+// The end of reduce_rows: combine the block's partial of its row; with one split
 // (S == 1) store it, else finish the S partials of the row in one launch (LAST) or write the
 // partial to the workspace for reduce_finish (LAST = 0). LAST (blockDim.y == 1):
 //   1  each block writes its partial to the workspace, __threadfence + atomicAdd on the row's
@@ -158,29 +158,114 @@ __device__ __forceinline__ void row_finish(A acc, T* __restrict__ y, long long y
   }
 }
 
-// VEC > 1: the contiguous path loads U = 8 16-byte packs per thread before combining them (U
-// loads in flight per thread: what reaches the read bandwidth when a thread owns only a few
-// packs); VEC == 1 is a plain strided loop.
+// A thread's accumulator over the 16-byte packs (Word) and single elements of a row. RowState:
+// one accumulator of type Acc<T> combined element by element. R16State (f16 / bf16 packs of 8,
+// each taken as 4 raw 32-bit words):
+//   sum / mean: each word becomes two floats (bf16: two integer ops; f16: cvt), added into two
+//               independent f32 accumulators (even / odd elements), summed at the end;
+//   max:        max.NaN.{f16,bf16}x2 on packed pairs into 4 packed accumulators (no conversion;
+//               exact, NaN propagates as with MaxOp), converted once at the end.
+template <class T, class Op, int VEC>
+struct RowState {
+  typedef typename Acc<T>::type A;
+  typedef Pack<T, VEC> Word;
+  A a;
+  __device__ __forceinline__ void init() { a = Op::template identity<A>(); }
+  __device__ __forceinline__ void add1(A v) { a = Op::template combine<A>(a, v); }
+  __device__ __forceinline__ void add(const Word& pk) {
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) a = Op::template combine<A>(a, red_load(pk.v[k]));
+  }
+  __device__ __forceinline__ A result() const { return a; }
+};
+
+template <class T, class Op> struct R16State;
+template <class T> struct R16State<T, SumOp> {
+  float a0, a1;
+  __device__ __forceinline__ void init() { a0 = 0.f; a1 = 0.f; }
+  __device__ __forceinline__ void add1(float v) { a0 += v; }
+  __device__ __forceinline__ void add(uint4 w) {
+    a0 += RawWord<T>::get(w.x, 0); a1 += RawWord<T>::get(w.x, 1);
+    a0 += RawWord<T>::get(w.y, 0); a1 += RawWord<T>::get(w.y, 1);
+    a0 += RawWord<T>::get(w.z, 0); a1 += RawWord<T>::get(w.z, 1);
+    a0 += RawWord<T>::get(w.w, 0); a1 += RawWord<T>::get(w.w, 1);
+  }
+  __device__ __forceinline__ float result() const { return a0 + a1; }
+};
+template <class T> struct R16State<T, MaxOp> {
+  unsigned int m0, m1, m2, m3;
+  float s;  // scalar head / tail elements
+  __device__ __forceinline__ void init() { m0 = m1 = m2 = m3 = RawWord<T>::ninf2; s = red_neg_inf(0.f); }
+  __device__ __forceinline__ void add1(float v) { s = MaxOp::combine<float>(s, v); }
+  __device__ __forceinline__ void add(uint4 w) {
+    m0 = RawWord<T>::max2(m0, w.x); m1 = RawWord<T>::max2(m1, w.y);
+    m2 = RawWord<T>::max2(m2, w.z); m3 = RawWord<T>::max2(m3, w.w);
+  }
+  __device__ __forceinline__ float result() const {
+    const unsigned int m = RawWord<T>::max2(RawWord<T>::max2(m0, m1), RawWord<T>::max2(m2, m3));
+    return MaxOp::combine<float>(MaxOp::combine<float>(s, RawWord<T>::get(m, 0)), RawWord<T>::get(m, 1));
+  }
+};
+
+template <class Op> struct RowState<iop_half, Op, 8> : R16State<iop_half, Op> { typedef uint4 Word; };
+template <class Op> struct RowState<iop_bf16, Op, 8> : R16State<iop_bf16, Op> { typedef uint4 Word; };
+
+// reduce_rows: a group of G = blockDim.x threads per row. VEC > 1: the contiguous path loads U = 8
+// 16-byte packs per thread before combining them (U loads in flight per thread: what reaches the
+// read bandwidth when a thread owns only a few packs); VEC == 1 is a plain strided loop.
+// Deterministic (fixed order per thread).
+//
+// ILV = 1 (f16 / bf16, one contiguous row split over S blocks, Ro == 1, no outer split): a
+// grid-stride sweep instead of one contiguous chunk per block. Thread g = s * G + tid of NT = S * G
+// takes packs g, g + NT, ... (U in flight), so every block reads the same number of packs (within
+// one) and the whole grid streams one window of the row at a time; block 0 also takes the
+// unaligned head and the tail (< VEC elements each).
 //
 // LAST = 1 (split plans with one row per block): no second launch; each block writes its
 // partial, draws a ticket (integer atomic on ticket[blockIdx.x]) and the block that draws S - 1
 // combines the S partials of its row in a fixed order (thread tid reads s = tid, tid + G, ...,
 // then block_reduce: the same result whichever block is last) and resets the ticket to 0. The
 // tickets are device memory owned by the descriptor, one array per stream, zeroed once.
-template <class T, class Op, int MEAN, int VEC, int LAST>
+template <class T, class Op, int MEAN, int VEC, int LAST, int ILV = 0>
 __global__ void __launch_bounds__(1024) reduce_rows(T* __restrict__ y, const T* __restrict__ x,
                                                     typename Acc<T>::type* __restrict__ ws, RedMeta p,
                                                     unsigned int* __restrict__ ticket) {
   typedef typename Acc<T>::type A;
+  typedef typename RowState<T, Op, VEC>::Word W;
+  constexpr int U = 8;
   __shared__ A smem[32];
   const int G = blockDim.x;
   const int tid = threadIdx.x;
   const long long row = (long long)blockIdx.x * blockDim.y + threadIdx.y;
   const int s = blockIdx.y;
   const unsigned int tk = row_start_ticket<LAST>(ticket, tid);
-  A acc = Op::template identity<A>();
+  RowState<T, Op, VEC> st;
+  st.init();
   long long off[2] = {0, 0};
-  if (row < p.M) {
+  if (ILV) {
+    dim_offsets<2>(p.kept, row, off);
+    const T* p0 = x + off[0];
+    const long long n = p.Ri;
+    long long head = (long long)((VEC - (reinterpret_cast<unsigned long long>(p0) / sizeof(T)) % VEC) % VEC);
+    if (head > n) head = n;
+    if (s == 0 && tid < head) st.add1(red_load(p0[tid]));
+    const W* pv = reinterpret_cast<const W*>(p0 + head);
+    const long long nv = (n - head) / VEC;
+    const long long NT = (long long)p.S * G;
+    const long long v0 = (long long)s * G + tid;
+    const W* q = pv + v0;
+    long long left = nv - v0;  // packs from q on
+    for (; left > (long long)(U - 1) * NT; left -= (long long)U * NT, q += (long long)U * NT) {
+      W pk[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) pk[u] = q[(long long)u * NT];
+#pragma unroll
+      for (int u = 0; u < U; ++u) st.add(pk[u]);
+    }
+    for (; left > 0; left -= NT, q += NT) st.add(*q);
+    const long long done = head + nv * VEC;
+    if (s == 0 && tid < n - done) st.add1(red_load(p0[done + tid]));
+  } else if (row < p.M) {
     dim_offsets<2>(p.kept, row, off);
     long long j0, j1, i0, i1;
     row_chunk(p, s, j0, j1, i0, i1);
@@ -193,36 +278,32 @@ __global__ void __launch_bounds__(1024) reduce_rows(T* __restrict__ y, const T* 
         const long long n = i1 - i0;
         long long head = (long long)((VEC - (reinterpret_cast<unsigned long long>(p0) / sizeof(T)) % VEC) % VEC);
         if (head > n) head = n;
-        if (tid < head) acc = Op::template combine<A>(acc, red_load(p0[tid]));
-        const Pack<T, VEC>* pv = reinterpret_cast<const Pack<T, VEC>*>(p0 + head);
+        if (tid < head) st.add1(red_load(p0[tid]));
+        const W* pv = reinterpret_cast<const W*>(p0 + head);
         const long long nv = (n - head) / VEC;
         long long v = tid;
-        constexpr int U = 8;
         for (; v + (long long)(U - 1) * G < nv; v += (long long)U * G) {
-          Pack<T, VEC> pk[U];
+          W pk[U];
 #pragma unroll
           for (int u = 0; u < U; ++u) pk[u] = pv[v + (long long)u * G];
 #pragma unroll
-          for (int u = 0; u < U; ++u)
-#pragma unroll
-            for (int k = 0; k < VEC; ++k) acc = Op::template combine<A>(acc, red_load(pk[u].v[k]));
+          for (int u = 0; u < U; ++u) st.add(pk[u]);
         }
 #pragma unroll 4
         for (; v < nv; v += G) {
-          const Pack<T, VEC> pk = pv[v];
-#pragma unroll
-          for (int k = 0; k < VEC; ++k) acc = Op::template combine<A>(acc, red_load(pk.v[k]));
+          const W pk = pv[v];
+          st.add(pk);
         }
         const long long done = head + nv * VEC;
-        if (tid < n - done) acc = Op::template combine<A>(acc, red_load(p0[done + tid]));
+        if (tid < n - done) st.add1(red_load(p0[done + tid]));
       } else {
         const long long si = p.si;
 #pragma unroll 4
-        for (long long i = i0 + tid; i < i1; i += G) acc = Op::template combine<A>(acc, red_load(px[i * si]));
+        for (long long i = i0 + tid; i < i1; i += G) st.add1(red_load(px[i * si]));
       }
     }
   }
-  row_finish<T, Op, MEAN, LAST>(acc, y, off[1], ws, ticket, p, row, s, tid, G, smem, tk);
+  row_finish<T, Op, MEAN, LAST>(st.result(), y, off[1], ws, ticket, p, row, s, tid, G, smem, tk);
 }
 
 // Every element of pack pk combined into its accumulator acc[k].
@@ -402,117 +483,6 @@ __global__ void __launch_bounds__(1024) reduce_cols_tile(T* __restrict__ y, cons
 #pragma unroll
     for (int k = 0; k < VEC; ++k) red_store<T, Op, MEAN>(y, off[1] + k * so, acc[k], p.L);
   }
-}
-
-// ---------------------------------------------------------------------------------------------
-// reduce_rows16: reduce_rows for f16 / bf16 rows on the 16-byte path (VEC = 8), same plan,
-// grid and split / last-block finish. A pack is combined as 4 raw 32-bit words:
-//   sum / mean: each word becomes two floats (bf16: two integer ops; f16: cvt), added into two
-//               independent f32 accumulators (even / odd elements), summed at the end;
-//   max:        max.NaN.{f16,bf16}x2 on packed pairs into 4 packed accumulators (no conversion;
-//               exact, NaN propagates as with MaxOp), converted once at the end.
-// U = 8 loads in flight per thread. Deterministic (fixed order per thread).
-
-template <class T, class Op> struct R16State;
-template <class T> struct R16State<T, SumOp> {
-  float a0, a1;
-  __device__ __forceinline__ void init() { a0 = 0.f; a1 = 0.f; }
-  __device__ __forceinline__ void add1(float v) { a0 += v; }
-  __device__ __forceinline__ void add(uint4 w) {
-    a0 += RawWord<T>::get(w.x, 0); a1 += RawWord<T>::get(w.x, 1);
-    a0 += RawWord<T>::get(w.y, 0); a1 += RawWord<T>::get(w.y, 1);
-    a0 += RawWord<T>::get(w.z, 0); a1 += RawWord<T>::get(w.z, 1);
-    a0 += RawWord<T>::get(w.w, 0); a1 += RawWord<T>::get(w.w, 1);
-  }
-  __device__ __forceinline__ float result() const { return a0 + a1; }
-};
-template <class T> struct R16State<T, MaxOp> {
-  unsigned int m0, m1, m2, m3;
-  float s;  // scalar head / tail elements
-  __device__ __forceinline__ void init() { m0 = m1 = m2 = m3 = RawWord<T>::ninf2; s = red_neg_inf(0.f); }
-  __device__ __forceinline__ void add1(float v) { s = MaxOp::combine<float>(s, v); }
-  __device__ __forceinline__ void add(uint4 w) {
-    m0 = RawWord<T>::max2(m0, w.x); m1 = RawWord<T>::max2(m1, w.y);
-    m2 = RawWord<T>::max2(m2, w.z); m3 = RawWord<T>::max2(m3, w.w);
-  }
-  __device__ __forceinline__ float result() const {
-    const unsigned int m = RawWord<T>::max2(RawWord<T>::max2(m0, m1), RawWord<T>::max2(m2, m3));
-    return MaxOp::combine<float>(MaxOp::combine<float>(s, RawWord<T>::get(m, 0)), RawWord<T>::get(m, 1));
-  }
-};
-
-template <class T, class Op, int MEAN, int LAST, int ILV>
-__global__ void __launch_bounds__(1024) reduce_rows16(T* __restrict__ y, const T* __restrict__ x, float* __restrict__ ws,
-                                                      RedMeta p, unsigned int* __restrict__ ticket) {
-  typedef float A;
-  constexpr int U = 8;
-  __shared__ A smem[32];
-  const int G = blockDim.x;
-  const int tid = threadIdx.x;
-  const long long row = (long long)blockIdx.x * blockDim.y + threadIdx.y;
-  const int s = blockIdx.y;
-  const unsigned int tk = row_start_ticket<LAST>(ticket, tid);
-  R16State<T, Op> st;
-  st.init();
-  long long off[2] = {0, 0};
-  if (ILV) {
-    // ILV = 1 (one contiguous row split over S blocks, Ro == 1, no outer split): a grid-stride
-    // sweep instead of one contiguous chunk per block. Thread g = s * G + tid of NT = S * G
-    // takes packs g, g + NT, ... (U in flight), so every block reads the same number of packs
-    // (within one) and the whole grid streams one window of the row at a time; block 0 also
-    // takes the unaligned head and the tail (< 8 elements each).
-    dim_offsets<2>(p.kept, row, off);
-    const T* p0 = x + off[0];
-    const long long n = p.Ri;
-    long long head = (long long)((8 - (reinterpret_cast<unsigned long long>(p0) / sizeof(T)) % 8) % 8);
-    if (head > n) head = n;
-    if (s == 0 && tid < head) st.add1(red_load(p0[tid]));
-    const uint4* pv = reinterpret_cast<const uint4*>(p0 + head);
-    const long long nv = (n - head) / 8;
-    const long long NT = (long long)p.S * G;
-    const long long v0 = (long long)s * G + tid;
-    const uint4* q = pv + v0;
-    long long left = nv - v0;  // packs from q on
-    for (; left > (long long)(U - 1) * NT; left -= (long long)U * NT, q += (long long)U * NT) {
-      uint4 pk[U];
-#pragma unroll
-      for (int u = 0; u < U; ++u) pk[u] = q[(long long)u * NT];
-#pragma unroll
-      for (int u = 0; u < U; ++u) st.add(pk[u]);
-    }
-    for (; left > 0; left -= NT, q += NT) st.add(*q);
-    const long long done = head + nv * 8;
-    if (s == 0 && tid < n - done) st.add1(red_load(p0[done + tid]));
-  } else if (row < p.M) {
-    dim_offsets<2>(p.kept, row, off);
-    long long j0, j1, i0, i1;
-    row_chunk(p, s, j0, j1, i0, i1);
-    for (long long j = j0; j < j1; ++j) {
-      long long ro = 0;
-      if (p.red.ndim) dim_offsets<1>(p.red, j, &ro);
-      const T* p0 = x + off[0] + ro + i0;
-      const long long n = i1 - i0;
-      long long head = (long long)((8 - (reinterpret_cast<unsigned long long>(p0) / sizeof(T)) % 8) % 8);
-      if (head > n) head = n;
-      if (tid < head) st.add1(red_load(p0[tid]));
-      const uint4* pv = reinterpret_cast<const uint4*>(p0 + head);
-      const long long nv = (n - head) / 8;
-      long long v = tid;
-      for (; v + (long long)(U - 1) * G < nv; v += (long long)U * G) {
-        uint4 pk[U];
-#pragma unroll
-        for (int u = 0; u < U; ++u) pk[u] = pv[v + (long long)u * G];
-#pragma unroll
-        for (int u = 0; u < U; ++u) st.add(pk[u]);
-      }
-#pragma unroll 4
-      for (; v < nv; v += G) st.add(pv[v]);
-      const long long done = head + nv * 8;
-      if (tid < n - done) st.add1(red_load(p0[done + tid]));
-    }
-  }
-  A acc = st.result();
-  row_finish<T, Op, MEAN, LAST>(acc, y, off[1], ws, ticket, p, row, s, tid, G, smem, tk);
 }
 
 // reduce_rows_warp (rule rows-warp): short contiguous rows (Ro == 1, unit stride, no split) of f32 /
