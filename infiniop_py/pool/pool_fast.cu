@@ -42,6 +42,7 @@ static_assert(sizeof(PoolFastMeta) == 160, "PoolFastMeta layout (infiniop_py/poo
 #define PF_FW16 2     // (cuda.py FAST_FW16)
 #define PF_BMH 2      // max backward, W innermost: grad_input rows per thread in strides S (cuda.py FAST_BMH)
 #define PF_BMC 4      // max backward, C innermost: channels per thread at most (cuda.py FAST_BMC)
+#define PF_BMINB 1    // backward kernels: resident blocks per SM their registers must allow (__launch_bounds__)
 
 // Forward tile of a thread by element size: FH output rows (FW output columns in pool_fast_cl).
 template <class T> struct PfFwd {
@@ -322,7 +323,7 @@ __global__ void __launch_bounds__(PF_BLOCK) pool_fast_cl(T* __restrict__ y, cons
 // window's argmax, recomputed from the x tile under the covering windows, is the element).
 // Pointers: gi (written), go, x (MODE 2 only).
 template <class T, int MODE, int K, int S, int P>
-__global__ void __launch_bounds__(PF_BLOCK) pool_fast_rows_backward(T* __restrict__ gi, const T* __restrict__ go,
+__global__ void __launch_bounds__(PF_BLOCK, PF_BMINB) pool_fast_rows_backward(T* __restrict__ gi, const T* __restrict__ go,
                                                                    const T* __restrict__ x, PoolFastMeta m) {
   typedef typename Compute<T>::type A;
   constexpr int V = 16 / sizeof(T), BH = MODE == 2 ? S * PF_BMH : S;
@@ -380,7 +381,7 @@ __global__ void __launch_bounds__(PF_BLOCK) pool_fast_rows_backward(T* __restric
 // channels from VC*cv (VC = V; max: at most PF_BMC, which bounds the registers of the recomputed
 // windows); as pool_fast_rows_backward.
 template <class T, int MODE, int K, int S, int P>
-__global__ void __launch_bounds__(PF_BLOCK) pool_fast_cl_backward(T* __restrict__ gi, const T* __restrict__ go,
+__global__ void __launch_bounds__(PF_BLOCK, PF_BMINB) pool_fast_cl_backward(T* __restrict__ gi, const T* __restrict__ go,
                                                                  const T* __restrict__ x, PoolFastMeta m) {
   typedef typename Compute<T>::type A;
   constexpr int V = 16 / sizeof(T), VC = MODE == 2 && V > PF_BMC ? PF_BMC : V;
