@@ -418,11 +418,16 @@ class _FastEmu:
             if i0 + ri < m.H and w0 + ci < m.W:
                 self.write(n * st[0] + c * st[1] + (i0 + ri) * st[2] + w0 + ci, total)
 
-    def cl_backward(self, cv, cb, rb, n):
+    def cl_backward(self, cv, q1, q2, n):
         m, s, V = self.m, self.s, self.st.V
         st, sg, sx = m.st
         olo, nw, _ = self.cover(s)
+        bt = pc.FAST_BCT if self.mode == 2 else 1
+        lo = q1 % (bt * bt)
+        cb, rb = q1 // (bt * bt) * bt + lo % bt, q2 * bt + lo // bt
         c0, i0, j0 = cv * V, rb * s, cb * s
+        if i0 >= m.H or j0 >= m.W:
+            return
         for t in range(min(V, m.C - c0)):
             acc = self.gather(
                 n * sg[0] + c0 + t, n * sx[0] + c0 + t, (sg[2], sg[3]), (sx[2], sx[3]), rb + olo, cb + olo, nw, nw, s, s
@@ -596,6 +601,7 @@ def test_meta_layout_matches_the_kernel():
         ("PF_FW16", pc.FAST_FW16),
         ("PF_BMH", pc.FAST_BMH),
         ("PF_BMC", pc.FAST_BMC),
+        ("PF_BCT", pc.FAST_BCT),
     ):
         assert f"#define {name} {value} " in pc.FAST_SOURCE
 

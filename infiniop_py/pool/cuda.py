@@ -237,6 +237,7 @@ FAST_FH, FAST_FW = 1, 1  # PF_FH, PF_FW: output rows / columns per thread of the
 FAST_FH16, FAST_FW16 = 2, 2  # PF_FH16, PF_FW16: the same for 2-byte types
 FAST_BMH = 2  # PF_BMH: max backward (rows): grad_input rows per thread in strides
 FAST_BMC = 4  # PF_BMC: max backward (cl): channels per thread at most
+FAST_BCT = 4  # PF_BCT: max backward (cl): a thread block tiles FAST_BCT x FAST_BCT pixel blocks
 ROWS, CL = "rows", "cl"
 # kernel MODE (pool_fast.cu) per stage of each operator: (backward kernel?, MODE)
 FAST_STAGES = {
@@ -332,6 +333,9 @@ def fast_plan(geom, written, reads, mode: int) -> FastPlan | None:
         rows, cols = (H, W) if backward else (OH, OW)
         if layout == ROWS:
             dims = (-(-cols // V), -(-rows // fh), C)
+        elif backward and kmode == 2:  # tiles of bt x bt pixel blocks: (tile column, index), tile row
+            bt = FAST_BCT
+            dims = (-(-C // vc), bt * bt * -(-cols // (fw * bt)), -(-rows // (fh * bt)))
         else:
             dims = (-(-C // vc), -(-cols // fw), -(-rows // fh))
         items = math.prod(dims) * N

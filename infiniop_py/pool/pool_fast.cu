@@ -42,6 +42,7 @@ static_assert(sizeof(PoolFastMeta) == 160, "PoolFastMeta layout (infiniop_py/poo
 #define PF_FW16 2     // (cuda.py FAST_FW16)
 #define PF_BMH 2      // max backward, W innermost: grad_input rows per thread in strides S (cuda.py FAST_BMH)
 #define PF_BMC 4      // max backward, C innermost: channels per thread at most (cuda.py FAST_BMC)
+#define PF_BCT 4      // max backward, C innermost: a block's threads tile PF_BCT x PF_BCT pixel blocks (cuda.py FAST_BCT)
 #define PF_BMINB 1    // backward kernels: resident blocks per SM their registers must allow (__launch_bounds__)
 
 // Forward tile of a thread by element size: FH output rows (FW output columns in pool_fast_cl).
@@ -379,7 +380,9 @@ __global__ void __launch_bounds__(PF_BLOCK, PF_BMINB) pool_fast_rows_backward(T*
 
 // Backward, C innermost: grad_input pixels (S*rb .. S*rb + S - 1) x (S*cb .. S*cb + S - 1), VC
 // channels from VC*cv (VC = V; max: at most PF_BMC, which bounds the registers of the recomputed
-// windows); as pool_fast_rows_backward.
+// windows); as pool_fast_rows_backward. Max: the work item's q1 holds a column of tiles of BT x BT
+// pixel blocks (BT = PF_BCT) and the index in the tile, q2 the row of tiles, so the threads of a
+// block share the x rows between their blocks through L1 (past the grid: no work).
 template <class T, int MODE, int K, int S, int P>
 __global__ void __launch_bounds__(PF_BLOCK, PF_BMINB) pool_fast_cl_backward(T* __restrict__ gi, const T* __restrict__ go,
                                                                  const T* __restrict__ x, PoolFastMeta m) {
@@ -388,9 +391,12 @@ __global__ void __launch_bounds__(PF_BLOCK, PF_BMINB) pool_fast_cl_backward(T* _
   typedef PfCover<K, S, P, S> CB;
   const unsigned e = blockIdx.x * PF_BLOCK + threadIdx.x;
   if (e >= (unsigned)m.items) return;
-  int cv, cb, rb;
-  const unsigned n = pf_split(m, e, cv, cb, rb);
+  constexpr int BT = MODE == 2 ? PF_BCT : 1;
+  int cv, q1, q2;
+  const unsigned n = pf_split(m, e, cv, q1, q2);
+  const int lo = q1 % (BT * BT), cb = q1 / (BT * BT) * BT + lo % BT, rb = q2 * BT + lo / BT;
   const int c0 = cv * VC, cn = m.C - c0, i0 = rb * S, j0 = cb * S, oh0 = rb + CB::OLO, ow0 = cb + CB::OLO;
+  if (i0 >= m.H || j0 >= m.W) return;
   const T* gp = go + n * m.st[1][0] + c0;
   A g[CB::NWIN][CB::NWIN][VC];
 #pragma unroll
