@@ -408,12 +408,17 @@ BF16_PRODUCTS = [
 ]
 
 
+@pytest.mark.parametrize("amx", [False, True], ids=["dpbf16ps", "amx"])
 @pytest.mark.parametrize("ab,bb,m,k,n,la,lb", BF16_PRODUCTS)
-def test_bf16_products_on_the_bf16_dot_products(ab, bb, m, k, n, la, lb):
+def test_bf16_products_on_the_bf16_dot_products(ab, bb, m, k, n, la, lb, amx):
     """bf16_matmul against float64: every element within the float32 summation bound
     (k + 1) 2^-24 sum |a| |b|, on every layout and edge; repeatable bit for bit, also on one
-    thread."""
+    thread; through vdpbf16ps and, where the CPU has them, the AMX tiles."""
     matmul = _bf16_kernels()
+    if amx and not matmul.uses_amx():
+        pytest.skip("no AMX-BF16 here (or no permission for the tile state)")
+    if not amx and "+avx512bf16" not in matmul._host_features():
+        pytest.skip("no AVX512-BF16 here")
     rng = np.random.default_rng(m * 1000 + k + n)
 
     def operand(batch, r, c, layout):
@@ -424,16 +429,16 @@ def test_bf16_products_on_the_bf16_dot_products(ab, bb, m, k, n, la, lb):
         return _bf16(rng, (batch, r, c))
 
     a, b = operand(ab, m, k, la), operand(bb, k, n, lb)
-    got = matmul._product(jit.kernels(), a, b).copy()
+    got = matmul._product(jit.kernels(), a, b, amx).copy()
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     bound = (k + 1) * 2.0**-24 * (np.abs(a64) @ np.abs(b64))
     assert got.shape == (max(ab, bb), m, n)
     assert np.all(np.abs(got - a64 @ b64) <= bound)
-    assert np.array_equal(matmul._product(jit.kernels(), a, b), got)
+    assert np.array_equal(matmul._product(jit.kernels(), a, b, amx), got)
     threads = pool.THREADS
     try:
         pool.THREADS = 1
-        assert np.array_equal(matmul._product(jit.kernels(), a, b), got)
+        assert np.array_equal(matmul._product(jit.kernels(), a, b, amx), got)
     finally:
         pool.THREADS = threads
 

@@ -30,7 +30,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, overload
 
-from .bf16_kernels import BF16_MR, BF16_NR, bf16_gemm, bf16_pack_b  # noqa: F401 - one namespace for jit.kernels()
+from .bf16_kernels import AMX_KQ, AMX_M, BF16_MR, BF16_NR, bf16_gemm, bf16_gemm_amx, bf16_pack_b  # noqa: F401 - one namespace for jit.kernels()
 
 # contract: a * b + c may become one fused multiply-add (one rounding instead of two)
 _jit = numba.njit(nogil=True, cache=True, error_model="numpy", boundscheck=False, fastmath={"contract"})

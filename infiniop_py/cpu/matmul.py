@@ -13,6 +13,11 @@ results are flushed to zero (as the BLAS-less half products of other libraries d
 :func:`bf16_matmul` returns None (the caller takes the f32 BLAS) without numba, under
 :func:`~infiniop_py.cpu.jit.pure_numpy`, on CPUs without the instruction, for products too
 small to pay for the packing, or when the kernels failed their self-check at first use.
+
+Where the CPU also has AMX-BF16 and the operating system grants the process the tile state
+(Linux: ``arch_prctl(ARCH_REQ_XCOMP_PERM)``), the tile kernel ``bf16_gemm_amx`` runs instead, on
+the same packed panels (a and b zero-padded to whole tiles); it passes the same self-check
+first, and where it does not, the ``vdpbf16ps`` kernels run.
 """
 
 from __future__ import annotations
@@ -24,31 +29,59 @@ import numpy as np
 from . import jit, pool
 
 MIN_WORK = 1 << 21  # m * n * k below which the f32 BLAS path wins (less glue around it)
+# m * n * k below which an AMX product runs on the calling thread: a 512^3 product takes a few
+# hundred microseconds there, and the pool's hand-offs (a helper's wake-up, the GIL) cost more
+# than a second thread gains on so little work
+AMX_SERIAL_WORK = 1 << 30
 
 U16 = np.dtype(np.uint16)
 U32 = np.dtype(np.uint32)
 F32 = np.dtype(np.float32)
 
-_state: dict = {"ok": None}
+_state: dict = {"ok": None, "amx": False}
 _lock = threading.Lock()
 
+# The AMX tile configuration (ldtilecfg's 64 bytes): palette 1; tiles 0-7 of 16 rows of 64 bytes
+AMX_CONFIG = np.zeros(64, np.uint8)
+AMX_CONFIG[0] = 1
+AMX_CONFIG[16:32].view(np.uint16)[:] = 64
+AMX_CONFIG[48:56] = 16
 
-def _cpu_has_bf16_dot() -> bool:
-    """Whether numba compiles for a CPU with AVX512-BF16 through an LLVM that types its
-    intrinsic with ``bfloat`` vectors (LLVM 17 on). A portable numba target (another CPU name
-    or feature list) may lack the instruction, so only the host's own target counts."""
+
+def _host_features() -> set:
+    """The CPU features numba compiles for, where that is the host's own target through an
+    LLVM that types the bf16 dot product's intrinsic with ``bfloat`` vectors (LLVM 17 on);
+    else none. A portable numba target (another CPU name or feature list) may lack the
+    instructions, so only the host's own target counts."""
     try:
         import llvmlite.binding as llvm
         import numba
 
         if numba.config.CPU_NAME not in (None, "host") or numba.config.CPU_FEATURES or llvm.llvm_version_info[0] < 17:
+            return set()
+        return set(llvm.get_host_cpu_features().flatten().split(","))
+    except Exception:
+        return set()
+
+
+def _amx_permitted() -> bool:
+    """Whether the operating system lets this process use the AMX tile data (Linux x86-64:
+    ``arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)``); a tile instruction without that
+    permission kills the process, so nothing else asks for it."""
+    try:
+        import ctypes
+        import platform
+        import sys
+
+        if not sys.platform.startswith("linux") or platform.machine() != "x86_64":
             return False
-        return "+avx512bf16" in llvm.get_host_cpu_features().flatten().split(",")
+        sys_arch_prctl, req_xcomp_perm, xtiledata = 158, 0x1023, 18
+        return ctypes.CDLL(None, use_errno=True).syscall(sys_arch_prctl, req_xcomp_perm, xtiledata) == 0
     except Exception:
         return False
 
 
-def _self_check(k) -> bool:
+def _self_check(k, amx: bool) -> bool:
     """Compiles the kernels and checks one odd-shaped product (edge tiles, odd k) against
     float64: each element within the float32 summation bound (k + 1) 2^-24 sum |a| |b|."""
     import ml_dtypes
@@ -56,10 +89,17 @@ def _self_check(k) -> bool:
     rng = np.random.default_rng(0)
     a = rng.standard_normal((11, 37)).astype(ml_dtypes.bfloat16)
     b = rng.standard_normal((37, 45)).astype(ml_dtypes.bfloat16)
-    got = _product(k, a[None], b[None])[0]
+    got = _product(k, a[None], b[None], amx)[0]
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     bound = np.abs(a64) @ np.abs(b64) * (a.shape[1] + 1) * 2.0**-24
     return bool(np.all(np.abs(got - a64 @ b64) <= bound))
+
+
+def _check(k, amx: bool) -> bool:
+    try:
+        return _self_check(k, amx)
+    except Exception:  # a compile failure: the other path
+        return False
 
 
 def available() -> bool:
@@ -71,11 +111,15 @@ def available() -> bool:
     if _state["ok"] is None:
         with _lock:
             if _state["ok"] is None:
-                try:
-                    _state["ok"] = _cpu_has_bf16_dot() and _self_check(k)
-                except Exception:  # a compile failure: the f32 BLAS path
-                    _state["ok"] = False
+                feats = _host_features()
+                _state["amx"] = {"+amx-tile", "+amx-bf16"} <= feats and _amx_permitted() and _check(k, True)
+                _state["ok"] = _state["amx"] or ("+avx512bf16" in feats and _check(k, False))
     return _state["ok"]
+
+
+def uses_amx() -> bool:
+    """Whether :func:`bf16_matmul` runs on the AMX tiles here."""
+    return available() and _state["amx"]
 
 
 def bf16_matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
@@ -104,11 +148,17 @@ def _pairs(a: np.ndarray, rows: int, kp: int) -> np.ndarray:
     return buf.view(U32)
 
 
-def _product(k, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def _product(k, a: np.ndarray, b: np.ndarray, amx: bool | None = None) -> np.ndarray:
+    """a @ b (module docstring) on the AMX tiles (``amx``; by default where they run here) or
+    through ``vdpbf16ps``."""
+    if amx is None:
+        amx = _state["amx"]
     batch = max(a.shape[0], b.shape[0])
     m, kdim, n = a.shape[1], a.shape[2], b.shape[2]
-    mr, nr = k.BF16_MR, k.BF16_NR
+    mr, nr = (k.AMX_M if amx else k.BF16_MR), k.BF16_NR
     kp = (kdim + 1) // 2
+    if amx:
+        kp = -(-kp // k.AMX_KQ) * k.AMX_KQ
     rows = -(-m // mr) * mr
     panels = -(-n // nr)
     ap = _pairs(a, rows, kp)
@@ -119,17 +169,26 @@ def _product(k, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         c[...] = 0
         return c[:, :m, :n]
     per = max(1, -(-pool.PARTS_PER_THREAD * pool.THREADS // batch))  # parts per batch entry
+    if amx and m * n * kdim < AMX_SERIAL_WORK:
+        per = 1
     ai = (lambda i: 0) if ap.shape[0] == 1 else (lambda i: i)
     parts = [(i, j0, j1) for i in range(batch) for j0, j1 in pool.bounds(panels, per)]
+    if amx:
+
+        def gemm(a2, b2, c2, j0, j1):
+            k.bf16_gemm_amx(a2, b2, c2, AMX_CONFIG, j0, j1)
+
+    else:
+        gemm = k.bf16_gemm
     if bp.shape[0] == batch:  # each part packs the panels of b it multiplies
 
         def part(i, j0, j1):
             k.bf16_pack_b(bits[i], bp[i], j0, j1)
-            k.bf16_gemm(ap[ai(i)], bp[i], c[i], j0, j1)
+            gemm(ap[ai(i)], bp[i], c[i], j0, j1)
 
         pool.run_all(part, parts)
         return c[:, :m, :n]
     # one b for every batch entry: packed once, first
     pool.run_all(lambda j0, j1: k.bf16_pack_b(bits[0], bp[0], j0, j1), pool.bounds(panels, per))
-    pool.run_all(lambda i, j0, j1: k.bf16_gemm(ap[ai(i)], bp[0], c[i], j0, j1), parts)
+    pool.run_all(lambda i, j0, j1: gemm(ap[ai(i)], bp[0], c[i], j0, j1), parts)
     return c[:, :m, :n]
