@@ -10,7 +10,7 @@
 // L2 serve) and keeps the window results in registers:
 //   pool_fast_rows: FH output rows x V adjacent outputs of one (n, c) plane;
 //   pool_fast_cl: FH x FW output pixels x V channels (FH, FW: PfFwd, by the element size);
-//   pool_fast_rows_backward: S grad_input rows (max: S * PF_BMH) x V adjacent positions of a plane;
+//   pool_fast_rows_backward: S grad_input rows (max: S * PF_BMH, streamed) x V adjacent positions of a plane;
 //   pool_fast_cl_backward: S x S grad_input pixels x V channels (max: at most 4 channels).
 // MODE 0 max, 1 avg, 2 max backward. The backward kernels gather: each grad_input element sums
 // grad_output over its covering windows in ascending window order (avg, MODE 1: grad_output /
@@ -40,10 +40,10 @@ static_assert(sizeof(PoolFastMeta) == 160, "PoolFastMeta layout (infiniop_py/poo
 #define PF_FW 1       // output columns per thread of pool_fast_cl, 4- and 8-byte types (cuda.py FAST_FW)
 #define PF_FH16 2     // the same for 2-byte types (cuda.py FAST_FH16)
 #define PF_FW16 2     // (cuda.py FAST_FW16)
-#define PF_BMH 2      // max backward, W innermost: grad_input rows per thread in strides S (cuda.py FAST_BMH)
+#define PF_BMH 4      // max backward, W innermost: grad_input rows per thread in strides S (cuda.py FAST_BMH)
 #define PF_BMC 4      // max backward, C innermost: channels per thread at most (cuda.py FAST_BMC)
 #define PF_BCT 4      // max backward, C innermost: a block's threads tile PF_BCT x PF_BCT pixel blocks (cuda.py FAST_BCT)
-#define PF_BMINB 1    // backward kernels: resident blocks per SM their registers must allow (__launch_bounds__)
+#define PF_BMINB 3    // backward kernels: resident blocks per SM their registers must allow (__launch_bounds__: <= 85)
 
 // Forward tile of a thread by element size: FH output rows (FW output columns in pool_fast_cl).
 template <class T> struct PfFwd {
@@ -318,11 +318,84 @@ __global__ void __launch_bounds__(PF_BLOCK) pool_fast_cl(T* __restrict__ y, cons
   }
 }
 
-// Backward, W innermost: grad_input rows BH * q1 .. BH * q1 + BH - 1 (BH = S, max: S * PF_BMH),
+// Max backward, W innermost, one thread's block: grad_input rows i0 .. i0 + BH - 1, columns
+// w0 .. w0 + V - 1 of one plane (gi, go, x: the plane's first elements). The x tile is streamed
+// row by row into the argmax of the covering windows; a window row, once complete, adds its
+// grad_output to the elements that are its argmax (window rows in ascending order, so every
+// element sums in ascending window order), and a grad_input row is stored after its last
+// covering window row. Live registers: two window rows and K grad_input rows, whatever BH is.
+template <class T, int K, int S, int P, int BH>
+__device__ __forceinline__ void pf_rows_max_backward(T* __restrict__ gw, const T* __restrict__ gp, const T* __restrict__ xp,
+                                                     const PoolFastMeta& m, int i0, int w0) {
+  typedef typename Compute<T>::type A;
+  constexpr int V = 16 / sizeof(T);
+  typedef PfCover<K, S, P, BH> CH;
+  typedef PfCover<K, S, P, V> CW;
+  constexpr int NH = CH::NWIN, NW = CW::NWIN, NXH = S * (NH - 1) + K, NXW = S * (NW - 1) + K;
+  const int oh0 = i0 / S + CH::OLO, ow0 = w0 / S + CW::OLO;
+  const A fill = pf_neg_inf<A>();
+  A r[NH][NW], g[NH][NW], acc[BH][V];
+  int am[NH][NW];
+#pragma unroll
+  for (int ri = 0; ri < BH; ++ri)
+#pragma unroll
+    for (int ci = 0; ci < V; ++ci) acc[ri][ci] = A(0);
+#pragma unroll
+  for (int xr = 0; xr < NXH; ++xr) {
+    if (xr % S == 0 && xr / S < NH) {  // window row xr / S starts here: its grad_output, its init
+      const int wh = xr / S, oh = oh0 + wh;
+#pragma unroll
+      for (int ww = 0; ww < NW; ++ww) {
+        const int ow = ow0 + ww;
+        g[wh][ww] = oh >= 0 && oh < m.OH && ow >= 0 && ow < m.OW ? iop_load(gp[(long long)oh * m.st[1][2] + ow]) : A(0);
+        r[wh][ww] = fill;
+        am[wh][ww] = pf_first<K, S, P>(oh, ow);
+      }
+    }
+    const int i = i0 + CH::XLO + xr;
+    if (i >= 0 && i < m.H) {
+      A xs[NXW];
+      pf_load_row<T, NXW, CW::XLO>(xs, xp + (long long)i * m.st[2][2], w0, m.W, fill);
+#pragma unroll
+      for (int wh = 0; wh < NH; ++wh) {
+        const int rr = xr - S * wh;
+        if (rr < 0 || rr >= K) continue;
+#pragma unroll
+        for (int ww = 0; ww < NW; ++ww)
+#pragma unroll
+          for (int cc = 0; cc < K; ++cc) pf_combine<0, true>(r[wh][ww], am[wh][ww], xs[S * ww + cc], rr * K + cc);
+      }
+    }
+    if (xr < K - 1 || (xr - (K - 1)) % S != 0) continue;
+    const int wh = (xr - (K - 1)) / S, oh = oh0 + wh;  // window row wh is complete
+    if (oh >= 0 && oh < m.OH) {
+#pragma unroll
+      for (int ri = 0; ri < BH; ++ri) {
+        const int rr = ri - CH::XLO - S * wh;
+        if (rr < 0 || rr >= K) continue;
+#pragma unroll
+        for (int ww = 0; ww < NW; ++ww) {
+#pragma unroll
+          for (int ci = 0; ci < V; ++ci) {
+            const int cc = ci - CW::XLO - S * ww;
+            if (cc < 0 || cc >= K) continue;
+            if (am[wh][ww] == rr * K + cc) acc[ri][ci] += g[wh][ww];
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int ri = 0; ri < BH; ++ri) {  // rows whose last covering window row is wh
+      const int last = pf_fdiv(ri - CH::XLO, S) < NH - 1 ? pf_fdiv(ri - CH::XLO, S) : NH - 1;
+      if (last == wh && i0 + ri < m.H) pf_store_row<T>(gw + (long long)(i0 + ri) * m.st[0][2], w0, m.W, acc[ri]);
+    }
+  }
+}
+
+// Backward, W innermost: grad_input rows BH * q1 .. BH * q1 + BH - 1 (BH = S; max: S * PF_BMH),
 // columns V*q0 .. V*q0 + V - 1 of one plane, each element gathering grad_output over its covering
-// windows in ascending order: MODE 1 avg (divided by the window's divisor), MODE 2 max (where the
-// window's argmax, recomputed from the x tile under the covering windows, is the element).
-// Pointers: gi (written), go, x (MODE 2 only).
+// windows in ascending order: MODE 1 avg (divided by the window's divisor); MODE 2 max
+// (pf_rows_max_backward). Pointers: gi (written), go, x (MODE 2 only).
 template <class T, int MODE, int K, int S, int P>
 __global__ void __launch_bounds__(PF_BLOCK, PF_BMINB) pool_fast_rows_backward(T* __restrict__ gi, const T* __restrict__ go,
                                                                    const T* __restrict__ x, PoolFastMeta m) {
@@ -337,44 +410,42 @@ __global__ void __launch_bounds__(PF_BLOCK, PF_BMINB) pool_fast_rows_backward(T*
   const unsigned n = pf_split(m, e, q0, q1, c);
   const int w0 = q0 * V, i0 = q1 * BH, oh0 = i0 / S + CH::OLO, ow0 = w0 / S + CW::OLO;
   const T* gp = go + n * m.st[1][0] + c * m.st[1][1];
-  A g[CH::NWIN][CW::NWIN];
-#pragma unroll
-  for (int wh = 0; wh < CH::NWIN; ++wh)
-#pragma unroll
-    for (int ww = 0; ww < CW::NWIN; ++ww) {
-      const int oh = oh0 + wh, ow = ow0 + ww;
-      g[wh][ww] = oh >= 0 && oh < m.OH && ow >= 0 && ow < m.OW ? iop_load(gp[(long long)oh * m.st[1][2] + ow]) : A(0);
-      if (MODE == 1) g[wh][ww] = pf_div(g[wh][ww], (A)(pf_span<K, S, P>(oh, m.H) * pf_span<K, S, P>(ow, m.W)));
-    }
-  A r[CH::NWIN][CW::NWIN];
-  int am[CH::NWIN][CW::NWIN];
-  if (MODE == 2)
-    pf_rows_tile<T, 0, true, K, S, P, CH::NWIN, CW::NWIN, CW::XLO>(x + n * m.st[2][0] + c * m.st[2][1], m.st[2][2], m.H, m.W, oh0,
-                                                                  ow0, w0, r, am);
   T* gw = gi + n * m.st[0][0] + c * m.st[0][1];
+  if constexpr (MODE == 2) {
+    pf_rows_max_backward<T, K, S, P, BH>(gw, gp, x + n * m.st[2][0] + c * m.st[2][1], m, i0, w0);
+  } else {
+    A g[CH::NWIN][CW::NWIN];
 #pragma unroll
-  for (int ri = 0; ri < BH; ++ri) {
-    if (i0 + ri >= m.H) break;
-    A acc[V];
-#pragma unroll
-    for (int ci = 0; ci < V; ++ci) acc[ci] = A(0);
-#pragma unroll
-    for (int wh = 0; wh < CH::NWIN; ++wh) {
-      const int rr = ri - CH::XLO - S * wh, oh = oh0 + wh;
-      if (rr < 0 || rr >= K || oh < 0 || oh >= m.OH) continue;
+    for (int wh = 0; wh < CH::NWIN; ++wh)
 #pragma unroll
       for (int ww = 0; ww < CW::NWIN; ++ww) {
-        const int ow = ow0 + ww;
-        if (ow < 0 || ow >= m.OW) continue;
+        const int oh = oh0 + wh, ow = ow0 + ww;
+        g[wh][ww] = oh >= 0 && oh < m.OH && ow >= 0 && ow < m.OW ? iop_load(gp[(long long)oh * m.st[1][2] + ow]) : A(0);
+        g[wh][ww] = pf_div(g[wh][ww], (A)(pf_span<K, S, P>(oh, m.H) * pf_span<K, S, P>(ow, m.W)));
+      }
 #pragma unroll
-        for (int ci = 0; ci < V; ++ci) {
-          const int cc = ci - CW::XLO - S * ww;
-          if (cc < 0 || cc >= K) continue;
-          if (MODE == 1 || am[wh][ww] == rr * K + cc) acc[ci] += g[wh][ww];
+    for (int ri = 0; ri < BH; ++ri) {
+      if (i0 + ri >= m.H) break;
+      A acc[V];
+#pragma unroll
+      for (int ci = 0; ci < V; ++ci) acc[ci] = A(0);
+#pragma unroll
+      for (int wh = 0; wh < CH::NWIN; ++wh) {
+        const int rr = ri - CH::XLO - S * wh, oh = oh0 + wh;
+        if (rr < 0 || rr >= K || oh < 0 || oh >= m.OH) continue;
+#pragma unroll
+        for (int ww = 0; ww < CW::NWIN; ++ww) {
+          const int ow = ow0 + ww;
+          if (ow < 0 || ow >= m.OW) continue;
+#pragma unroll
+          for (int ci = 0; ci < V; ++ci) {
+            const int cc = ci - CW::XLO - S * ww;
+            if (cc >= 0 && cc < K) acc[ci] += g[wh][ww];
+          }
         }
       }
+      pf_store_row<T>(gw + (long long)(i0 + ri) * m.st[0][2], w0, m.W, acc);
     }
-    pf_store_row<T>(gw + (long long)(i0 + ri) * m.st[0][2], w0, m.W, acc);
   }
 }
 
