@@ -181,6 +181,26 @@ __device__ __forceinline__ void pf_store_px(T* __restrict__ p, int cn, const typ
   }
 }
 
+// Row xr of the x tile under NH x NW windows (the row at ``row``, tile columns base + XOFF + j)
+// combined into the windows it belongs to: MODE 0 max (ARG: with its row-major offset), 1 sum.
+template <class T, int MODE, bool ARG, int K, int S, int NH, int NW, int XOFF>
+__device__ __forceinline__ void pf_scan_row(typename Compute<T>::type (&r)[NH][NW], int (&arg)[NH][NW], int xr, const T* __restrict__ row,
+                                            int base, int W, typename Compute<T>::type fill) {
+  typedef typename Compute<T>::type A;
+  constexpr int NXW = S * (NW - 1) + K;
+  A xs[NXW];
+  pf_load_row<T, NXW, XOFF>(xs, row, base, W, fill);
+#pragma unroll
+  for (int wh = 0; wh < NH; ++wh) {
+    const int rr = xr - S * wh;
+    if (rr < 0 || rr >= K) continue;
+#pragma unroll
+    for (int ww = 0; ww < NW; ++ww)
+#pragma unroll
+      for (int cc = 0; cc < K; ++cc) pf_combine<MODE, ARG>(r[wh][ww], arg[wh][ww], xs[S * ww + cc], rr * K + cc);
+  }
+}
+
 // The NH x NW windows starting at output (oh0, ow0) of one plane (row stride sH): x tile rows
 // S*oh0 - P + r, columns base + XOFF + j = S*ow0 - P + j. MODE 0: the maximum and (ARG) its
 // row-major offset in the window; MODE 1: the sum.
@@ -188,7 +208,7 @@ template <class T, int MODE, bool ARG, int K, int S, int P, int NH, int NW, int 
 __device__ __forceinline__ void pf_rows_tile(const T* __restrict__ plane, long long sH, int H, int W, int oh0, int ow0, int base,
                                              typename Compute<T>::type (&r)[NH][NW], int (&arg)[NH][NW]) {
   typedef typename Compute<T>::type A;
-  constexpr int NXH = S * (NH - 1) + K, NXW = S * (NW - 1) + K;
+  constexpr int NXH = S * (NH - 1) + K;
   const A fill = MODE == 0 ? pf_neg_inf<A>() : A(0);
 #pragma unroll
   for (int wh = 0; wh < NH; ++wh)
@@ -200,18 +220,7 @@ __device__ __forceinline__ void pf_rows_tile(const T* __restrict__ plane, long l
 #pragma unroll
   for (int xr = 0; xr < NXH; ++xr) {
     const int i = S * oh0 - P + xr;
-    if (i < 0 || i >= H) continue;
-    A xs[NXW];
-    pf_load_row<T, NXW, XOFF>(xs, plane + (long long)i * sH, base, W, fill);
-#pragma unroll
-    for (int wh = 0; wh < NH; ++wh) {
-      const int rr = xr - S * wh;
-      if (rr < 0 || rr >= K) continue;
-#pragma unroll
-      for (int ww = 0; ww < NW; ++ww)
-#pragma unroll
-        for (int cc = 0; cc < K; ++cc) pf_combine<MODE, ARG>(r[wh][ww], arg[wh][ww], xs[S * ww + cc], rr * K + cc);
-    }
+    if (i >= 0 && i < H) pf_scan_row<T, MODE, ARG, K, S, NH, NW, XOFF>(r, arg, xr, plane + (long long)i * sH, base, W, fill);
   }
 }
 
@@ -331,7 +340,7 @@ __device__ __forceinline__ void pf_rows_max_backward(T* __restrict__ gw, const T
   constexpr int V = 16 / sizeof(T);
   typedef PfCover<K, S, P, BH> CH;
   typedef PfCover<K, S, P, V> CW;
-  constexpr int NH = CH::NWIN, NW = CW::NWIN, NXH = S * (NH - 1) + K, NXW = S * (NW - 1) + K;
+  constexpr int NH = CH::NWIN, NW = CW::NWIN, NXH = S * (NH - 1) + K;
   const int oh0 = i0 / S + CH::OLO, ow0 = w0 / S + CW::OLO;
   const A fill = pf_neg_inf<A>();
   A r[NH][NW], g[NH][NW], acc[BH][V];
@@ -353,19 +362,7 @@ __device__ __forceinline__ void pf_rows_max_backward(T* __restrict__ gw, const T
       }
     }
     const int i = i0 + CH::XLO + xr;
-    if (i >= 0 && i < m.H) {
-      A xs[NXW];
-      pf_load_row<T, NXW, CW::XLO>(xs, xp + (long long)i * m.st[2][2], w0, m.W, fill);
-#pragma unroll
-      for (int wh = 0; wh < NH; ++wh) {
-        const int rr = xr - S * wh;
-        if (rr < 0 || rr >= K) continue;
-#pragma unroll
-        for (int ww = 0; ww < NW; ++ww)
-#pragma unroll
-          for (int cc = 0; cc < K; ++cc) pf_combine<0, true>(r[wh][ww], am[wh][ww], xs[S * ww + cc], rr * K + cc);
-      }
-    }
+    if (i >= 0 && i < m.H) pf_scan_row<T, 0, true, K, S, NH, NW, CW::XLO>(r, am, xr, xp + (long long)i * m.st[2][2], w0, m.W, fill);
     if (xr < K - 1 || (xr - (K - 1)) % S != 0) continue;
     const int wh = (xr - (K - 1)) / S, oh = oh0 + wh;  // window row wh is complete
     if (oh >= 0 && oh < m.OH) {
