@@ -201,18 +201,6 @@ __device__ __forceinline__ A norm_cv(const NormPack<T, VEC>& k, int j) {
   return k.template get<A>(j);
 }
 
-// Like norm_load for a parameter vector (weight, bias) that may be strided even on the
-// vectorised path: unit stride uses the vector load, any other stride scalar loads.
-template <class T, int VEC, class A>
-__device__ __forceinline__ void norm_load_param(const T* p, long long e, long long stride, A* out) {
-  if (VEC > 1 && stride == 1) {
-    norm_load<T, VEC, A>(p, e, 1, out);
-  } else {
-#pragma unroll
-    for (int j = 0; j < VEC; ++j) out[j] = (A)iop_load(p[(e + j) * stride]);
-  }
-}
-
 template <class T, int VEC, class A>
 __device__ __forceinline__ void norm_store(T* p, long long e, long long stride, const A* in) {
   if constexpr (VEC == 1) {

@@ -203,7 +203,7 @@ class Cols:
 
 @dataclass(frozen=True)
 class ColKernel:
-    """``reduce_cols`` / ``reduce_cols_vec``: 32 x 8 threads, threadIdx.x on neighbouring outputs
+    """``reduce_cols``: 32 x 8 threads, threadIdx.x on neighbouring outputs
     (16-byte packs of them with ``vec``), threadIdx.y and the loop over the reduced extent."""
 
     vec: bool = False
@@ -260,9 +260,7 @@ def tile_kernel(dtype: DType, op: str, cv: int) -> str:
 
 def col_kernel(dtype: DType, op: str, cv: int) -> str:
     o, mean = OPS[op]
-    if cv > 1:
-        return f"reduce_cols_vec<{ctype(dtype)}, {o}, {mean}, {cv}>"
-    return f"reduce_cols<{ctype(dtype)}, {o}, {mean}>"
+    return f"reduce_cols<{ctype(dtype)}, {o}, {mean}, {cv}>"
 
 
 # -- the plan ----------------------------------------------------------------------------------

@@ -313,15 +313,15 @@ __device__ __forceinline__ void red_add_pack(A (&acc)[VEC], const Pack<T, VEC>& 
   for (int k = 0; k < VEC; ++k) acc[k] = Op::template combine<A>(acc[k], red_load(pk.v[k]));
 }
 
-// reduce_cols (VEC = 1) and reduce_cols_vec (16-byte packs): thread tx owns VEC neighbouring
+// reduce_cols (VEC = 1: scalar, else 16-byte packs): thread tx owns VEC neighbouring
 // outputs along the kept innermost dim (for VEC > 1: contiguous in x, extent a multiple of VEC,
 // every other x stride a multiple of VEC, x 16-byte aligned: checked by the host), so a warp
 // reads 32 * VEC contiguous elements of each reduced position and keeps VEC accumulators. Thread
 // ty takes positions f0+ty, f0+ty+BY, ..., then ty = 0..BY-1 are combined in order: the same
 // per-output order for every VEC, so both are bitwise identical.
 template <class T, class Op, int MEAN, int VEC>
-__device__ __forceinline__ void reduce_cols_body(T* __restrict__ y, const T* __restrict__ x,
-                                                 typename Acc<T>::type* __restrict__ ws, const RedMeta& p) {
+__global__ void __launch_bounds__(256) reduce_cols(T* __restrict__ y, const T* __restrict__ x,
+                                                   typename Acc<T>::type* __restrict__ ws, RedMeta p) {
   typedef typename Acc<T>::type A;
   __shared__ A sh[8][VEC][33];
   const int tx = threadIdx.x, ty = threadIdx.y, BY = blockDim.y;
@@ -370,18 +370,6 @@ __device__ __forceinline__ void reduce_cols_body(T* __restrict__ y, const T* __r
   }
 }
 
-template <class T, class Op, int MEAN>
-__global__ void __launch_bounds__(256) reduce_cols(T* __restrict__ y, const T* __restrict__ x,
-                                                   typename Acc<T>::type* __restrict__ ws, RedMeta p) {
-  reduce_cols_body<T, Op, MEAN, 1>(y, x, ws, p);
-}
-
-template <class T, class Op, int MEAN, int VEC>
-__global__ void __launch_bounds__(256) reduce_cols_vec(T* __restrict__ y, const T* __restrict__ x,
-                                                       typename Acc<T>::type* __restrict__ ws, RedMeta p) {
-  reduce_cols_body<T, Op, MEAN, VEC>(y, x, ws, p);
-}
-
 // Second pass: one warp per output combines its S partials in a fixed order.
 template <class T, class Op, int MEAN>
 __global__ void __launch_bounds__(256) reduce_finish(T* __restrict__ y, const typename Acc<T>::type* __restrict__ ws,
@@ -422,7 +410,7 @@ __global__ void __launch_bounds__(1024) reduce_finish_block(T* __restrict__ y, c
 
 // One-launch column reduction (no split, no workspace): a block owns TX * VEC neighbouring
 // outputs (blockDim.x = TX threads of VEC outputs each, 16-byte packs when VEC > 1: same
-// alignment rules as reduce_cols_vec) and the whole reduced extent, which its BY = blockDim.y
+// alignment rules as reduce_cols) and the whole reduced extent, which its BY = blockDim.y
 // (a power of two) thread rows share: row ty takes positions ty, ty + BY, ... with U = 4 loads
 // in flight, then the BY partials are combined by a fixed pairwise tree in shared memory (dynamic:
 // BY / 2 * TX * VEC accumulators). Deterministic; the per-output order differs from reduce_cols.

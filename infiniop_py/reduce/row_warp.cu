@@ -216,43 +216,38 @@ __global__ void __launch_bounds__(1024) row_softmax_hyb(T* y, const T* x, const 
 #pragma unroll
   for (int k = 0; k < H::EPW; ++k) m = MaxOp::combine<float>(m, H::get(mw[0], k));
   m = block_reduce<MaxOp, float>(m, sred, tid, G);
+  // f32 softmax: each word becomes exp(v - m), kept for the write pass (which then only scales)
+  constexpr bool KEEP = H::EPW == 1 && MODE == RW_SOFTMAX;
   float s0 = RowMath<T>::exp_(hv - m) + RowMath<T>::exp_(tv - m), s1 = 0.f;
+  const auto exps = [&](unsigned int& u) {
+    if (KEEP) {
+      const float ex = RowMath<T>::exp_(H::get(u, 0) - m);
+      s0 += ex;
+      u = __float_as_uint(ex);
+    } else {
+      s0 += RowMath<T>::exp_(H::get(u, 0) - m);
+      if (H::EPW == 2) s1 += RowMath<T>::exp_(H::get(u, 1) - m);
+    }
+  };
 #pragma unroll
   for (int e = 0; e < P; ++e)
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      if (H::EPW == 1 && MODE == RW_SOFTMAX) {  // f32 softmax: the words become exp(v - m)
-        const float ex = RowMath<T>::exp_(H::get(w[e][i], 0) - m);
-        s0 += ex;
-        w[e][i] = __float_as_uint(ex);
-      } else {
-        s0 += RowMath<T>::exp_(H::get(w[e][i], 0) - m);
-        if (H::EPW == 2) s1 += RowMath<T>::exp_(H::get(w[e][i], 1) - m);
-      }
-    }
+    for (int i = 0; i < 4; ++i) exps(w[e][i]);
 #pragma unroll 4
   for (int j = 0; j < S; ++j) {
     W4 q = sh[j * G + tid];
-    if (H::EPW == 1 && MODE == RW_SOFTMAX) {  // f32 softmax: keep exp(v - m) for the write pass
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const float e = RowMath<T>::exp_(H::get(q.v[i], 0) - m);
-        s0 += e;
-        q.v[i] = __float_as_uint(e);
-      }
-      sh[j * G + tid] = q;
-    } else {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        s0 += RowMath<T>::exp_(H::get(q.v[i], 0) - m);
-        if (H::EPW == 2) s1 += RowMath<T>::exp_(H::get(q.v[i], 1) - m);
-      }
-    }
+    for (int i = 0; i < 4; ++i) exps(q.v[i]);
+    if (KEEP) sh[j * G + tid] = q;
   }
   const float s = block_reduce<SumOp, float>(s0 + s1, sred, tid, G);
   const float inv = 1.f / s;
   const float lg = RowMath<T>::log_(s);
   if (H::EPW == 2) opaque_xor<P>(w, (unsigned int)(p.ne >> 40));
+  const auto out = [&](unsigned int u) {
+    if (KEEP) return __float_as_uint(__uint_as_float(u) * inv);
+    return H::pack2(rw_value<T, MODE>(H::get(u, 0), m, inv, lg), H::EPW == 2 ? rw_value<T, MODE>(H::get(u, 1), m, inv, lg) : 0.f);
+  };
   if (tid < head) py[tid] = Conv<T>::from(rw_value<T, MODE>(hv, m, inv, lg));
 #pragma unroll
   for (int e = 0; e < P; ++e) {
@@ -260,13 +255,7 @@ __global__ void __launch_bounds__(1024) row_softmax_hyb(T* y, const T* x, const 
     if (v < nv) {
       W4 o;
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        if (H::EPW == 1 && MODE == RW_SOFTMAX)
-          o.v[i] = __float_as_uint(__uint_as_float(w[e][i]) * inv);
-        else
-          o.v[i] = H::pack2(rw_value<T, MODE>(H::get(w[e][i], 0), m, inv, lg),
-                          H::EPW == 2 ? rw_value<T, MODE>(H::get(w[e][i], 1), m, inv, lg) : 0.f);
-      }
+      for (int i = 0; i < 4; ++i) o.v[i] = out(w[e][i]);
       st16_if(yv + v, o, true);
     }
   }
@@ -277,13 +266,7 @@ __global__ void __launch_bounds__(1024) row_softmax_hyb(T* y, const T* x, const 
       const W4 q = sh[j * G + tid];
       W4 o;
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        if (H::EPW == 1 && MODE == RW_SOFTMAX)
-          o.v[i] = __float_as_uint(__uint_as_float(q.v[i]) * inv);
-        else
-          o.v[i] = H::pack2(rw_value<T, MODE>(H::get(q.v[i], 0), m, inv, lg),
-                          H::EPW == 2 ? rw_value<T, MODE>(H::get(q.v[i], 1), m, inv, lg) : 0.f);
-      }
+      for (int i = 0; i < 4; ++i) o.v[i] = out(q.v[i]);
       st16_if(yv + v, o, true);
     }
   }
