@@ -135,8 +135,8 @@ class Split:
 class Finish:
     """How the S partials of a split row are combined. ``last``: in the same launch by the block
     that finishes last (1: fence + ticket, partials in the workspace; 3: {flag, partial} slots in
-    descriptor-owned memory, float accumulators only); ``second``: by a second kernel
-    (``reduce_finish``: a warp per output, ``reduce_finish_block``: a block per output).
+    descriptor-owned memory, float accumulators only); ``second``: by a second kernel,
+    ``reduce_finish`` with a warp (``"warp"``) or a block (``"block"``) per output.
     ``sweep``: a 16-bit reduce_rows reads the row grid-stride (ILV) instead of a chunk per block."""
 
     last: int = 0
@@ -147,10 +147,10 @@ class Finish:
 FINISH_RULES = (
     Rule("one-pass", lambda s: s.S == 1, Finish()),
     Rule("sweep-flagged", lambda s: s.sweep and s.M <= 32, Finish(last=3, sweep=1)),
-    Rule("sweep", lambda s: s.sweep, Finish(sweep=1, second="reduce_finish")),
+    Rule("sweep", lambda s: s.sweep, Finish(sweep=1, second="warp")),
     Rule("last-block", lambda s: s.rows_per_block == 1 and s.M <= 32, Finish(last=1)),
-    Rule("finish-block", lambda s: s.M <= 32, Finish(second="reduce_finish_block")),
-    Rule("finish-warp", always, Finish(second="reduce_finish")),
+    Rule("finish-block", lambda s: s.M <= 32, Finish(second="block")),
+    Rule("finish-warp", always, Finish(second="warp")),
 )
 
 
@@ -363,13 +363,13 @@ def _row_plan(dtype, op, sm_count, M, L, kept_meta, rshape, rstr, pack) -> Reduc
     meta = kept_meta + red_meta + struct.pack("<6qii", M, L, Ri, si, Ro, chunk, S, outer)
     ws = S * M * acc_size(dtype) if S > 1 and fin.last != 3 else 0
     second = {}
-    if fin.second == "reduce_finish_block":
+    if fin.second == "block":
         second = {"finish_grid": (M,), "finish_block": (min(1024, max(32, pow2ceil(S))),)}
     elif fin.second:
         second = {"finish_grid": (-(-M // 8),), "finish_block": (256,)}
     if fin.second:
         o, mean = OPS[op]
-        second["finish"] = f"{fin.second}<{ctype(dtype)}, {o}, {mean}>"
+        second["finish"] = f"reduce_finish<{ctype(dtype)}, {o}, {mean}, {int(fin.second == 'block')}>"
     kernel = row_kernel(dtype, op, vec, fin)
     return ReducePlan(
         "rows", (rule, fin_rule), kernel, (-(-M // rpb), S), (G, rpb), meta, vec, S, M, L, ws, last=fin.last, **second
@@ -388,5 +388,5 @@ def kernel_names(dtype: DType, op: str) -> list[str]:
             if not rule.config.sweep or (dtype in HALF and vec > 1):
                 names.append(row_kernel(dtype, op, vec, rule.config))
         names += [col_kernel(dtype, op, vec), tile_kernel(dtype, op, tile_vec(vec, dtype))]
-    names += [f"{r.config.second}<{k}>" for r in FINISH_RULES if r.config.second]
+    names += [f"reduce_finish<{k}, {b}>" for b in (0, 1)]
     return list(dict.fromkeys(names))

@@ -88,63 +88,56 @@ __device__ __forceinline__ void row_finish(A acc, T* __restrict__ y, long long y
                                            int s, int tid, int G, A* smem, unsigned int tk = 0u) {
   if (G == 32) acc = warp_reduce<Op, A>(acc);
   else acc = block_reduce<Op, A>(acc, smem, tid, G);
-  if constexpr (LAST == 3) {
-    static_assert(sizeof(A) == 4, "LAST = 3 packs a 32-bit accumulator with its flag");
+  if constexpr (LAST != 0) {  // blockDim.y == 1: row is uniform over the block
     __shared__ int is_fin;
-    unsigned long long* slots = reinterpret_cast<unsigned long long*>(ticket + ((gridDim.x + 1u) & ~1u)) + row;
-    if (tid == 0) {
-      const int fin = tk == (unsigned int)(p.S - 1);
-      if (!fin) red_st_relaxed64(slots + (long long)s * p.M, (1ull << 32) | __float_as_uint(acc));
-      is_fin = fin;
-    }
-    __syncthreads();
-    if (!is_fin) return;
     A a = Op::template identity<A>();
-    for (int q0 = tid; q0 < p.S; q0 += 8 * G) {
-      unsigned long long w[8];
-#pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        const int q = q0 + k * G;
-        w[k] = (q < p.S && q != s) ? red_ld_relaxed64(slots + (long long)q * p.M) : 0ull;
+    if constexpr (LAST == 3) {
+      static_assert(sizeof(A) == 4, "LAST = 3 packs a 32-bit accumulator with its flag");
+      unsigned long long* slots = reinterpret_cast<unsigned long long*>(ticket + ((gridDim.x + 1u) & ~1u)) + row;
+      if (tid == 0) {
+        const int fin = tk == (unsigned int)(p.S - 1);
+        if (!fin) red_st_relaxed64(slots + (long long)s * p.M, (1ull << 32) | __float_as_uint(acc));
+        is_fin = fin;
       }
+      __syncthreads();
+      if (!is_fin) return;
+      for (int q0 = tid; q0 < p.S; q0 += 8 * G) {
+        unsigned long long w[8];
 #pragma unroll
-      for (int k = 0; k < 8; ++k) {
-        const int q = q0 + k * G;
-        if (q < p.S) {
-          A v = acc;
-          if (q != s) {
-            while (!(w[k] >> 32)) w[k] = red_ld_relaxed64(slots + (long long)q * p.M);
-            v = __uint_as_float((unsigned int)w[k]);
-            red_st_relaxed64(slots + (long long)q * p.M, 0ull);
+        for (int k = 0; k < 8; ++k) {
+          const int q = q0 + k * G;
+          w[k] = (q < p.S && q != s) ? red_ld_relaxed64(slots + (long long)q * p.M) : 0ull;
+        }
+#pragma unroll
+        for (int k = 0; k < 8; ++k) {
+          const int q = q0 + k * G;
+          if (q < p.S) {
+            A v = acc;
+            if (q != s) {
+              while (!(w[k] >> 32)) w[k] = red_ld_relaxed64(slots + (long long)q * p.M);
+              v = __uint_as_float((unsigned int)w[k]);
+              red_st_relaxed64(slots + (long long)q * p.M, 0ull);
+            }
+            a = Op::template combine<A>(a, v);
           }
-          a = Op::template combine<A>(a, v);
         }
       }
-    }
-    a = block_reduce<Op, A>(a, smem, tid, G);
-    if (tid == 0) {
-      red_store<T, Op, MEAN>(y, yoff, a, p.L);
-      ticket[blockIdx.x] = 0u;
-    }
-    return;
-  }
-  if (LAST) {  // blockDim.y == 1: row is uniform over the block
-    __shared__ int is_last;
-    if (tid == 0) {
-      int last = 0;
-      if (row < p.M) {
-        ws[(long long)s * p.M + row] = acc;
-        __threadfence();
-        const unsigned int old = atomicAdd(&ticket[blockIdx.x], 1u);
-        last = old == (unsigned int)(p.S - 1);
+    } else {
+      if (tid == 0) {
+        int last = 0;
+        if (row < p.M) {
+          ws[(long long)s * p.M + row] = acc;
+          __threadfence();
+          const unsigned int old = atomicAdd(&ticket[blockIdx.x], 1u);
+          last = old == (unsigned int)(p.S - 1);
+        }
+        is_fin = last;
       }
-      is_last = last;
+      __syncthreads();
+      if (!is_fin) return;
+      __threadfence();
+      for (int q = tid; q < p.S; q += G) a = Op::template combine<A>(a, __ldcg(ws + (long long)q * p.M + row));
     }
-    __syncthreads();
-    if (!is_last) return;
-    __threadfence();
-    A a = Op::template identity<A>();
-    for (int q = tid; q < p.S; q += G) a = Op::template combine<A>(a, __ldcg(ws + (long long)q * p.M + row));
     a = block_reduce<Op, A>(a, smem, tid, G);
     if (tid == 0) {
       red_store<T, Op, MEAN>(y, yoff, a, p.L);
@@ -313,6 +306,17 @@ __device__ __forceinline__ void red_add_pack(A (&acc)[VEC], const Pack<T, VEC>& 
   for (int k = 0; k < VEC; ++k) acc[k] = Op::template combine<A>(acc[k], red_load(pk.v[k]));
 }
 
+// The packs at reduced positions f, f + BY, ... < f1 (over the dims of p.red) of the columns at px.
+template <class Op, class A, class T, int VEC>
+__device__ __forceinline__ void red_add_cols(A (&acc)[VEC], const RedMeta& p, const T* px, long long f, long long f1, int BY) {
+  for (; f < f1; f += BY) {
+    long long ro;
+    dim_offsets<1>(p.red, f, &ro);
+    const Pack<T, VEC> pk = *reinterpret_cast<const Pack<T, VEC>*>(px + ro);
+    red_add_pack<Op>(acc, pk);
+  }
+}
+
 // reduce_cols (VEC = 1: scalar, else 16-byte packs): thread tx owns VEC neighbouring
 // outputs along the kept innermost dim (for VEC > 1: contiguous in x, extent a multiple of VEC,
 // every other x stride a multiple of VEC, x 16-byte aligned: checked by the host), so a warp
@@ -347,12 +351,7 @@ __global__ void __launch_bounds__(256) reduce_cols(T* __restrict__ y, const T* _
         red_add_pack<Op>(acc, pk);
       }
     } else {
-      for (long long f = f0 + ty; f < f1; f += BY) {
-        long long ro;
-        dim_offsets<1>(p.red, f, &ro);
-        const Pack<T, VEC> pk = *reinterpret_cast<const Pack<T, VEC>*>(px + ro);
-        red_add_pack<Op>(acc, pk);
-      }
+      red_add_cols<Op>(acc, p, px, f0 + ty, f1, BY);
     }
   }
 #pragma unroll
@@ -370,37 +369,25 @@ __global__ void __launch_bounds__(256) reduce_cols(T* __restrict__ y, const T* _
   }
 }
 
-// Second pass: one warp per output combines its S partials in a fixed order.
-template <class T, class Op, int MEAN>
-__global__ void __launch_bounds__(256) reduce_finish(T* __restrict__ y, const typename Acc<T>::type* __restrict__ ws,
-                                                     RedMeta p) {
-  typedef typename Acc<T>::type A;
-  const long long row = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-  const int lane = threadIdx.x & 31;
-  if (row >= p.M) return;  // uniform per warp
-  A acc = Op::template identity<A>();
-  for (int s = lane; s < p.S; s += 32) acc = Op::template combine<A>(acc, ws[(long long)s * p.M + row]);
-  acc = warp_reduce<Op, A>(acc);
-  if (lane == 0) {
-    long long off[2];
-    dim_offsets<2>(p.kept, row, off);
-    red_store<T, Op, MEAN>(y, off[1], acc, p.L);
-  }
-}
-
-// Second pass for few outputs (full reductions): one block per output, its threads read the S
-// partials in parallel (one round trip instead of S / 32), then a fixed-order block reduce.
-template <class T, class Op, int MEAN>
-__global__ void __launch_bounds__(1024) reduce_finish_block(T* __restrict__ y, const typename Acc<T>::type* __restrict__ ws,
-                                                           RedMeta p) {
+// Second pass: the S partials of an output combined in a fixed order, by a warp (BLOCK = 0,
+// blockDim.x / 32 outputs per block) or, for few outputs (full reductions), by a block whose
+// threads read them in parallel (BLOCK = 1: one round trip instead of S / 32).
+template <class T, class Op, int MEAN, int BLOCK>
+__global__ void __launch_bounds__(BLOCK ? 1024 : 256) reduce_finish(T* __restrict__ y,
+                                                                    const typename Acc<T>::type* __restrict__ ws, RedMeta p) {
   typedef typename Acc<T>::type A;
   __shared__ A smem[32];
-  const long long row = blockIdx.x;
-  const int tid = threadIdx.x, nt = blockDim.x;
+  const long long row = BLOCK ? (long long)blockIdx.x : (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  const int tid = BLOCK ? threadIdx.x : threadIdx.x & 31, nt = BLOCK ? blockDim.x : 32;
+  if (!BLOCK && row >= p.M) return;  // uniform per warp
   A acc = Op::template identity<A>();
+  if (BLOCK) {
 #pragma unroll 4
-  for (int s = tid; s < p.S; s += nt) acc = Op::template combine<A>(acc, ws[(long long)s * p.M + row]);
-  acc = block_reduce<Op, A>(acc, smem, tid, nt);
+    for (int s = tid; s < p.S; s += nt) acc = Op::template combine<A>(acc, ws[(long long)s * p.M + row]);
+  } else {
+    for (int s = tid; s < p.S; s += nt) acc = Op::template combine<A>(acc, ws[(long long)s * p.M + row]);
+  }
+  acc = BLOCK ? block_reduce<Op, A>(acc, smem, tid, nt) : warp_reduce<Op, A>(acc);
   if (tid == 0) {
     long long off[2];
     dim_offsets<2>(p.kept, row, off);
@@ -445,12 +432,7 @@ __global__ void __launch_bounds__(1024) reduce_cols_tile(T* __restrict__ y, cons
         red_add_pack<Op>(acc, pk);
       }
     } else {
-      for (long long f = ty; f < L; f += BY) {
-        long long ro;
-        dim_offsets<1>(p.red, f, &ro);
-        const Pack<T, VEC> pk = *reinterpret_cast<const Pack<T, VEC>*>(px + ro);
-        red_add_pack<Op>(acc, pk);
-      }
+      red_add_cols<Op>(acc, p, px, ty, L, BY);
     }
   }
   // fixed pairwise tree over ty: rows [h, 2h) hand their partials to rows [0, h)
