@@ -236,7 +236,8 @@ FAST_BLOCK = 256  # PF_BLOCK
 FAST_FH, FAST_FW = 1, 1  # PF_FH, PF_FW: output rows / columns per thread of the forward kernels
 FAST_FH16, FAST_FW16 = 2, 2  # PF_FH16, PF_FW16: the same for 2-byte types
 FAST_BMH = 4  # PF_BMH: max backward (rows): grad_input rows per thread in strides
-FAST_BMC = 4  # PF_BMC: max backward (cl): channels per thread at most
+FAST_BMC = 2  # PF_BMC: max backward (cl): channels per thread at most
+FAST_BCH, FAST_BCW = 4, 2  # PF_BCH, PF_BCW: max backward (cl): grad_input rows, columns per thread in strides
 FAST_BCT = 4  # PF_BCT: max backward (cl): a thread block tiles FAST_BCT x FAST_BCT pixel blocks
 ROWS, CL = "rows", "cl"
 # kernel MODE (pool_fast.cu) per stage of each operator: (backward kernel?, MODE)
@@ -252,14 +253,14 @@ def fast_tile(layout: str, v: int, s: int, backward: bool, kmode: int) -> tuple[
     """(rows, columns, channels) of the written tensor that one thread of a fast kernel covers,
     as pool_fast.cu's kernels do; v = 16 // itemsize. The rows kernels take v columns (the second
     figure is unused there), the cl kernels v channels. Forward: FH x FW output pixels (PfFwd: by
-    the element size); backward: S x S grad_input pixels, max S * PF_BMH rows (rows kernels) or
-    at most PF_BMC channels (cl kernels)."""
+    the element size); backward: S x S grad_input pixels; max: S * PF_BMH rows (rows kernels),
+    S * PF_BCH x S * PF_BCW pixels of at most PF_BMC channels, 8-byte types 1 (cl kernels)."""
     if not backward:
         fh, fw = (FAST_FH16, FAST_FW16) if v == 8 else (FAST_FH, FAST_FW)
         return fh, fw, v
     if kmode != 2:
         return s, s, v
-    return (s * FAST_BMH, s, v) if layout == ROWS else (s, s, min(v, FAST_BMC))
+    return (s * FAST_BMH, s, v) if layout == ROWS else (s * FAST_BCH, s * FAST_BCW, min(v, 1 if v == 2 else FAST_BMC))
 
 
 class PoolFastMetaC(ctypes.Structure):

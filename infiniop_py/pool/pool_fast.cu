@@ -11,7 +11,8 @@
 //   pool_fast_rows: FH output rows x V adjacent outputs of one (n, c) plane;
 //   pool_fast_cl: FH x FW output pixels x V channels (FH, FW: PfFwd, by the element size);
 //   pool_fast_rows_backward: S grad_input rows (max: S * PF_BMH, streamed) x V adjacent positions of a plane;
-//   pool_fast_cl_backward: S x S grad_input pixels x V channels (max: at most 4 channels).
+//   pool_fast_cl_backward: S x S grad_input pixels x V channels (max: S*PF_BCH x S*PF_BCW, streamed,
+//   at most PF_BMC channels).
 // MODE 0 max, 1 avg, 2 max backward. The backward kernels gather: each grad_input element sums
 // grad_output over its covering windows in ascending window order (avg, MODE 1: grad_output /
 // divisor over all of them; max, MODE 2: over those whose argmax it is, the argmax of every
@@ -41,7 +42,9 @@ static_assert(sizeof(PoolFastMeta) == 160, "PoolFastMeta layout (infiniop_py/poo
 #define PF_FH16 2     // the same for 2-byte types (cuda.py FAST_FH16)
 #define PF_FW16 2     // (cuda.py FAST_FW16)
 #define PF_BMH 4      // max backward, W innermost: grad_input rows per thread in strides S (cuda.py FAST_BMH)
-#define PF_BMC 4      // max backward, C innermost: channels per thread at most (cuda.py FAST_BMC)
+#define PF_BMC 2      // max backward, C innermost: channels per thread at most, 8-byte types 1 (cuda.py FAST_BMC)
+#define PF_BCH 4      // max backward, C innermost: grad_input rows per thread in strides S (cuda.py FAST_BCH)
+#define PF_BCW 2      // max backward, C innermost: grad_input columns per thread in strides S (cuda.py FAST_BCW)
 #define PF_BCT 4      // max backward, C innermost: a block's threads tile PF_BCT x PF_BCT pixel blocks (cuda.py FAST_BCT)
 #define PF_BMINB 3    // backward kernels: resident blocks per SM their registers must allow (__launch_bounds__: <= 85)
 
@@ -55,12 +58,16 @@ __host__ __device__ constexpr int pf_cdiv(int a, int b) { return -pf_fdiv(-a, b)
 
 // The windows covering a block of B positions starting at a multiple of B (B a multiple of S)
 // along one dim: windows start/S + OLO .. start/S + OLO + NWIN - 1; their x tile starts at
-// start + XLO and holds NX positions.
+// start + XLO and holds NX positions. Window w (of the NWIN) is complete at tile position
+// S * w + K - 1 (done); the last window covering block position b is last(b).
 template <int K, int S, int P, int B>
 struct PfCover {
   static constexpr int OLO = pf_cdiv(P - K + 1, S);
   static constexpr int NWIN = pf_fdiv(B - 1 + P, S) - OLO + 1;
   static constexpr int XLO = S * OLO - P;
+  static constexpr int NX = S * (NWIN - 1) + K;
+  __host__ __device__ static constexpr int done(int x) { return x >= K - 1 && (x - (K - 1)) % S == 0 ? (x - (K - 1)) / S : -1; }
+  __host__ __device__ static constexpr int last(int b) { return pf_fdiv(b - XLO, S) < NWIN - 1 ? pf_fdiv(b - XLO, S) : NWIN - 1; }
 };
 
 template <class A> __device__ __forceinline__ A pf_neg_inf();
@@ -224,6 +231,28 @@ __device__ __forceinline__ void pf_rows_tile(const T* __restrict__ plane, long l
   }
 }
 
+// Pixel (xr, xc) of the x tile under NH x NW windows, V channels at p (cn exist), combined into
+// the windows it belongs to (as pf_scan_row).
+template <class T, int MODE, bool ARG, int K, int S, int NH, int NW, int V>
+__device__ __forceinline__ void pf_scan_px(typename Compute<T>::type (&r)[NH][NW][V], int (&arg)[NH][NW][V], int xr, int xc,
+                                           const T* __restrict__ p, int cn, typename Compute<T>::type fill) {
+  typedef typename Compute<T>::type A;
+  A px[V];
+  pf_load_px<T, V>(px, p, cn, fill);
+#pragma unroll
+  for (int wh = 0; wh < NH; ++wh) {
+    const int rr = xr - S * wh;
+    if (rr < 0 || rr >= K) continue;
+#pragma unroll
+    for (int ww = 0; ww < NW; ++ww) {
+      const int cc = xc - S * ww;
+      if (cc < 0 || cc >= K) continue;
+#pragma unroll
+      for (int t = 0; t < V; ++t) pf_combine<MODE, ARG>(r[wh][ww][t], arg[wh][ww][t], px[t], rr * K + cc);
+    }
+  }
+}
+
 // The NH x NW windows starting at output (oh0, ow0), V channels from channel c0 (cn exist) of
 // image xi (channels-last: H stride sH, W stride sW, C stride 1).
 template <class T, int MODE, bool ARG, int K, int S, int P, int NH, int NW, int V>
@@ -250,21 +279,7 @@ __device__ __forceinline__ void pf_cl_tile(const T* __restrict__ xi, long long s
 #pragma unroll
     for (int xc = 0; xc < NXW; ++xc) {
       const int j = S * ow0 - P + xc;
-      if (j < 0 || j >= W) continue;
-      A px[V];
-      pf_load_px<T, V>(px, xi + (long long)i * sH + (long long)j * sW, cn, fill);
-#pragma unroll
-      for (int wh = 0; wh < NH; ++wh) {
-        const int rr = xr - S * wh;
-        if (rr < 0 || rr >= K) continue;
-#pragma unroll
-        for (int ww = 0; ww < NW; ++ww) {
-          const int cc = xc - S * ww;
-          if (cc < 0 || cc >= K) continue;
-#pragma unroll
-          for (int t = 0; t < V; ++t) pf_combine<MODE, ARG>(r[wh][ww][t], arg[wh][ww][t], px[t], rr * K + cc);
-        }
-      }
+      if (j >= 0 && j < W) pf_scan_px<T, MODE, ARG, K, S, NH, NW, V>(r, arg, xr, xc, xi + (long long)i * sH + (long long)j * sW, cn, fill);
     }
   }
 }
@@ -340,7 +355,7 @@ __device__ __forceinline__ void pf_rows_max_backward(T* __restrict__ gw, const T
   constexpr int V = 16 / sizeof(T);
   typedef PfCover<K, S, P, BH> CH;
   typedef PfCover<K, S, P, V> CW;
-  constexpr int NH = CH::NWIN, NW = CW::NWIN, NXH = S * (NH - 1) + K;
+  constexpr int NH = CH::NWIN, NW = CW::NWIN, NXH = CH::NX;
   const int oh0 = i0 / S + CH::OLO, ow0 = w0 / S + CW::OLO;
   const A fill = pf_neg_inf<A>();
   A r[NH][NW], g[NH][NW], acc[BH][V];
@@ -363,8 +378,8 @@ __device__ __forceinline__ void pf_rows_max_backward(T* __restrict__ gw, const T
     }
     const int i = i0 + CH::XLO + xr;
     if (i >= 0 && i < m.H) pf_scan_row<T, 0, true, K, S, NH, NW, CW::XLO>(r, am, xr, xp + (long long)i * m.st[2][2], w0, m.W, fill);
-    if (xr < K - 1 || (xr - (K - 1)) % S != 0) continue;
-    const int wh = (xr - (K - 1)) / S, oh = oh0 + wh;  // window row wh is complete
+    const int wh = CH::done(xr), oh = oh0 + wh;  // window row wh is complete
+    if (wh < 0) continue;
     if (oh >= 0 && oh < m.OH) {
 #pragma unroll
       for (int ri = 0; ri < BH; ++ri) {
@@ -383,8 +398,7 @@ __device__ __forceinline__ void pf_rows_max_backward(T* __restrict__ gw, const T
     }
 #pragma unroll
     for (int ri = 0; ri < BH; ++ri) {  // rows whose last covering window row is wh
-      const int last = pf_fdiv(ri - CH::XLO, S) < NH - 1 ? pf_fdiv(ri - CH::XLO, S) : NH - 1;
-      if (last == wh && i0 + ri < m.H) pf_store_row<T>(gw + (long long)(i0 + ri) * m.st[0][2], w0, m.W, acc[ri]);
+      if (CH::last(ri) == wh && i0 + ri < m.H) pf_store_row<T>(gw + (long long)(i0 + ri) * m.st[0][2], w0, m.W, acc[ri]);
     }
   }
 }
@@ -446,70 +460,148 @@ __global__ void __launch_bounds__(PF_BLOCK, PF_BMINB) pool_fast_rows_backward(T*
   }
 }
 
-// Backward, C innermost: grad_input pixels (S*rb .. S*rb + S - 1) x (S*cb .. S*cb + S - 1), VC
-// channels from VC*cv (VC = V; max: at most PF_BMC, which bounds the registers of the recomputed
-// windows); as pool_fast_rows_backward. Max: the work item's q1 holds a column of tiles of BT x BT
-// pixel blocks (BT = PF_BCT) and the index in the tile, q2 the row of tiles, so the threads of a
-// block share the x rows between their blocks through L1 (past the grid: no work).
+// Max backward, C innermost, one thread's block: grad_input pixels (i0 .. i0 + BH - 1) x
+// (j0 .. j0 + BW - 1), VC channels (cn exist; gw, gp, xp: the image's first element plus the first
+// channel), streamed as pf_rows_max_backward: x tile row by row (pixel by pixel), a window row's
+// grad_output added once it is complete, a grad_input row stored after its last window row.
+template <class T, int K, int S, int P, int BH, int BW, int VC>
+__device__ __forceinline__ void pf_cl_max_backward(T* __restrict__ gw, const T* __restrict__ gp, const T* __restrict__ xp,
+                                                   const PoolFastMeta& m, int i0, int j0, int cn) {
+  typedef typename Compute<T>::type A;
+  typedef PfCover<K, S, P, BH> CH;
+  typedef PfCover<K, S, P, BW> CW;
+  constexpr int NH = CH::NWIN, NW = CW::NWIN, NXH = CH::NX, NXW = CW::NX;
+  const int oh0 = i0 / S + CH::OLO, ow0 = j0 / S + CW::OLO;
+  const A fill = pf_neg_inf<A>();
+  A r[NH][NW][VC], g[NH][NW][VC], acc[BH][BW][VC];
+  int am[NH][NW][VC];
+#pragma unroll
+  for (int ri = 0; ri < BH; ++ri)
+#pragma unroll
+    for (int ci = 0; ci < BW; ++ci)
+#pragma unroll
+      for (int t = 0; t < VC; ++t) acc[ri][ci][t] = A(0);
+#pragma unroll
+  for (int xr = 0; xr < NXH; ++xr) {
+    if (xr % S == 0 && xr / S < NH) {  // window row xr / S starts here: its grad_output, its init
+      const int wh = xr / S, oh = oh0 + wh;
+#pragma unroll
+      for (int ww = 0; ww < NW; ++ww) {
+        const int ow = ow0 + ww, first = pf_first<K, S, P>(oh, ow);
+        if (oh >= 0 && oh < m.OH && ow >= 0 && ow < m.OW) {
+          pf_load_px<T, VC>(g[wh][ww], gp + (long long)oh * m.st[1][2] + (long long)ow * m.st[1][3], cn, A(0));
+        } else {
+#pragma unroll
+          for (int t = 0; t < VC; ++t) g[wh][ww][t] = A(0);
+        }
+#pragma unroll
+        for (int t = 0; t < VC; ++t) {
+          r[wh][ww][t] = fill;
+          am[wh][ww][t] = first;
+        }
+      }
+    }
+    const int i = i0 + CH::XLO + xr;
+    if (i >= 0 && i < m.H) {
+#pragma unroll
+      for (int xc = 0; xc < NXW; ++xc) {
+        const int j = j0 + CW::XLO + xc;
+        if (j >= 0 && j < m.W)
+          pf_scan_px<T, 0, true, K, S, NH, NW, VC>(r, am, xr, xc, xp + (long long)i * m.st[2][2] + (long long)j * m.st[2][3], cn, fill);
+      }
+    }
+    const int wh = CH::done(xr), oh = oh0 + wh;  // window row wh is complete
+    if (wh < 0) continue;
+    if (oh >= 0 && oh < m.OH) {
+#pragma unroll
+      for (int ri = 0; ri < BH; ++ri) {
+        const int rr = ri - CH::XLO - S * wh;
+        if (rr < 0 || rr >= K) continue;
+#pragma unroll
+        for (int ww = 0; ww < NW; ++ww) {
+          const int ow = ow0 + ww;
+          if (ow < 0 || ow >= m.OW) continue;
+#pragma unroll
+          for (int ci = 0; ci < BW; ++ci) {
+            const int cc = ci - CW::XLO - S * ww;
+            if (cc < 0 || cc >= K) continue;
+#pragma unroll
+            for (int t = 0; t < VC; ++t)
+              if (am[wh][ww][t] == rr * K + cc) acc[ri][ci][t] += g[wh][ww][t];
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int ri = 0; ri < BH; ++ri) {  // rows whose last covering window row is wh
+      if (CH::last(ri) != wh || i0 + ri >= m.H) continue;
+#pragma unroll
+      for (int ci = 0; ci < BW; ++ci)
+        if (j0 + ci < m.W) pf_store_px<T, VC>(gw + (long long)(i0 + ri) * m.st[0][2] + (long long)(j0 + ci) * m.st[0][3], cn, acc[ri][ci]);
+    }
+  }
+}
+
+// Backward, C innermost: grad_input pixels (BH*rb .. BH*rb + BH - 1) x (BW*cb .. BW*cb + BW - 1),
+// VC channels from VC*cv: avg S x S pixels of V channels; max (pf_cl_max_backward) S * PF_BCH x
+// S * PF_BCW pixels of at most PF_BMC channels, the work item's q1 holding a column of tiles of
+// BT x BT pixel blocks (BT = PF_BCT) and the index in the tile, q2 the row of tiles, so the
+// threads of a block share the x rows between their blocks through L1 (past the grid: no work).
 template <class T, int MODE, int K, int S, int P>
 __global__ void __launch_bounds__(PF_BLOCK, PF_BMINB) pool_fast_cl_backward(T* __restrict__ gi, const T* __restrict__ go,
                                                                  const T* __restrict__ x, PoolFastMeta m) {
   typedef typename Compute<T>::type A;
-  constexpr int V = 16 / sizeof(T), VC = MODE == 2 && V > PF_BMC ? PF_BMC : V;
+  constexpr int V = 16 / sizeof(T), VM = sizeof(T) == 8 ? 1 : PF_BMC, VC = MODE == 2 && V > VM ? VM : V;
+  constexpr int BT = MODE == 2 ? PF_BCT : 1, BH = MODE == 2 ? S * PF_BCH : S, BW = MODE == 2 ? S * PF_BCW : S;
   typedef PfCover<K, S, P, S> CB;
   const unsigned e = blockIdx.x * PF_BLOCK + threadIdx.x;
   if (e >= (unsigned)m.items) return;
-  constexpr int BT = MODE == 2 ? PF_BCT : 1;
   int cv, q1, q2;
   const unsigned n = pf_split(m, e, cv, q1, q2);
   const int lo = q1 % (BT * BT), cb = q1 / (BT * BT) * BT + lo % BT, rb = q2 * BT + lo / BT;
-  const int c0 = cv * VC, cn = m.C - c0, i0 = rb * S, j0 = cb * S, oh0 = rb + CB::OLO, ow0 = cb + CB::OLO;
+  const int c0 = cv * VC, cn = m.C - c0, i0 = rb * BH, j0 = cb * BW, oh0 = rb + CB::OLO, ow0 = cb + CB::OLO;
   if (i0 >= m.H || j0 >= m.W) return;
   const T* gp = go + n * m.st[1][0] + c0;
-  A g[CB::NWIN][CB::NWIN][VC];
+  if constexpr (MODE == 2) {
+    pf_cl_max_backward<T, K, S, P, BH, BW, VC>(gi + n * m.st[0][0] + c0, gp, x + n * m.st[2][0] + c0, m, i0, j0, cn);
+  } else {
+    A g[CB::NWIN][CB::NWIN][VC];
 #pragma unroll
-  for (int wh = 0; wh < CB::NWIN; ++wh)
+    for (int wh = 0; wh < CB::NWIN; ++wh)
 #pragma unroll
-    for (int ww = 0; ww < CB::NWIN; ++ww) {
-      const int oh = oh0 + wh, ow = ow0 + ww;
-      if (oh >= 0 && oh < m.OH && ow >= 0 && ow < m.OW) {
-        pf_load_px<T, VC>(g[wh][ww], gp + (long long)oh * m.st[1][2] + (long long)ow * m.st[1][3], cn, A(0));
-      } else {
+      for (int ww = 0; ww < CB::NWIN; ++ww) {
+        const int oh = oh0 + wh, ow = ow0 + ww;
+        if (oh >= 0 && oh < m.OH && ow >= 0 && ow < m.OW) {
+          pf_load_px<T, VC>(g[wh][ww], gp + (long long)oh * m.st[1][2] + (long long)ow * m.st[1][3], cn, A(0));
+        } else {
 #pragma unroll
-        for (int t = 0; t < VC; ++t) g[wh][ww][t] = A(0);
-      }
-      if (MODE == 1) {
+          for (int t = 0; t < VC; ++t) g[wh][ww][t] = A(0);
+        }
         const A f = (A)(pf_span<K, S, P>(oh, m.H) * pf_span<K, S, P>(ow, m.W));
 #pragma unroll
         for (int t = 0; t < VC; ++t) g[wh][ww][t] = pf_div(g[wh][ww][t], f);
       }
-    }
-  A r[CB::NWIN][CB::NWIN][VC];
-  int am[CB::NWIN][CB::NWIN][VC];
-  if (MODE == 2)
-    pf_cl_tile<T, 0, true, K, S, P, CB::NWIN, CB::NWIN, VC>(x + n * m.st[2][0] + c0, m.st[2][2], m.st[2][3], m.H, m.W, oh0, ow0, cn,
-                                                           r, am);
 #pragma unroll
-  for (int ri = 0; ri < S; ++ri)
+    for (int ri = 0; ri < S; ++ri)
 #pragma unroll
-    for (int ci = 0; ci < S; ++ci) {
-      if (i0 + ri >= m.H || j0 + ci >= m.W) continue;
-      A acc[VC];
+      for (int ci = 0; ci < S; ++ci) {
+        if (i0 + ri >= m.H || j0 + ci >= m.W) continue;
+        A acc[VC];
 #pragma unroll
-      for (int t = 0; t < VC; ++t) acc[t] = A(0);
+        for (int t = 0; t < VC; ++t) acc[t] = A(0);
 #pragma unroll
-      for (int wh = 0; wh < CB::NWIN; ++wh) {
-        const int rr = ri - CB::XLO - S * wh, oh = oh0 + wh;
-        if (rr < 0 || rr >= K || oh < 0 || oh >= m.OH) continue;
+        for (int wh = 0; wh < CB::NWIN; ++wh) {
+          const int rr = ri - CB::XLO - S * wh, oh = oh0 + wh;
+          if (rr < 0 || rr >= K || oh < 0 || oh >= m.OH) continue;
 #pragma unroll
-        for (int ww = 0; ww < CB::NWIN; ++ww) {
-          const int cc = ci - CB::XLO - S * ww, ow = ow0 + ww;
-          if (cc < 0 || cc >= K || ow < 0 || ow >= m.OW) continue;
+          for (int ww = 0; ww < CB::NWIN; ++ww) {
+            const int cc = ci - CB::XLO - S * ww, ow = ow0 + ww;
+            if (cc < 0 || cc >= K || ow < 0 || ow >= m.OW) continue;
 #pragma unroll
-          for (int t = 0; t < VC; ++t)
-            if (MODE == 1 || am[wh][ww][t] == rr * K + cc) acc[t] += g[wh][ww][t];
+            for (int t = 0; t < VC; ++t) acc[t] += g[wh][ww][t];
+          }
         }
+        pf_store_px<T, VC>(gi + n * m.st[0][0] + (long long)(i0 + ri) * m.st[0][2] + (long long)(j0 + ci) * m.st[0][3] + c0, cn, acc);
       }
-      pf_store_px<T, VC>(gi + n * m.st[0][0] + (long long)(i0 + ri) * m.st[0][2] + (long long)(j0 + ci) * m.st[0][3] + c0, cn, acc);
-    }
+  }
 }
