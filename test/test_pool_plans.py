@@ -491,6 +491,7 @@ def _fast_problems():
             ((2, 24, 5, 7), "channels_last", False, None),
             ((1, 20, 6, 5), "channels_last", True, nans),
             ((1, 12, 7, 6), "channels_last", False, infs),
+            ((1, 5, 9, 10), "channels_last", False, ties),
             ((1, 2, 9, 17), "contiguous", False, infs),
         ):
             out.append(pytest.param((k, s, p), shape, kind, ceil, data, id=f"k{k}s{s}p{p}-{kind}-{'x'.join(map(str, shape))}"))
