@@ -11,15 +11,8 @@ figures come for free (``-Xptxas=-v``).
 ``compile_units()`` lists every kernel a descriptor's plan can select: what the operator's
 planner rules reach, nothing more.
 
-Compilers, in order of preference:
-
-1. NVRTC loaded with ctypes: ``libnvrtc.so*`` from the ``nvidia-cuda-nvrtc`` wheel
-   (``site-packages/nvidia/*/lib``), else from ``$CUDA_HOME/lib64`` or the loader path.
-   Every name expression must lower to a kernel (as CuPy's ``RawModule`` requires).
-2. ``nvcc -cubin``: the name expressions are instantiated by taking each kernel's address at
-   namespace scope. nvcc force-includes the CUDA runtime headers, whose ``<stdint.h>`` types
-   clash with the fixed-width typedefs of ``iop_common.cuh``; the source is preceded by macros
-   that rename ours (``int64_t`` -> ``iop_nvcc_int64_t``), which changes no generated code.
+The compiler is NVRTC loaded with ctypes (the ``nvidia-cuda-nvrtc`` wheel's first), else ``nvcc
+-cubin`` (``tools/compile_job.py`` finds it and compiles one job).
 
 Operators with an NVIDIA backend but no (or an empty) ``compile_units()`` fail the check, so
 no kernel escapes it, unless they state why: ``compile_exempt = "reason"`` on the factory, or
@@ -47,284 +40,29 @@ or unchecked operator, 2 when neither NVRTC nor nvcc is available.
 from __future__ import annotations
 
 import argparse
-import ctypes
-import glob
 import hashlib
 import json
 import os
-import re
-import shutil
-import site
-import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from tools.compile_job import (  # noqa: E402
+    UnitResult,
+    compile_unit,
+    compiler_version,
+    find_backend,
+    strip_ptxas_info,
+)
 
-# --------------------------------------------------------------------------------------------
-# Finding a compiler
-# --------------------------------------------------------------------------------------------
-def _version_key(path: str) -> tuple:
-    """Sort key preferring the newest ``libnvrtc.so.X.Y``."""
-    tail = path.rsplit(".so", 1)[-1]
-    return tuple(int(x) for x in re.findall(r"\d+", tail))
-
-
-def find_nvrtc() -> str | None:
-    """Path of a usable ``libnvrtc.so*`` (the wheel's first), or None."""
-    roots = []
-    for getter in (site.getsitepackages, lambda: [site.getusersitepackages()]):
-        try:
-            roots += list(getter())
-        except Exception:  # site functions are missing in some virtualenv layouts
-            pass
-    roots += [p for p in sys.path if p.endswith("site-packages")]
-    candidates = []
-    for root in dict.fromkeys(roots):
-        candidates += glob.glob(os.path.join(root, "nvidia", "*", "lib", "libnvrtc.so*"))
-    cuda_home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
-    system = glob.glob(os.path.join(cuda_home, "lib64", "libnvrtc.so*"))
-    for group in (candidates, system):
-        group = [p for p in group if "builtins" not in os.path.basename(p)]
-        for path in sorted(group, key=_version_key, reverse=True):
-            try:
-                ctypes.CDLL(path)
-            except OSError:
-                continue
-            return path
-    for name in ("libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12"):
-        try:
-            ctypes.CDLL(name)
-        except OSError:
-            continue
-        return name
-    return None
-
-
-def find_nvcc() -> str | None:
-    path = shutil.which("nvcc")
-    if path:
-        return path
-    cuda_home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
-    cand = os.path.join(cuda_home, "bin", "nvcc")
-    return cand if os.access(cand, os.X_OK) else None
-
-
-def find_backend(prefer: str = "auto") -> tuple[str, str] | None:
-    """('nvrtc', library path) or ('nvcc', executable), or None when neither exists."""
-    if prefer in ("auto", "nvrtc"):
-        lib = find_nvrtc()
-        if lib:
-            return "nvrtc", lib
-        if prefer == "nvrtc":
-            return None
-    nvcc = find_nvcc()
-    return ("nvcc", nvcc) if nvcc else None
-
-
-# --------------------------------------------------------------------------------------------
-# Compiling one unit (runs in a worker process)
-# --------------------------------------------------------------------------------------------
-@dataclass
-class KernelInfo:
-    name: str  # name expression (NVRTC) or mangled name (nvcc)
-    mangled: str
-    registers: int | None = None
-    stack: int | None = None
-    spill_stores: int | None = None
-    spill_loads: int | None = None
-
-
-@dataclass
-class UnitResult:
-    op: str
-    unit: int
-    chunk: int
-    ok: bool
-    seconds: float
-    names: int
-    log: str = ""
-    warnings: list = field(default_factory=list)
-    kernels: list = field(default_factory=list)
-    error: str = ""
-    cached: bool = False
-
-
-_ENTRY = re.compile(r"Compiling entry function '([^']+)'")
-_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-_REGS = re.compile(r"Used (\d+) registers")
-
-
-def parse_ptxas(log: str) -> dict[str, dict]:
-    """Per mangled entry: registers, stack frame and spill bytes from ``ptxas -v`` output."""
-    out: dict[str, dict] = {}
-    current = None
-    for line in log.splitlines():
-        m = _ENTRY.search(line)
-        if m:
-            current = out.setdefault(m.group(1), {})
-            continue
-        if current is None:
-            continue
-        m = _FRAME.search(line)
-        if m:
-            current.update(stack=int(m.group(1)), spill_stores=int(m.group(2)), spill_loads=int(m.group(3)))
-            continue
-        m = _REGS.search(line)
-        if m:
-            current["registers"] = int(m.group(1))
-    return out
-
-
-def compiler_warnings(log: str) -> list[str]:
-    """Front-end warnings in a compile log (ptxas info lines are not warnings)."""
-    lines = [ln for ln in log.splitlines() if "warning" in ln.lower() and not ln.startswith("ptxas info")]
-    return [ln for ln in lines if "#pragma once in main file" not in ln]
-
-
-class _Nvrtc:
-    """The few NVRTC entry points the check needs, through ctypes."""
-
-    def __init__(self, path: str):
-        lib = ctypes.CDLL(path)
-        vp, cp, sz = ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t
-        lib.nvrtcGetErrorString.restype = cp
-        lib.nvrtcGetErrorString.argtypes = [ctypes.c_int]
-        lib.nvrtcCreateProgram.argtypes = [ctypes.POINTER(vp), cp, cp, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
-        lib.nvrtcAddNameExpression.argtypes = [vp, cp]
-        lib.nvrtcCompileProgram.argtypes = [vp, ctypes.c_int, ctypes.POINTER(cp)]
-        lib.nvrtcGetProgramLogSize.argtypes = [vp, ctypes.POINTER(sz)]
-        lib.nvrtcGetProgramLog.argtypes = [vp, ctypes.c_char_p]
-        lib.nvrtcGetLoweredName.argtypes = [vp, cp, ctypes.POINTER(cp)]
-        lib.nvrtcGetCUBINSize.argtypes = [vp, ctypes.POINTER(sz)]
-        lib.nvrtcGetPTXSize.argtypes = [vp, ctypes.POINTER(sz)]
-        lib.nvrtcDestroyProgram.argtypes = [ctypes.POINTER(vp)]
-        for fn in (
-            "nvrtcCreateProgram",
-            "nvrtcAddNameExpression",
-            "nvrtcCompileProgram",
-            "nvrtcGetProgramLogSize",
-            "nvrtcGetProgramLog",
-            "nvrtcGetLoweredName",
-            "nvrtcGetCUBINSize",
-            "nvrtcGetPTXSize",
-            "nvrtcDestroyProgram",
-        ):
-            getattr(lib, fn).restype = ctypes.c_int
-        self.lib = lib
-
-    def version(self) -> str:
-        major, minor = ctypes.c_int(), ctypes.c_int()
-        self.lib.nvrtcVersion(ctypes.byref(major), ctypes.byref(minor))
-        return f"{major.value}.{minor.value}"
-
-    def _check(self, rc: int, what: str) -> None:
-        if rc != 0:
-            raise RuntimeError(f"{what}: {self.lib.nvrtcGetErrorString(rc).decode()}")
-
-    def compile(self, source: str, names: list[str], options: list[str], ptx: bool = False) -> tuple[bool, str, dict[str, str]]:
-        """(success, log, {name expression: lowered name}); the output is a CUBIN, or PTX with ``ptx``."""
-        lib = self.lib
-        prog = ctypes.c_void_p()
-        self._check(lib.nvrtcCreateProgram(ctypes.byref(prog), source.encode(), b"kernel.cu", 0, None, None), "create")
-        try:
-            for n in names:
-                self._check(lib.nvrtcAddNameExpression(prog, n.encode()), f"name expression {n!r}")
-            opts = [o.encode() for o in options]
-            rc = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
-            size = ctypes.c_size_t()
-            lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
-            buf = ctypes.create_string_buffer(max(size.value, 1))
-            lib.nvrtcGetProgramLog(prog, buf)
-            log = buf.value.decode(errors="replace")
-            if rc != 0:
-                return False, f"{lib.nvrtcGetErrorString(rc).decode()}\n{log}", {}
-            lowered = {}
-            missing = []
-            for n in names:
-                out = ctypes.c_char_p()
-                if lib.nvrtcGetLoweredName(prog, n.encode(), ctypes.byref(out)) != 0 or not out.value:
-                    missing.append(n)
-                else:
-                    lowered[n] = out.value.decode()
-            if missing:
-                return False, log + "\nname expressions with no kernel: " + ", ".join(missing), lowered
-            (lib.nvrtcGetPTXSize if ptx else lib.nvrtcGetCUBINSize)(prog, ctypes.byref(size))
-            if size.value == 0:
-                return False, log + f"\nNVRTC produced an empty {'PTX' if ptx else 'CUBIN'}", lowered
-            return True, log, lowered
-        finally:
-            lib.nvrtcDestroyProgram(ctypes.byref(prog))
-
-
-_NVRTC: dict[str, _Nvrtc] = {}
 CHUNK = 48  # name expressions per compile job
-
-# nvcc only: rename the fixed-width typedefs of iop_common.cuh so they do not clash with the
-# <stdint.h> that nvcc's forced include of cuda_runtime.h has already declared.
-_STDINT = ("int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t")
-NVCC_PRELUDE = "".join(f"#define {t} iop_nvcc_{t}\n" for t in _STDINT)
-
-
-def nvcc_source(full: str, names: list[str]) -> str:
-    """The unit for nvcc: the prelude, the source, and one kernel address per name expression."""
-    table = "".join(f"  (const void*)&{n},\n" for n in names)
-    return (
-        f"{NVCC_PRELUDE}{full}\n\n// Instantiate every name expression.\n"
-        f"extern const void* const iop_compile_check_kernels[];\n"
-        f"const void* const iop_compile_check_kernels[] = {{\n{table}}};\n"
-    )
-
-
-def compile_unit(job: dict) -> UnitResult:
-    """Compile one unit; ``job`` holds op, unit, source (full), names, options, backend, tool."""
-    t0 = time.perf_counter()
-    names = list(dict.fromkeys(job["names"]))
-    res = UnitResult(job["op"], job["unit"], job.get("chunk", 0), False, 0.0, len(names))
-    ptx = bool(job.get("ptx"))
-    if ptx:  # front end only: a virtual architecture, no ptxas
-        options = [o.replace("=sm_", "=compute_") for o in job["options"]]
-    else:
-        options = list(job["options"]) + ["-Xptxas=-v"]
-    try:
-        if job["backend"] == "nvrtc":
-            nv = _NVRTC.get(job["tool"])
-            if nv is None:
-                nv = _NVRTC[job["tool"]] = _Nvrtc(job["tool"])
-            ok, log, lowered = nv.compile(job["source"], names, options, ptx)
-            stats = parse_ptxas(log)
-            res.kernels = [asdict(KernelInfo(n, low, **stats.get(low, {}))) for n, low in lowered.items()]
-        else:
-            with tempfile.TemporaryDirectory(prefix="iop_cc_") as tmp:
-                src = Path(tmp) / "kernel.cu"
-                src.write_text(nvcc_source(job["source"], names))
-                out = Path(tmp) / ("kernel.ptx" if ptx else "kernel.cubin")
-                cmd = [job["tool"], "-ptx" if ptx else "-cubin", *options, "-o", str(out), str(src)]
-                proc = subprocess.run(cmd, capture_output=True, text=True)
-                log = proc.stdout + proc.stderr
-                ok = proc.returncode == 0
-                entries = re.findall(r"^\.(?:visible )?\.entry (\S+?)\(", out.read_text(), re.M) if ok and ptx else []
-            stats = parse_ptxas(log) if not ptx else {m: {} for m in entries}
-            res.kernels = [asdict(KernelInfo(m, m, **s)) for m, s in stats.items()]
-            if ok and len(stats) < len(names):
-                ok = False
-                log += f"\nnvcc produced {len(stats)} kernels for {len(names)} name expressions"
-        res.ok = ok
-        res.log = log
-        res.warnings = compiler_warnings(log)
-    except Exception as exc:  # a broken library or a crashed compiler: report, do not hide
-        res.ok = False
-        res.error = f"{type(exc).__name__}: {exc}"
-    res.seconds = time.perf_counter() - t0
-    return res
 
 
 # --------------------------------------------------------------------------------------------
@@ -430,7 +168,7 @@ def plan_jobs(units: list[dict], backend: tuple[str, str], chunk: int = CHUNK, p
 
 def per_unit(units: list[dict], jobs: list[dict], results: list[UnitResult]) -> list[UnitResult]:
     """The jobs' results as one ``UnitResult`` per (op, unit, job) that the job covers: its
-    kernels, its share of the job's time, the job's log and warnings. A failed job shared by
+    kernels, its share of the job's wall and CPU time, the job's log and warnings. A failed job shared by
     several units is compiled again per unit (only then), so that a failure is charged to the
     units whose kernels fail."""
     wanted = {(u["op"], u["unit"]): set(u["names"]) for u in units}
@@ -447,7 +185,8 @@ def per_unit(units: list[dict], jobs: list[dict], results: list[UnitResult]) -> 
             else:
                 part = compile_unit({**job, "names": mine})
             part = UnitResult(**{**asdict(part), "op": op, "unit": unit, "chunk": job["chunk"], "names": len(mine)})
-            part.seconds = res.seconds * len(mine) / max(len(job["names"]), 1)
+            share = len(mine) / max(len(job["names"]), 1)
+            part.seconds, part.cpu = res.seconds * share, res.cpu * share
             out.append(part)
     return out
 
@@ -468,7 +207,7 @@ def _cached(path: Path, job: dict) -> UnitResult | None:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
-    data.update(op=job["op"], unit=job["unit"], chunk=job.get("chunk", 0), cached=True, seconds=0.0)
+    data.update(op=job["op"], unit=job["unit"], chunk=job.get("chunk", 0), cached=True, seconds=0.0, cpu=0.0)
     try:
         return UnitResult(**data)
     except TypeError:  # an entry from an older layout
@@ -614,7 +353,7 @@ def report(results: list[UnitResult], problems: dict[str, str], verbose: bool, w
     for r in results:
         by_op.setdefault(r.op, []).append(r)
     failed = 0
-    header = f"{'op':<28} {'units':>5} {'kernels':>7} {'max regs':>8} {'spill B':>7} {'stack B':>7} {'time s':>7}  status"
+    header = f"{'op':<28} {'units':>5} {'kernels':>7} {'max regs':>8} {'spill B':>7} {'stack B':>7} {'cpu s':>7}  status"
     print(header)
     print("-" * len(header))
     for op in sorted(set(by_op) | set(problems)):
@@ -633,7 +372,7 @@ def report(results: list[UnitResult], problems: dict[str, str], verbose: bool, w
         regs = _max(k["registers"] for k in kernels)
         spill = _max((k["spill_stores"] or 0) + (k["spill_loads"] or 0) for k in kernels if k["spill_stores"] is not None)
         stack = _max(k["stack"] for k in kernels)
-        secs = sum(r.seconds for r in chunks)
+        secs = sum(r.cpu for r in chunks)  # CPU, not wall: the same on a busy machine
         status = "OK (cached)" if cached else "OK"
         if bad:
             status = f"FAILED ({len({r.unit for r in bad})} of {len(units)} units)"
@@ -654,18 +393,13 @@ def report(results: list[UnitResult], problems: dict[str, str], verbose: bool, w
             print(f"\n===== {op} unit {r.unit} chunk {r.chunk}: compile FAILED =====")
             if r.error:
                 print(r.error)
-            print(_strip_ptxas_info(r.log))
+            print(strip_ptxas_info(r.log))
         if warned and (verbose or werror):
             for r in warned:
                 print(f"    warnings in unit {r.unit}, chunk {r.chunk}:")
                 for w in r.warnings:
                     print(f"      {w}")
     return failed
-
-
-def _strip_ptxas_info(log: str) -> str:
-    keep = [ln for ln in log.splitlines() if not ln.startswith("ptxas info") and not ln.startswith("ptxas         .")]
-    return "\n".join(keep).strip()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -676,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1, help="worker processes")
     ap.add_argument("--verbose", "-v", action="store_true", help="per-kernel registers and spills, warnings")
     ap.add_argument("--werror", action="store_true", help="treat compiler warnings as errors")
-    ap.add_argument("--json", help="write the per-unit results to this file")
+    ap.add_argument("--json", help="write the per-job and per-unit results to this file")
     ap.add_argument("--no-cache", action="store_true", help=f"compile everything again (cache: {cache_dir()})")
     ap.add_argument(
         "--ptx",
@@ -691,14 +425,10 @@ def main(argv: list[str] | None = None) -> int:
     if backend is None:
         print("compile_check: neither NVRTC (nvidia-cuda-nvrtc wheel, CUDA_HOME) nor nvcc found", file=sys.stderr)
         return 2
-    if backend[0] == "nvrtc":
-        version = _Nvrtc(backend[1]).version()
-    else:
-        proc = subprocess.run([backend[1], "--version"], capture_output=True, text=True)
-        version = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
+    version = compiler_version(backend)
     t0 = time.perf_counter()
     failed = 0
-    everything = []
+    everything, job_rows = [], []
     for arch in args.arch.split(","):
         cc = parse_arch(arch)
         units, problems = collect(args.ops or None, cc)
@@ -710,17 +440,35 @@ def main(argv: list[str] | None = None) -> int:
             f"{len({u['op'] for u in units})} ops, {len(units)} units, {nkern} kernels ({distinct} distinct), "
             f"{len(jobs)} jobs, {args.jobs} workers"
         )
-        results = per_unit(units, jobs, run_jobs(jobs, args.jobs, version, None if args.no_cache else cache_dir(), args.progress))
+        compiled = run_jobs(jobs, args.jobs, version, None if args.no_cache else cache_dir(), args.progress)
+        job_rows += [
+            {
+                "arch": f"sm_{cc}",
+                "ops": j["op"],
+                "names": len(j["names"]),
+                "cached": r.cached,
+                "cpu_s": r.cpu,
+                "wall_s": r.seconds,
+            }
+            for j, r in zip(jobs, compiled, strict=True)
+        ]
+        results = per_unit(units, jobs, compiled)
         failed += report(results, problems, args.verbose, args.werror)
         everything += [{"arch": f"sm_{cc}", **asdict(r)} for r in results]
         everything += [{"arch": f"sm_{cc}", "op": op, "status": s} for op, s in problems.items()]
     wall = time.perf_counter() - t0
+    fresh = [r for r in job_rows if not r["cached"]]
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(
-            json.dumps({"backend": backend, "version": version, "wall_s": wall, "results": everything}, indent=1)
+            json.dumps(
+                {"backend": backend, "version": version, "wall_s": wall, "jobs": job_rows, "results": everything}, indent=1
+            )
         )
-    print(f"\n{'FAILED' if failed else 'OK'}: {failed} operator(s) with problems; {wall:.1f} s wall")
+    print(
+        f"\n{'FAILED' if failed else 'OK'}: {failed} operator(s) with problems; {wall:.1f} s wall; "
+        f"{sum(r['names'] for r in fresh)} kernels compiled in {len(fresh)} jobs, {sum(r['cpu_s'] for r in fresh):.1f} CPU-s"
+    )
     return 1 if failed else 0
 
 
