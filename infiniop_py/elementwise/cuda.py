@@ -257,7 +257,7 @@ class ElementwiseKernel(CudaKernel):
         if tiled is not None:
             a, b, batch, smask = tiled
             tile = tile_size(sizes)
-            tname = tiled_name(name, tout, tins, nin, tile, smask, index)
+            tname = tiled_name(name, tout, tins, nin, tile, smask, "unsigned int")  # never wide here
             mod = get_module(src, [tname], dev)
             nb = 1
             for d in batch:
@@ -324,7 +324,8 @@ def make_nvidia(name: str, expr: str, reads, attr_names, combos, dense_rules=DEN
     """Factory for the descriptor; ``factory.compile_units()`` lists instantiations for the compile check.
 
     Every dtype combination is compiled on each path; the broadcast/staging masks, which do
-    not change the types involved, are represented by the first input's mask. The dense path
+    not change the types involved, are represented by the first input's mask. The tiled path
+    is taken only below 2^31 elements and offsets, so only with 32-bit indices. The dense path
     is compiled in the config ``dense_rules`` choose for each combination, the one a
     descriptor of that combination launches.
     """
@@ -345,7 +346,7 @@ def make_nvidia(name: str, expr: str, reads, attr_names, combos, dense_rules=DEN
             if vec > 1:
                 names += [rowvec_name(name, tout, tins, nin, vec, m) for m in ((0, 2) if nin else (0,))]
             if nin:
-                names += [tiled_name(name, tout, tins, nin, tile_size(sizes), 2, ix) for ix in ("unsigned int", "long long")]
+                names.append(tiled_name(name, tout, tins, nin, tile_size(sizes), 2, "unsigned int"))
         return [(source_for(name, expr, reads, attr_names), names)]
 
     factory.compile_units = compile_units
