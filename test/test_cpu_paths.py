@@ -117,10 +117,14 @@ THREADED = {
 
 @pytest.mark.parametrize("op", sorted(THREADED))
 @pytest.mark.parametrize("path", ["compiled", "pure"])
-def test_threaded_results_repeat_bitwise(op, path):
-    """Large enough to be split over the pool: every run gives the same bits, and the same as
-    one thread (the split of work that adds up over rows depends on the shape only)."""
+def test_threaded_results_repeat_bitwise(op, path, monkeypatch):
+    """Large enough to be split over the pool (row kernels split from MIN_PART elements here,
+    not from SPLIT_PART): every run gives the same bits, and the same as one thread (the split
+    of work that adds up over rows depends on the shape only)."""
+    from infiniop_py.cpu import rows
     from infiniop_py.dtypes import to_numpy
+
+    monkeypatch.setattr(rows, "SPLIT_PART", rows.MIN_PART)
 
     if path == "compiled":
         _kernels()

@@ -18,12 +18,14 @@ from . import pool
 
 _BITS = {np.dtype(np.float32): None, np.dtype(np.float16): np.uint16, np.dtype(ml_dtypes.bfloat16): np.int16}
 
-MIN_PART = 1 << 15  # elements per row range, at least
-# elements per row range, at least, for kernels that only read their rows once (row sums and
-# maxima, memory-bound at a fraction of a nanosecond an element): a part handed to another
-# thread costs it a wake-up (tens of microseconds on a virtual machine's idle core) and both
-# threads a hand-off of the GIL, more than such a part of MIN_PART elements takes
-ONE_PASS_PART = 1 << 20
+MIN_PART = 1 << 15  # elements per row range of parts() (partial weight-gradient rows), at least
+# elements per row range of split(), at least: a part handed to another thread costs it a
+# wake-up (tens to hundreds of microseconds on a virtual machine's idle core) and both threads
+# hand-offs of the GIL, while the row kernels, memory-bound, gain little from a second thread
+# on a million elements (a few hundred microseconds of work): below that the calling thread
+# alone is as fast or faster (layer_norm, batch_norm, softmax and the row sums on 2^20 elements)
+SPLIT_PART = 1 << 20
+ONE_PASS_PART = SPLIT_PART  # the row sums' and maxima's bound (the same since split() took it)
 MAX_PARTS = 64
 
 
@@ -118,10 +120,13 @@ def f32vec(a: np.ndarray | None, n: int, fill: float = 0.0) -> np.ndarray:
     return np.ascontiguousarray(to_f32(a)).reshape(-1)
 
 
-def split(rows: int, cols: int, min_part: int = MIN_PART) -> list[tuple[int, int]]:
+def split(rows: int, cols: int, min_part: int | None = None) -> list[tuple[int, int]]:
     """Row ranges for the pool: a few per thread (:data:`pool.PARTS_PER_THREAD`) of at least
-    ``min_part`` elements, else one. For kernels whose results do not depend on the split (each
-    row on its own); a kernel call per range, not per row, keeps the call overhead off."""
+    ``min_part`` elements (:data:`SPLIT_PART` by default), else one. For kernels whose results
+    do not depend on the split (each row on its own); a kernel call per range, not per row,
+    keeps the call overhead off."""
+    if min_part is None:
+        min_part = SPLIT_PART
     n = min(pool.PARTS_PER_THREAD * pool.THREADS, rows, rows * cols // min_part) if pool.parallel() else 1
     return pool.bounds(rows, max(1, n))
 
