@@ -202,14 +202,6 @@ class Cols:
 
 
 @dataclass(frozen=True)
-class ColKernel:
-    """``reduce_cols``: 32 x 8 threads, threadIdx.x on neighbouring outputs
-    (16-byte packs of them with ``vec``), threadIdx.y and the loop over the reduced extent."""
-
-    vec: bool = False
-
-
-@dataclass(frozen=True)
 class Tile:
     """``reduce_cols_tile``: one launch, no workspace: a block owns TX x cv outputs and their whole
     reduced extent, shared by BY thread rows combined by a shared-memory tree. TX: whole 128-byte
@@ -240,10 +232,12 @@ class Tile:
         return TX, BY, nblocks
 
 
+# "cols": reduce_cols, 32 x 8 threads, threadIdx.x on neighbouring outputs (16-byte packs of them
+# where cv > 1), threadIdx.y and the loop over the reduced extent
 COL_RULES = (
     Rule("cols-tile", lambda c: c.S > 1, Tile()),
-    Rule("cols-vec", lambda c: c.cv > 1, ColKernel(vec=True)),
-    Rule("cols", always, ColKernel()),
+    Rule("cols-vec", lambda c: c.cv > 1, "cols"),
+    Rule("cols", always, "cols"),
 )
 
 

@@ -1,6 +1,37 @@
-// RAW (16-bit types with 16-byte vectors): the cache holds the raw packs (VEC / 2 registers
-// per pack) and converts at each use, so twice as
-// many packs per thread fit the same registers as an f32 cache (more loads in flight per thread).
+// A row's online max / sum pass over elements tid, tid + G, ... below nvalid (of N) (reduce(st) combines
+// the G threads' states), then the write pass (zeros past nvalid) or the cross entropy. Every
+// thread of the group calls it; those of an inactive row only take part in the reduction.
+template <class T, int MODE, class TI, class A, class F>
+__device__ __forceinline__ void rw_two_pass(T* y, const T* px, T* py, const TI* tgt, A* ws, const RowMeta& p, long long r,
+                                            const long long* off, long long N, long long nvalid, bool active, int tid, int G,
+                                            F&& reduce) {
+  MaxSum<A> st;
+  st.m = red_neg_inf(A(0));
+  st.s = A(0);
+  if (active) {
+    for (long long i = tid; i < nvalid; i += G) ms_add<T, A>(st, red_load(px[i * p.sx]));
+  }
+  st = reduce(st);
+  if (!active) return;
+  if (MODE <= RW_CAUSAL) {
+    const A inv = A(1) / st.s;
+    const A lg = RowMath<T>::log_(st.s);
+    for (long long i = tid; i < N; i += G) {
+      A o = i < nvalid ? rw_value<T, MODE>(red_load(px[i * p.sx]), st.m, inv, lg) : A(0);
+      py[i * p.sy] = Conv<T>::from(o);
+    }
+  } else if (tid == 0) {
+    rw_ce_store<T, MODE, TI>(y, px, tgt, ws, p, r, off, st.m, st.s);
+  }
+}
+
+// row_softmax: the dim is the input's fastest; G threads (a warp with several rows per block, or
+// a whole block of up to 1024) own one row, cached in registers (up to MAXE vectors of VEC
+// elements per thread) so that it is read once and written once; 16-byte vectors with a scalar
+// head and tail when rows are contiguous. Longer rows (p.ne == 0) take an online max / sum pass
+// and a write pass. RAW (16-bit types with 16-byte vectors): the cache holds the raw packs (VEC / 2
+// registers per pack) and converts at each use, so twice as many packs per thread fit the same
+// registers as an f32 cache (more loads in flight per thread).
 template <class T, int MODE, int VEC, int MAXE, class TI, int RAW>
 __global__ void __launch_bounds__(1024) row_softmax(T* y, const T* x, const TI* __restrict__ tgt,
                                                     typename Acc<T>::type* __restrict__ ws, RowMeta p) {
@@ -144,28 +175,13 @@ __global__ void __launch_bounds__(1024) row_softmax(T* y, const T* x, const TI* 
 #undef RW_FENCE
   }
   // Loop mode: rows longer than the register cache.
-  MaxSum<A> st;
-  st.m = NINF;
-  st.s = A(0);
-  if (active) {
-    for (long long i = tid; i < nvalid; i += G) ms_add<T, A>(st, red_load(px[i * p.sx]));
-  }
-  st = G == 32 ? warp_reduce_ms<T, A>(st) : block_reduce_ms<T, A>(st, sm, ss, tid, G);
-  if (!active) return;
-  m = st.m;
-  s = st.s;
-  if (MODE <= RW_CAUSAL) {
-    const A inv = A(1) / s;
-    const A lg = RowMath<T>::log_(s);
-    for (long long i = tid; i < N; i += G) {
-      A o = i < nvalid ? rw_value<T, MODE>(red_load(px[i * p.sx]), m, inv, lg) : A(0);
-      py[i * p.sy] = Conv<T>::from(o);
-    }
-  } else if (tid == 0) {
-    rw_ce_store<T, MODE, TI>(y, px, tgt, ws, p, r, off, m, s);
-  }
+  rw_two_pass<T, MODE, TI>(y, px, py, tgt, ws, p, r, off, N, nvalid, active, tid, G, [&](MaxSum<A> st) {
+    return G == 32 ? warp_reduce_ms<T, A>(st) : block_reduce_ms<T, A>(st, sm, ss, tid, G);
+  });
 }
 
+// col_softmax: the dim is not the fastest: one thread per row, neighbouring threads on
+// neighbouring rows (coalesced), an online max / sum pass then a write pass.
 template <class T, int MODE, class TI>
 __global__ void __launch_bounds__(256) col_softmax(T* y, const T* x, const TI* __restrict__ tgt,
                                                    typename Acc<T>::type* __restrict__ ws, RowMeta p) {
@@ -179,20 +195,7 @@ __global__ void __launch_bounds__(256) col_softmax(T* y, const T* x, const TI* _
   const long long N = p.N;
   long long nvalid = N;
   if (MODE == RW_CAUSAL) nvalid = min(N, r % p.seq + p.shift + 1);
-  MaxSum<A> st;
-  st.m = red_neg_inf(A(0));
-  st.s = A(0);
-  for (long long i = 0; i < nvalid; ++i) ms_add<T, A>(st, red_load(px[i * p.sx]));
-  if (MODE <= RW_CAUSAL) {
-    const A inv = A(1) / st.s;
-    const A lg = RowMath<T>::log_(st.s);
-    for (long long i = 0; i < N; ++i) {
-      A o = i < nvalid ? rw_value<T, MODE>(red_load(px[i * p.sx]), st.m, inv, lg) : A(0);
-      py[i * p.sy] = Conv<T>::from(o);
-    }
-  } else {
-    rw_ce_store<T, MODE, TI>(y, px, tgt, ws, p, r, off, st.m, st.s);
-  }
+  rw_two_pass<T, MODE, TI>(y, px, py, tgt, ws, p, r, off, N, nvalid, true, 0, 1, [](MaxSum<A> st) { return st; });
 }
 
 // cross_entropy_loss: loss = sum(partials) / count, summed in a fixed order by one block.

@@ -1,24 +1,9 @@
 // Row-wise kernels along one dim of a strided tensor: softmax, log_softmax, causal softmax,
-// cross entropy (per-row loss) and cross entropy loss (per-row partials + a finishing mean).
-// The loader (rowwise.py ROWWISE_FILES) appends to reduce.cuh this header (modes, row metadata,
-// per-row helpers) and the kernel families: row_softmax.cu (block and column kernels),
-// row_warp.cu (16-byte-pack kernels of the softmax modes), row_lse.cu (cross entropy streamed).
-//
-// row_softmax   the dim is the input's fastest: G threads (a warp with several rows per block,
-//               or a whole block of up to 1024 threads) own one row. The row is cached in
-//               registers (up to MAXE vectors of VEC elements per thread), so it is read once and
-//               written once; 16-byte vectors with a scalar head and tail when rows are
-//               contiguous. Longer rows fall back to an online max/sum pass plus a write pass.
-// row_softmax_warp  16-bit softmax / log_softmax rows of <= 1024 packs: a warp per row, no
-//               block barrier (see below).
-// row_softmax_short  f32 / 16-bit softmax / log_softmax rows of <= 512 / 128 packs: 4-32 lanes
-//               per row, every size a template constant (see below).
-// row_softmax_hyb  softmax / log_softmax rows of 16385-65536 on the 16-byte path: one block per
-//               row, the row cached half in registers, half in shared memory (see below).
-// row_lse       cross entropy of contiguous rows: streamed once, online max / sum (see below).
-// col_softmax   the dim is not the fastest: one thread per row, neighbouring threads on
-//               neighbouring rows (coalesced), online max/sum pass then a write pass.
-// ce_loss_finish  sums the per-row partials of cross_entropy_loss in a fixed order.
+// cross entropy (per-row loss) and cross entropy loss (per-row partials, then ce_loss_finish's
+// mean). The loader (rowwise.py ROWWISE_FILES) appends to reduce.cuh this header (modes, row
+// metadata, per-row helpers) and the kernel families: row_softmax.cu (row_softmax: any mode,
+// G threads per row; col_softmax: rows across threads), row_warp.cu (row_softmax_warp, _hyb and
+// _short: 16-byte packs of the softmax modes), row_lse.cu (row_lse: cross entropy streamed).
 
 // MODE: what a row kernel computes (the planner names it RW_<the operator's row mode>).
 enum RowMode {

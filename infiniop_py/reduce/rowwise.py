@@ -281,11 +281,8 @@ class RowwiseKernel(CudaKernel):
 
     def __init__(self, handle, lay: RowLayout, dtype: DType, mode: str, slots, ti: str = "int", loss_slot=None):
         super().__init__(handle)
-        self.launches = []
-        self.workspace_size = 0
         R = math.prod(lay.row_shape)
         if R == 0 or (lay.N == 0 and mode not in CE):
-            self.launch_all = []
             return
         if lay.collapse_rows:
             rshape, rstr = collapse(lay.row_shape, lay.row_strides)

@@ -12,6 +12,7 @@ from ..dtypes import DType, F, acc_numpy
 from ..halfconv import copy_into
 from ..spec import Attr, Checker, Info, OpSpec, inp, out
 from ..status import Status
+from ..tensor import create_tensor_descriptor
 from .rowwise import RowLayout, RowwiseKernel, row_factory, split_dim
 
 
@@ -118,15 +119,9 @@ def softmax_op(*, name: str, stem: str, log: bool, torch: str, summary: str, ggu
         cpu=cpu,
         nvidia=nvidia,
         reference=reference,
-        infer=lambda input, dim=-1: {"output": input.with_dtype(input.dtype) if input.is_contiguous() else _contig(input)},
+        infer=lambda input, dim=-1: {"output": create_tensor_descriptor(input.shape, None, input.dtype)},
         torch=f"torch.{torch}(input, dim)",
         summary=summary,
         gguf_names=gguf_names,
         inplace=(("output", "input"),),
     )
-
-
-def _contig(desc):
-    from ..tensor import create_tensor_descriptor
-
-    return create_tensor_descriptor(desc.shape, None, desc.dtype)
