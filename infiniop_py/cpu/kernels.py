@@ -78,20 +78,57 @@ def _float_to_bf16(typingctx, value):
     return types.int16(types.float32), codegen
 
 
+# Integer work on float bits stays in LLVM's i32 here: numba's own arithmetic widens int32 to
+# int64, which holds vectorised loops to half as many lanes.
+_I32 = ir.IntType(32)
+
+
+def _flip(builder, u):
+    """``u ^ ((u >> 31) & 0x7FFFFFFF)`` on i32: the bits below the sign inverted where it is set."""
+    return builder.xor(u, builder.and_(builder.ashr(u, ir.Constant(_I32, 31)), ir.Constant(_I32, 0x7FFFFFFF)))
+
+
 @intrinsic
-def _as_float(typingctx, bits):
+def _order(typingctx, v):
+    """int32 key of float32 ``v`` that orders like the floats (NaN of either sign sorts apart):
+    an integer max reduction vectorises without fast-math flags."""
+
     def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.FloatType())
+        return _flip(builder, builder.bitcast(args[0], _I32))
+
+    return types.int32(types.float32), codegen
+
+
+@intrinsic
+def _unorder(typingctx, key):
+    """The float32 of an :func:`_order` key."""
+
+    def codegen(context, builder, signature, args):
+        return builder.bitcast(_flip(builder, args[0]), ir.FloatType())
 
     return types.float32(types.int32), codegen
 
 
-@intrinsic
-def _as_int(typingctx, value):
+def _exp_scale(second: bool):
     def codegen(context, builder, signature, args):
-        return builder.bitcast(args[0], ir.IntType(32))
+        n = builder.sub(builder.bitcast(args[0], _I32), ir.Constant(_I32, 0x4B400000))
+        h = builder.ashr(n, ir.Constant(_I32, 1))
+        e = builder.sub(n, h) if second else h
+        return builder.bitcast(builder.shl(builder.add(e, ir.Constant(_I32, 127)), ir.Constant(_I32, 23)), ir.FloatType())
 
-    return types.int32(types.float32), codegen
+    return codegen
+
+
+@intrinsic
+def _scale_lo(typingctx, t):
+    """2^(n >> 1) for the integer n that :func:`exp32` holds in the low mantissa bits of ``t``."""
+    return types.float32(types.float32), _exp_scale(False)
+
+
+@intrinsic
+def _scale_hi(typingctx, t):
+    """2^(n - (n >> 1)): with :func:`_scale_lo`, 2^n in two factors that stay normal floats."""
+    return types.float32(types.float32), _exp_scale(True)
 
 
 def ld(v):
@@ -182,7 +219,8 @@ def exp32(x):
     """float32 exp (see the module docstring)."""
     xc = min(max(x, F(-104.0)), F(89.0))
     t = xc * _LOG2E + _ROUND
-    n = _as_int(t) - types.int32(0x4B400000)
+    s1 = _scale_lo(t)
+    s2 = _scale_hi(t)
     t = t - _ROUND
     r = xc - t * _LN2_HI
     r = r - t * _LN2_LO
@@ -192,9 +230,6 @@ def exp32(x):
     p = p * r + F(1.6666665e-01)
     p = p * r + F(5.0000001e-01)
     p = p * r * r + r + F(1.0)
-    h = n >> 1
-    s1 = _as_float((h + types.int32(127)) << 23)
-    s2 = _as_float((n - h + types.int32(127)) << 23)
     res = p * s1 * s2
     return res if x == x else x
 
@@ -316,19 +351,6 @@ def rms_norm_backward(x, dy, w, eps, gx, gw, bounds, p0, p1):
             cm = F(c / d)
             for j in range(d):
                 st(gx, (i, j), (w[j] * ld(dy[i, j]) - ld(x[i, j]) * rinv * cm) * rinv)
-
-
-@numba.njit(inline="always", error_model="numpy")
-def _order(v):
-    """int32 key of float32 ``v`` that orders like the floats (NaN of either sign sorts apart):
-    an integer max reduction vectorises without fast-math flags."""
-    u = _as_int(v)
-    return u ^ ((u >> 31) & types.int32(0x7FFFFFFF))
-
-
-@numba.njit(inline="always", error_model="numpy")
-def _unorder(k):
-    return _as_float(k ^ ((k >> 31) & types.int32(0x7FFFFFFF)))
 
 
 @numba.njit(inline="always", error_model="numpy")
