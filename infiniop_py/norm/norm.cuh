@@ -105,48 +105,37 @@ struct alignas(sizeof(T) * VEC) NormPack {
   __device__ __forceinline__ void zero() { k = Pack<T, VEC>{}; }
 };
 
-template <class T>
-__device__ __forceinline__ float norm_lo(unsigned u);
-template <class T>
-__device__ __forceinline__ float norm_hi(unsigned u);
-template <>
-__device__ __forceinline__ float norm_lo<iop_bf16>(unsigned u) { return __uint_as_float(u << 16); }
-template <>
-__device__ __forceinline__ float norm_hi<iop_bf16>(unsigned u) { return __uint_as_float(u & 0xffff0000u); }
-template <>
-__device__ __forceinline__ float norm_lo<iop_half>(unsigned u) {
-  float f;
-  asm("{.reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, l;}" : "=f"(f) : "r"(u));
-  return f;
-}
-template <>
-__device__ __forceinline__ float norm_hi<iop_half>(unsigned u) {
-  float f;
-  asm("{.reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, h;}" : "=f"(f) : "r"(u));
-  return f;
-}
-
-// Two f32 values packed into one word of 16-bit type T (lo in the low half), rounded once each.
-template <class T>
-__device__ __forceinline__ unsigned norm_pack2(float lo, float hi);
-template <>
-__device__ __forceinline__ unsigned norm_pack2<iop_half>(float lo, float hi) {
-  unsigned u;
-  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(u) : "f"(hi), "f"(lo));
-  return u;
-}
-template <>
-__device__ __forceinline__ unsigned norm_pack2<iop_bf16>(float lo, float hi) {
-  unsigned u;
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(u) : "f"(hi), "f"(lo));
-  return u;
-}
+// Words of two 16-bit values (iop_half: BF false, iop_bf16: BF true; value 0 in the low half):
+// get(u, k) is value k as f32 (bf16: a shift or a mask; f16: one cvt), pack2 two f32 values rounded
+// once each into one word.
+template <bool BF>
+struct NormWord16 {
+  __device__ static __forceinline__ float get(unsigned u, int k) {
+    if constexpr (BF) {
+      return __uint_as_float(k ? (u & 0xffff0000u) : (u << 16));
+    } else {
+      float f;
+      if (k) asm("{.reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, h;}" : "=f"(f) : "r"(u));
+      else asm("{.reg .b16 l, h; mov.b32 {l, h}, %1; cvt.f32.f16 %0, l;}" : "=f"(f) : "r"(u));
+      return f;
+    }
+  }
+  __device__ static __forceinline__ unsigned pack2(float lo, float hi) {
+    unsigned u;
+    if constexpr (BF) asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(u) : "f"(hi), "f"(lo));
+    else asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(u) : "f"(hi), "f"(lo));
+    return u;
+  }
+};
+template <class T> struct NormWord;
+template <> struct NormWord<iop_half> : NormWord16<false> {};
+template <> struct NormWord<iop_bf16> : NormWord16<true> {};
 
 template <class T, int VEC>
 struct alignas(sizeof(T) * VEC) NormPack<T, VEC, true> {
   unsigned u[VEC / 2];
   template <class A>
-  __device__ __forceinline__ A get(int j) const { return (A)((j & 1) ? norm_hi<T>(u[j >> 1]) : norm_lo<T>(u[j >> 1])); }
+  __device__ __forceinline__ A get(int j) const { return (A)NormWord<T>::get(u[j >> 1], j & 1); }
   __device__ __forceinline__ void zero() {
 #pragma unroll
     for (int i = 0; i < VEC / 2; ++i) u[i] = 0u;
@@ -220,7 +209,7 @@ __device__ __forceinline__ void norm_store_pk(T* p, long long e, long long strid
   if constexpr (sizeof(T) == 2 && VEC % 2 == 0) {
     NormPack<T, VEC> k;
 #pragma unroll
-    for (int i = 0; i < VEC / 2; ++i) k.u[i] = norm_pack2<T>((float)in[2 * i], (float)in[2 * i + 1]);
+    for (int i = 0; i < VEC / 2; ++i) k.u[i] = NormWord<T>::pack2((float)in[2 * i], (float)in[2 * i + 1]);
     *reinterpret_cast<NormPack<T, VEC>*>(p + e) = k;
   } else {
     norm_store<T, VEC, A>(p, e, stride, in);
