@@ -9,11 +9,11 @@ ends the forward table and is the whole table of the transposed stages.
 from __future__ import annotations
 
 from .cudnn_plans import Cudnn
-from .kernels import Depthwise, Direct, DwReg, IGemm
+from .kernels import Depthwise, Direct, DwReg, DwVec, IGemm
 from .problem import Conv, WeightGrad
 
 GEMM_CONFIGS = {c.name: c for c in (Cudnn(), IGemm(64, 16), IGemm(64, 64), IGemm(128, 64), IGemm(128, 128))}
-CONFIGS = {c.name: c for c in (DwReg(), Depthwise(), Direct())} | GEMM_CONFIGS  # every one-stage config, in order
+CONFIGS = {c.name: c for c in (DwVec(), DwReg(), Depthwise(), Direct())} | GEMM_CONFIGS  # every one-stage config, in order
 
 
 def blocks(name: str, c: Conv) -> int:

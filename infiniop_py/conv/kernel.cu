@@ -26,6 +26,8 @@
 //               a column (any stride, dilation and kernel).
 // conv_dwreg    depthwise, stride 1 and dilation 1, K = 3/5/7: each thread slides RY outputs
 //               down a column straight from global memory (no shared memory, no barrier).
+// conv_dwvec    the same with "same" padding on W-contiguous rows: RY rows x 16 bytes of
+//               columns per thread, 16-byte loads of each input row and its halo.
 // conv_wgrad    grad_weight = sum over (n, o) of grad_output x input windows: a GEMM whose
 //               reduction runs over output positions, split into chunks; each chunk's f32
 //               partial goes to the workspace (or straight to grad_weight with one chunk).
@@ -419,6 +421,95 @@ __global__ void __launch_bounds__(256) conv_dw2d(T* __restrict__ y, const T* __r
         for (int c = 0; c < KW; ++c) acc += s0[a * DH * m.IC + c * DW] * Wsm[a * KW + c];
     }
     y[yb + (long long)orow * m.ys[2]] = Conv<T>::from(acc + bias);
+  }
+}
+
+// Depthwise, stride 1, dilation 1, K x K with "same" padding P = (K - 1) / 2 along W, rows stored
+// contiguously (host: unit W strides, W a multiple of VW and every other stride of x and y a
+// multiple of VW, VW = 16 bytes of T). A thread computes RY outputs in each of VW adjacent
+// columns: for each of its RY + K - 1 input rows it loads its own VW inputs and the two
+// neighbouring groups (the halo; L1 hits, their owners load them too) as 16-byte vectors, and
+// slides them over the RY x VW accumulators. Misaligned base pointers take the same path with
+// element loads. Accumulates in Compute<T> (f32 also for f32: at most 49 products per output).
+template <class T, int K, int RY>
+__global__ void __launch_bounds__(256) conv_dwvec(T* __restrict__ y, const T* __restrict__ x,
+                                                    const T* __restrict__ w, const T* __restrict__ b, DwMeta m) {
+  typedef typename Compute<T>::type A;  // f32 for half types and f32, f64 for f64
+  constexpr int VW = 16 / (int)sizeof(T);
+  constexpr int P = (K - 1) / 2;
+  // 32-bit index math: the host guarantees threads < 2^31 and a plane's span < 2^31 elements.
+  const unsigned t = blockIdx.x * 256u + threadIdx.x;
+  const unsigned groups = (unsigned)m.OW / VW;
+  const unsigned per_plane = groups * (unsigned)m.tilesW;
+  if (t >= (unsigned)m.planes * per_plane) return;
+  const unsigned plane = t / per_plane;
+  const unsigned rem = t - plane * per_plane;
+  const int strip = (int)(rem / groups), c0 = (int)(rem - strip * groups) * VW;
+  const unsigned n = plane / (unsigned)m.C;
+  const int co = (int)(plane - n * (unsigned)m.C);
+  const int ci = co / m.mult;
+  const bool vec = ((reinterpret_cast<unsigned long long>(x) | reinterpret_cast<unsigned long long>(y)) & 15ull) == 0;
+  const T* xp = x + (long long)n * m.xs[0] + (long long)ci * m.xs[1];
+  const T* wp = w + (long long)co * m.ws0;
+  const int sh = (int)m.xs[2];
+  A wr[K * K];
+#pragma unroll
+  for (int a = 0; a < K; ++a)
+#pragma unroll
+    for (int c = 0; c < K; ++c) wr[a * K + c] = A(iop_load(wp[a * m.wsh + c * m.wsw]));
+  A acc[RY][VW];
+#pragma unroll
+  for (int j = 0; j < RY; ++j)
+#pragma unroll
+    for (int e = 0; e < VW; ++e) acc[j][e] = A(0);
+  const int r0 = strip * RY - m.ph;
+#pragma unroll
+  for (int r = 0; r < RY + K - 1; ++r) {
+    const int ir = r0 + r;
+    const bool rok = (unsigned)ir < (unsigned)m.H;
+    A v[3 * VW];  // columns c0 - VW .. c0 + 2 VW - 1
+#pragma unroll
+    for (int q = 0; q < 3; ++q) {
+      const int col = c0 + (q - 1) * VW;
+      const bool ok = rok && (unsigned)col < (unsigned)m.W;  // W % VW == 0: a group is all in or all out
+      Pack<T, VW> pk;
+      if (ok && vec) {
+        pk = *reinterpret_cast<const Pack<T, VW>*>(xp + ir * sh + col);
+      } else {
+#pragma unroll
+        for (int e = 0; e < VW; ++e) pk.v[e] = ok ? xp[ir * sh + col + e] : Conv<T>::from(A(0));
+      }
+#pragma unroll
+      for (int e = 0; e < VW; ++e) v[q * VW + e] = A(iop_load(pk.v[e]));
+    }
+#pragma unroll
+    for (int a = 0; a < K; ++a) {
+      const int j = r - a;
+      if (j >= 0 && j < RY) {
+#pragma unroll
+        for (int e = 0; e < VW; ++e)
+#pragma unroll
+          for (int c = 0; c < K; ++c) acc[j][e] += v[VW + e - P + c] * wr[a * K + c];
+      }
+    }
+  }
+  const A bias = m.has_bias ? A(iop_load(b[(long long)co * m.bs])) : A(0);
+  T* yp = y + (long long)n * m.ys[0] + (long long)co * m.ys[1] + c0;
+  const int yh = (int)m.ys[2];
+#pragma unroll
+  for (int j = 0; j < RY; ++j) {
+    const int orow = strip * RY + j;
+    if (orow < m.OH) {
+      Pack<T, VW> pk;
+#pragma unroll
+      for (int e = 0; e < VW; ++e) pk.v[e] = Conv<T>::from(acc[j][e] + bias);
+      if (vec) {
+        *reinterpret_cast<Pack<T, VW>*>(yp + orow * yh) = pk;
+      } else {
+#pragma unroll
+        for (int e = 0; e < VW; ++e) yp[orow * yh + e] = pk.v[e];
+      }
+    }
   }
 }
 

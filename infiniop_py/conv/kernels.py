@@ -16,7 +16,7 @@ from pathlib import Path
 
 from infiniop_py.cuda.compiler import Launch, Slot, get_module
 from infiniop_py.cuda.kernel import ctype
-from infiniop_py.dtypes import DType
+from infiniop_py.dtypes import DType, itemsize
 from infiniop_py.status import Status, error
 
 from .problem import GPU_DTYPES, Conv, WeightGrad, acc_size, data_strides, pad3
@@ -271,6 +271,48 @@ class DwReg:
         name = self.kernel_names(c)[0]
         fn = _module([name], device_id).ptr[name]
         threads = planes * ow * strips
+        return [Launch(fn, (max(1, -(-threads // 256)),), (256,), [*_args(c.slots, c.b is not None), meta])], 0
+
+
+class DwVec(DwReg):
+    """conv_dwvec<T, K, RY>: DwReg's problems with "same" padding along W on W-contiguous rows
+    whose sizes and strides are multiples of 16 bytes of T: RY rows x 16 bytes of columns per
+    thread, 16-byte loads and stores."""
+
+    kernel = "conv_dwvec"
+    name = "dwvec"
+
+    @staticmethod
+    def ry(dtype: DType) -> int:
+        return 8 if itemsize(dtype) == 4 else 4  # 32 accumulators per thread
+
+    def names(self, dtype: DType) -> list[str]:
+        return [f"conv_dwvec<{ctype(dtype)}, {k}, {self.ry(dtype)}>" for k in self.RY]
+
+    def kernel_names(self, c: Conv) -> list[str]:
+        return [f"conv_dwvec<{ctype(c.dtype)}, {c.k[-1]}, {self.ry(c.dtype)}>"]
+
+    def applies(self, c: Conv) -> bool:
+        if not super().applies(c) or c.p[1] != (c.k[1] - 1) // 2:
+            return False
+        vw = 16 // itemsize(c.dtype)
+        return c.L[1] % vw == 0 and all(t.strides[3] == 1 and all(st % vw == 0 for st in t.strides[:3]) for t in (c.x, c.y))
+
+    def build(self, c: Conv, device_id: int, ws_base: int = 0):
+        k, ry, vw = c.k[0], self.ry(c.dtype), 16 // itemsize(c.dtype)
+        xs, ys, ws = data_strides(c.x), data_strides(c.y), data_strides(c.w)
+        (h, w_), (oh, ow) = c.L, c.O
+        cout = c.groups * c.ng
+        planes = c.batch * cout
+        strips = -(-oh // ry)
+        meta = DW_META.pack(
+            xs[0], xs[1], xs[3], xs[4], ys[0], ys[1], ys[3], ys[4], ws[0], ws[3], ws[4],
+            c.b.strides[0] if c.b is not None else 0,
+            h, w_, oh, ow, 1, 1, c.p[0], c.p[1], 1, 1, k, k, cout, c.ng, strips, 0, 0, planes, int(c.b is not None),
+        )  # fmt: skip
+        name = self.kernel_names(c)[0]
+        fn = _module([name], device_id).ptr[name]
+        threads = planes * (ow // vw) * strips
         return [Launch(fn, (max(1, -(-threads // 256)),), (256,), [*_args(c.slots, c.b is not None), meta])], 0
 
 

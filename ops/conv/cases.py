@@ -17,6 +17,17 @@ _TABLE = [
     conv((2, 3, 6, 7), (6, 1, 5, 5), False, DT, "depthwise multiplier 2, 5x5 pad 2", {"pads": (2,), "groups": 3}),
     conv((1, 4, 7, 11), (4, 1, 3, 3), False, DT, "depthwise dilation 2", {"dilations": (2,), "groups": 4}),
     conv((2, 6, 13), (6, 1, 4), True, DT, "1-d depthwise k4 pad 2", {"pads": (2,), "groups": 6}),
+    conv((2, 6, 13, 16), (6, 1, 3, 3), True, DT, "depthwise 3x3 pads (2, 1), 16-wide rows", {"pads": (2, 1), "groups": 6}),
+    conv(
+        (1, 3, 9, 24),
+        (6, 1, 5, 5),
+        False,
+        DT,
+        "depthwise multiplier 2, 5x5 same, padded 24-wide rows",
+        {"pads": (2,), "groups": 3},
+        xs=(864, 288, 32, 1),
+    ),
+    conv((2, 4, 10, 8), (4, 1, 7, 7), True, DT, "depthwise 7x7 same, 8-wide rows", {"pads": (3,), "groups": 4}),
     conv((2, 5, 11, 10), (3, 5, 2, 2), True, DT, "stride 4 > kernel 2", {"strides": (4,)}),
     conv((1, 3, 5, 6, 4), (5, 3, 3, 3, 3), True, DT, "3-d k3"),
     conv(

@@ -25,6 +25,7 @@ def _few_channels(c: Conv) -> bool:
 
 
 RULES = (
+    ("depthwise-vector", applies("dwvec"), "dwvec"),
     ("depthwise-unit", applies("dwreg"), "dwreg"),
     ("depthwise", applies("dw2d"), "dw2d"),
     ("tiny", _tiny, "direct"),
