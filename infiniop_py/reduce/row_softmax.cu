@@ -135,15 +135,7 @@ __global__ void __launch_bounds__(1024) row_softmax(T* y, const T* x, const TI* 
       const A inv = A(1) / s;
       const A lg = RowMath<T>::log_(s);
       RW_FENCE();
-      if (RAW) {  // an opaque zero (ne < 2^40) xor-ed into every cached word: ptxas cannot
-        // match these words with the ones the sum pass converted, so it converts them again
-        // instead of keeping 64 converted values live (the log path spilled 88 bytes without it)
-        const unsigned int z = (unsigned int)(p.ne >> 40);
-#pragma unroll
-        for (int e = 0; e < MAXE; ++e)
-#pragma unroll
-          for (int i = 0; i < RW; ++i) asm volatile("xor.b32 %0, %0, %1;" : "+r"(rw[RAW ? e : 0][i]) : "r"(z));
-      }
+      if (RAW) opaque_xor(rw, (unsigned int)(p.ne >> 40));
       if (VEC > 1 && tid < head) py[tid] = Conv<T>::from(MODE == RW_CAUSAL && tid >= nvalid ? A(0) : rw_value<T, MODE>(hv, m, inv, lg));
 #pragma unroll
       for (int e = 0; e < MAXE; ++e) {

@@ -5,15 +5,7 @@
 // each); the max pass runs on packed pairs (max.NaN.{f16,bf16}x2, no conversion), the sum and
 // write passes convert; outputs are packed pairwise (cvt.rn.*x2.f32) and stored as 16 bytes.
 // MINB (blocks per SM in __launch_bounds__) sets the register cap: 65536 / (128 * MINB).
-// An opaque zero (p.ne >> 40: row counts stay below 2^40) xor-ed into a lane's raw words before
-// the write pass: ptxas then converts them again instead of keeping the sum pass's converted
-// values live in registers (row_softmax's raw cache does the same inline).
-template <int P> __device__ __forceinline__ void opaque_xor(unsigned int (&w)[P][4], unsigned int z) {
-#pragma unroll
-  for (int e = 0; e < P; ++e)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) asm volatile("xor.b32 %0, %0, %1;" : "+r"(w[e][i]) : "r"(z));
-}
+// The raw words get opaque_xor before the write pass.
 
 // A 16-byte store under a predicate, without a branch (the warp kernels' write passes). Written
 // as `if (v < nv) { o = ...; *d = o; }`, the compiler gives each pack its own conditional block

@@ -33,6 +33,16 @@ __device__ __forceinline__ int row_head(const T* p, long long n) {
   return h > n ? (int)n : h;
 }
 
+// An opaque zero z (p.ne >> 40: row counts stay below 2^40) xor-ed into a thread's cached raw words
+// before the write pass: ptxas then converts them again instead of keeping the sum pass's
+// converted values live in registers (the log path of row_softmax spilled 88 bytes without it).
+template <int P, int K> __device__ __forceinline__ void opaque_xor(unsigned int (&w)[P][K], unsigned int z) {
+#pragma unroll
+  for (int e = 0; e < P; ++e)
+#pragma unroll
+    for (int i = 0; i < K; ++i) asm volatile("xor.b32 %0, %0, %1;" : "+r"(w[e][i]) : "r"(z));
+}
+
 template <class T, int MODE>
 __device__ __forceinline__ typename Acc<T>::type rw_value(typename Acc<T>::type v, typename Acc<T>::type m,
                                                            typename Acc<T>::type inv, typename Acc<T>::type lg) {
