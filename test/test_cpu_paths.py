@@ -214,6 +214,28 @@ def test_topksoftmax_compiled_ranks_like_the_numpy_path(k):
     np.testing.assert_allclose(got["compiled"][0], got["pure"][0], rtol=1e-6, atol=0, equal_nan=True)
 
 
+@pytest.mark.parametrize("k", [1, 8, 37])
+def test_topkrouter_compiled_choice_is_the_numpy_paths(k):
+    """The compiled choice of experts (group scores, kept groups, top-k) against the sorts of
+    the NumPy path: ties (lower group / index first), NaN (last) and zeros of dropped groups
+    ranked above negative scores give the same indices and value bits."""
+    _kernels()
+    from ops.topkrouter import route
+
+    rng = np.random.default_rng(11)
+    for x in (
+        rng.integers(-2, 3, size=(48, 256)).astype(np.float32),  # many ties
+        np.where(rng.random((48, 256)) < 0.03, np.nan, rng.standard_normal((48, 256))).astype(np.float32),
+    ):
+        x[7] = np.nan
+        for bias in (rng.standard_normal(256).astype(np.float32), np.full(256, -1.0, np.float32)):
+            got = route(x, bias, k, 2.5)
+            with jit.pure_numpy():
+                want = route(x, bias, k, 2.5)
+            assert np.array_equal(got[1], want[1])
+            assert np.array_equal(got[0].view(np.uint32), want[0].view(np.uint32))
+
+
 def _np_dtype(dt: DType):
     from infiniop_py.dtypes import to_numpy
 

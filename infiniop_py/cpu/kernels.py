@@ -617,3 +617,77 @@ def topk_softmax(x, norm, vals, idx, r0, r1):
         if norm:
             for t in range(k):
                 vals[i, t] = vals[i, t] / total
+
+
+@numba.njit(inline="always", error_model="numpy")
+def _beats(v, w):
+    """Whether ``v`` ranks before ``w`` in a descending stable sort that puts NaN last: greater,
+    or a number against a NaN (equal values, -0 with +0, keep their order)."""
+    return v > w or (w != w and v == v)
+
+
+@_jit
+def router_select(c, groups, keep, idx, r0, r1):
+    """The choice of the grouped sigmoid router (ops/topkrouter) for rows r0..r1 of the biased
+    scores c (rows, experts) float32: each of ``groups`` equal groups (of two or more) scores the
+    sum of its two largest values (NaN if it holds a NaN), the ``keep`` best groups stay (descending, ties
+    -> lower group, NaN last), c is +0.0 in the others, and idx (rows, k) gets the indices of
+    the k largest (descending, ties -> lower index, NaN last): the ranks of NumPy's stable
+    argsorts of the negated values."""
+    e = c.shape[1]
+    size = e // groups
+    k = idx.shape[1]
+    score = np.empty(groups, np.float32)
+    best = np.empty(keep, np.int64)
+    kept = np.empty(groups, np.bool_)
+    vals = np.empty(k, np.float32)
+    for i in range(r0, r1):
+        for g in range(groups):
+            m1 = F(-np.inf)
+            m2 = F(-np.inf)
+            nan = False
+            for j in range(g * size, (g + 1) * size):
+                v = c[i, j]
+                if v != v:
+                    nan = True
+                elif v > m1:
+                    m2 = m1
+                    m1 = v
+                elif v > m2:
+                    m2 = v
+            score[g] = F(np.nan) if nan else m1 + m2
+        n = 0
+        for g in range(groups):
+            pos = n
+            if n < keep:
+                n += 1
+            elif not _beats(score[g], score[best[keep - 1]]):
+                continue
+            else:
+                pos = keep - 1
+            while pos > 0 and _beats(score[g], score[best[pos - 1]]):
+                best[pos] = best[pos - 1]
+                pos -= 1
+            best[pos] = g
+        for g in range(groups):
+            kept[g] = False
+        for t in range(keep):
+            kept[best[t]] = True
+        n = 0
+        for g in range(groups):
+            on = kept[g]
+            for j in range(g * size, (g + 1) * size):
+                v = c[i, j] + F(0.0) if on else F(0.0)
+                pos = n
+                if n < k:
+                    n += 1
+                elif not _beats(v, vals[k - 1]):
+                    continue
+                else:
+                    pos = k - 1
+                while pos > 0 and _beats(v, vals[pos - 1]):
+                    vals[pos] = vals[pos - 1]
+                    idx[i, pos] = idx[i, pos - 1]
+                    pos -= 1
+                vals[pos] = v
+                idx[i, pos] = j

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from infiniop_py import topk as common
+from infiniop_py.cpu import jit
 from infiniop_py.cuda.kernel import ctype
 from infiniop_py.dtypes import DType, F
 from infiniop_py.spec import Attr, Checker, Info, declare, inp, out
@@ -56,7 +57,8 @@ def validate(check: Checker) -> Info:
 
 
 def route(x: np.ndarray, bias: np.ndarray, k: int, scale: float) -> tuple[np.ndarray, np.ndarray]:
-    """The router in f32 on NumPy arrays (vectorised over rows)."""
+    """The router in f32 on NumPy arrays (vectorised over rows); the choice of experts through
+    the compiled ``router_select`` where the CPU kernels run (the same indices)."""
     f32 = np.float32
     x = np.asarray(x)
     xs = x.astype(f32)
@@ -66,14 +68,19 @@ def route(x: np.ndarray, bias: np.ndarray, k: int, scale: float) -> tuple[np.nda
         if x.dtype.itemsize < 4:  # f16 / bf16: the sigmoid is rounded to x's dtype (§8.3)
             s = s.astype(x.dtype).astype(f32)
         c = (s + np.asarray(bias).astype(f32)[None, :]).astype(f32)
-        g = c.reshape(n, GROUPS, EXPERTS // GROUPS)
-        top2 = np.sort(g, axis=2)[:, :, -2:]
-        score = (top2[:, :, 1] + top2[:, :, 0]).astype(f32)
-        order = np.argsort(-score, axis=1, kind="stable")[:, :KEEP]
-        keep = np.zeros((n, GROUPS), bool)
-        np.put_along_axis(keep, order, True, axis=1)
-        c = np.where(keep[:, :, None], g, f32(0)).reshape(n, EXPERTS) + f32(0)
-        idx = np.argsort(-c, axis=1, kind="stable")[:, :k]
+        kernels = jit.kernels()
+        if kernels is not None:  # the same choice, compiled (no sorts)
+            idx = np.empty((n, k), np.int64)
+            kernels.router_select(np.ascontiguousarray(c), GROUPS, KEEP, idx, 0, n)
+        else:
+            g = c.reshape(n, GROUPS, EXPERTS // GROUPS)
+            top2 = np.sort(g, axis=2)[:, :, -2:]
+            score = (top2[:, :, 1] + top2[:, :, 0]).astype(f32)
+            order = np.argsort(-score, axis=1, kind="stable")[:, :KEEP]
+            keep = np.zeros((n, GROUPS), bool)
+            np.put_along_axis(keep, order, True, axis=1)
+            c = np.where(keep[:, :, None], g, f32(0)).reshape(n, EXPERTS) + f32(0)
+            idx = np.argsort(-c, axis=1, kind="stable")[:, :k]
         vals = np.take_along_axis(s, idx, axis=1)
         vals = (vals / (np.sum(vals, axis=1, keepdims=True, dtype=f32) + EPS) * f32(scale)).astype(f32)
     return vals, idx
