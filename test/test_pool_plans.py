@@ -14,6 +14,7 @@ from infiniop_py.dtypes import DType
 from infiniop_py.pool import cuda as pc
 from infiniop_py.registry import get_cases, get_spec
 from infiniop_py.tensor import TensorDescriptor
+from infiniop_py.testing.pool_cases import out_shape
 
 H100_THREADS = 132 * 2048  # the fake device of the CPU-side planner tests: 132 SMs of 2048 threads
 FWD = ("avg_pool", "max_pool")
@@ -283,20 +284,20 @@ def test_plan_emulated_gather_fallback(index):
 class _FastEmu:
     """The index arithmetic of pool_fast.cu in Python (float64 values, one work item at a time,
     the loops in the kernels' order), stage by stage: work item split, x tiles with their fill
-    outside the input, window scans, the backward gather over covering windows (MODE 2: their
-    argmax recomputed from the input's tile), and the stores. The rows kernels address W with stride 1 and
+    outside the input, window scans (MODE 2: argmax offsets into the workspace), the backward
+    gather over covering windows, and the stores. The rows kernels address W with stride 1 and
     the cl kernels C with stride 1, as the kernels do."""
 
-    def __init__(self, fp, bufs):
-        self.fp, self.bufs = fp, bufs
+    def __init__(self, fp, bufs, ws):
+        self.fp, self.bufs, self.ws = fp, bufs, ws
         self.k, self.s, self.p = fp.rule
-        self.writes = np.zeros(bufs[0].size, np.int64)
+        self.writes = {id(b): np.zeros(b.size, np.int64) for b in (bufs[0], ws)}
 
     def run(self):
         for st in self.fp.stages:
             self.st, self.mode = st, st.mode
             self.m = pc.PoolFastMetaC.from_buffer_copy(st.meta)
-            self.t = [None if slot is None else self.bufs[slot] for slot in st.slots]
+            self.t = [self.ws if slot == "ws" else self.bufs[slot] for slot in st.slots]
             assert self.m.items == np.prod(st.dims) * (self.m.items // np.prod(st.dims)) and self.m.items < 2**31
             kernel = getattr(self, st.kernel)
             for e in range(self.m.items):
@@ -320,9 +321,9 @@ class _FastEmu:
         st = o * self.s - self.p
         return min(st + self.k, L + self.p) - st
 
-    def tile(self, xb, sh, sw, oh0, ow0, nh, nw, col0, src=1):
-        """Windows (oh0 + wh, ow0 + ww) of tensor ``src`` from offset xb: (results, argmax
-        offsets); col0 is the kernel's first tile column (base + XOFF)."""
+    def tile(self, xb, sh, sw, oh0, ow0, nh, nw, col0):
+        """Windows (oh0 + wh, ow0 + ww) of tensor 1 from offset xb: (results, argmax offsets);
+        col0 is the kernel's first tile column (base + XOFF)."""
         m, k, s, p = self.m, self.k, self.s, self.p
         assert col0 == s * ow0 - p
         fill = 0.0 if self.mode == 1 else -np.inf
@@ -334,7 +335,7 @@ class _FastEmu:
                 continue
             for xc in range(s * (nw - 1) + k):
                 j = col0 + xc
-                v = self.t[src][xb + i * sh + j * sw] if 0 <= j < m.W else fill
+                v = self.t[1][xb + i * sh + j * sw] if 0 <= j < m.W else fill
                 for wh, ww in itertools.product(range(nh), range(nw)):
                     rr, cc = xr - s * wh, xc - s * ww
                     if not (0 <= rr < k and 0 <= cc < k):
@@ -347,19 +348,21 @@ class _FastEmu:
 
     def write(self, off, value):
         self.t[0][off] = value
-        self.writes[off] += 1
+        self.writes[id(self.t[0])][off] += 1
 
     def result(self, oh, ow, r, arg):
         """What the forward kernels store for window (oh, ow)."""
+        if self.mode == 2:
+            assert 0 <= arg < self.k * self.k
+            return arg
         return r / (self.span(oh, self.m.H) * self.span(ow, self.m.W)) if self.mode == 1 else r
 
     def rows(self, q0, q1, c, n):
         m, s, p, V = self.m, self.s, self.p, self.st.V
         st, sx = m.st[0], m.st[1]
-        fh = pc.fast_tile(pc.ROWS, V, s, False, self.mode)[0]
-        ow0, oh0 = q0 * V, q1 * fh
-        r, arg = self.tile(n * sx[0] + c * sx[1], sx[2], 1, oh0, ow0, fh, V, s * ow0 - p)
-        for wh in range(fh):
+        ow0, oh0 = q0 * V, q1 * pc.FAST_FH
+        r, arg = self.tile(n * sx[0] + c * sx[1], sx[2], 1, oh0, ow0, pc.FAST_FH, V, s * ow0 - p)
+        for wh in range(pc.FAST_FH):
             oh = oh0 + wh
             if oh >= m.OH:
                 break
@@ -370,77 +373,56 @@ class _FastEmu:
     def cl(self, cv, cb, rb, n):
         m, s, p, V = self.m, self.s, self.p, self.st.V
         st, sx = m.st[0], m.st[1]
-        fh, fw, _ = pc.fast_tile(pc.CL, V, s, False, self.mode)
-        c0, oh0, ow0 = cv * V, rb * fh, cb * fw
+        c0, oh0, ow0 = cv * V, rb * pc.FAST_FH, cb * pc.FAST_FW
         for t in range(min(V, m.C - c0)):
-            r, arg = self.tile(n * sx[0] + c0 + t, sx[2], sx[3], oh0, ow0, fh, fw, s * ow0 - p)
-            for wh, ww in itertools.product(range(fh), range(fw)):
+            r, arg = self.tile(n * sx[0] + c0 + t, sx[2], sx[3], oh0, ow0, pc.FAST_FH, pc.FAST_FW, s * ow0 - p)
+            for wh, ww in itertools.product(range(pc.FAST_FH), range(pc.FAST_FW)):
                 oh, ow = oh0 + wh, ow0 + ww
                 if oh < m.OH and ow < m.OW:
                     self.write(n * st[0] + oh * st[2] + ow * st[3] + c0 + t, self.result(oh, ow, r[wh][ww], arg[wh][ww]))
 
-    def gather(self, gb, xb, gs, xs, oh0, ow0, bh, bw, block_h, block_w):
-        """Per element (ri, ci) of a block_h x block_w block: the sum over its covering windows
-        (bh x bw of them from (oh0, ow0); cover() gives them), ascending; grad_output from offset
-        gb of tensor 1; MODE 2: only the windows whose argmax (recomputed from the input, tensor
-        2 from offset xb, strides xs) is the element."""
-        m, k, s, p = self.m, self.k, self.s, self.p
-        xlo_h, xlo_w = self.cover(block_h)[2], self.cover(block_w)[2]
-        if self.mode == 2:
-            _, arg = self.tile(xb, xs[0], xs[1], oh0, ow0, bh, bw, s * ow0 - p, src=2)
+    def gather(self, gb, ib, gs, is_, oh0, ow0, nw, block, xlo_w):
+        """Per element (ri, ci) of a block: the sum over its covering windows, ascending; grad_output
+        from offset gb of tensor 1, argmax offsets (MODE 2) from offset ib of tensor 2."""
+        m, k, s = self.m, self.k, self.s
+        _, nh, xlo = self.cover(s)
         acc = {}
-        for ri, ci in itertools.product(range(block_h), range(block_w)):
+        for ri, ci in itertools.product(range(s), range(block)):
             total = 0.0
-            for wh, ww in itertools.product(range(bh), range(bw)):
+            for wh, ww in itertools.product(range(nh), range(nw)):
                 oh, ow = oh0 + wh, ow0 + ww
-                rr, cc = ri - xlo_h - s * wh, ci - xlo_w - s * ww
+                rr, cc = ri - xlo - s * wh, ci - xlo_w - s * ww
                 if not (0 <= oh < m.OH and 0 <= ow < m.OW and 0 <= rr < k and 0 <= cc < k):
                     continue
                 g = self.t[1][gb + oh * gs[0] + ow * gs[1]]
                 if self.mode == 1:
                     total += g / (self.span(oh, m.H) * self.span(ow, m.W))
-                elif arg[wh][ww] == rr * k + cc:
+                elif self.t[2][ib + oh * is_[0] + ow * is_[1]] == rr * k + cc:
                     total += g
             acc[ri, ci] = total
         return acc
 
     def rows_backward(self, q0, q1, c, n):
         m, s, V = self.m, self.s, self.st.V
-        st, sg, sx = m.st
-        bh = pc.fast_tile(pc.ROWS, V, s, True, self.mode)[0]
-        olo_h, nh, _ = self.cover(bh)
-        olo_w, nw, _ = self.cover(V)
-        w0, i0 = q0 * V, q1 * bh
+        st, sg, si = m.st
+        olo_h = self.cover(s)[0]
+        olo_w, nw, xlo_w = self.cover(V)
+        w0, i0 = q0 * V, q1 * s
         acc = self.gather(
-            n * sg[0] + c * sg[1], n * sx[0] + c * sx[1], (sg[2], 1), (sx[2], 1), i0 // s + olo_h, w0 // s + olo_w, nh, nw, bh, V
+            n * sg[0] + c * sg[1], n * si[0] + c * si[1], (sg[2], 1), (si[2], 1), q1 + olo_h, w0 // s + olo_w, nw, V, xlo_w
         )
         for (ri, ci), total in acc.items():
             if i0 + ri < m.H and w0 + ci < m.W:
                 self.write(n * st[0] + c * st[1] + (i0 + ri) * st[2] + w0 + ci, total)
 
-    def cl_backward(self, cv, q1, q2, n):
+    def cl_backward(self, cv, cb, rb, n):
         m, s, V = self.m, self.s, self.st.V
-        st, sg, sx = m.st
-        bh, bw, _ = pc.fast_tile(pc.CL, V, s, True, self.mode)
-        (olo_h, nh, _), (olo_w, nw, _) = self.cover(bh), self.cover(bw)
-        bt = pc.FAST_BCT if self.mode == 2 else 1
-        lo = q1 % (bt * bt)
-        cb, rb = q1 // (bt * bt) * bt + lo % bt, q2 * bt + lo // bt
-        c0, i0, j0 = cv * V, rb * bh, cb * bw
-        if i0 >= m.H or j0 >= m.W:
-            return
+        st, sg, si = m.st
+        olo, nw, xlo = self.cover(s)
+        c0, i0, j0 = cv * V, rb * s, cb * s
         for t in range(min(V, m.C - c0)):
             acc = self.gather(
-                n * sg[0] + c0 + t,
-                n * sx[0] + c0 + t,
-                (sg[2], sg[3]),
-                (sx[2], sx[3]),
-                i0 // s + olo_h,
-                j0 // s + olo_w,
-                nh,
-                nw,
-                bh,
-                bw,
+                n * sg[0] + c0 + t, n * si[0] + c0 + t, (sg[2], sg[3]), (si[2], si[3]), rb + olo, cb + olo, nw, s, xlo
             )
             for (ri, ci), total in acc.items():
                 if i0 + ri < m.H and j0 + ci < m.W:
@@ -450,7 +432,8 @@ class _FastEmu:
 def _emulate_fast(op, case, dtype):
     """As ``_emulate`` for the fast path that ``case`` takes with ``dtype`` (its V), with the
     generic plan's emulated result added: (fast result, generic result, CPU result, plan, write
-    counts of the written tensor); None when no fast rule applies."""
+    counts of the written tensor and of the workspace's argmax bytes); None when no fast rule
+    applies."""
     from infiniop_py.testing.data import gather
 
     spec = get_spec(op)
@@ -464,15 +447,16 @@ def _emulate_fast(op, case, dtype):
     for fast in (True, False):
         _, data, bufs = _buffers(op, case)
         if fast:
-            emu = _FastEmu(fp, bufs)
+            emu = _FastEmu(fp, bufs, np.full(max(fp.workspace, 1), np.nan))
             emu.run()
-            results.append(gather(emu.writes.astype(np.float64), shape, strides))
+            results.append(gather(emu.writes[id(bufs[0])].astype(np.float64), shape, strides))
+            ws_writes = emu.writes[id(emu.ws)]
         else:
             _Emu(pc.plan(info.geom, info[names[0]], [info[r] for r in names[1:]], MODES[op], threads=H100_THREADS), bufs).run()
         results.append(gather(bufs[0], shape, strides))
     expected = np.empty(shape)
     spec.cpu(_geometry(op, case))({names[0]: expected, **data}, None, {})
-    return results[1], results[2], expected, fp, results[0]
+    return results[1], results[2], expected, fp, results[0], ws_writes
 
 
 def _fast_problems():
@@ -503,8 +487,9 @@ def _fast_problems():
 @pytest.mark.parametrize("op", POOL_OPS)
 def test_fast_path_emulated(op, dtype, rule, shape, kind, ceil, data):
     """The fast path takes these problems; every written element is written exactly once, the
-    values match the CPU backend and are bitwise those of the generic kernels' arithmetic; one
-    launch and no workspace."""
+    values match the CPU backend and are bitwise those of the generic kernels' arithmetic;
+    max_pool_backward writes each window's argmax byte exactly once (and only those bytes of its
+    workspace)."""
     from infiniop_py.testing.cases import Case
     from infiniop_py.testing.pool_cases import A, tensors
 
@@ -515,15 +500,20 @@ def test_fast_path_emulated(op, dtype, rule, shape, kind, ceil, data):
     case = Case(tensors(op, shape, attrs, kind), (dtype,), attrs=attrs, data=data)
     res = _emulate_fast(op, case, dtype)
     assert res is not None, "no fast path"
-    got, generic, expected, fp, writes = res
+    got, generic, expected, fp, writes, ws_writes = res
     assert fp.layout == ("cl" if kind == "channels_last" else "rows")
-    V = 16 // (2 if dtype is DType.F16 else 4 if dtype is DType.F32 else 8)
-    max_cl = op == "max_pool_backward" and fp.layout == "cl"
-    assert [st.V for st in fp.stages] == [min(V, 1 if V == 2 else pc.FAST_BMC) if max_cl else V]
+    assert {st.V for st in fp.stages} == {16 // (2 if dtype is DType.F16 else 4 if dtype is DType.F32 else 8)}
     assert np.all(writes == 1), np.unique(writes)
     assert np.array_equal(got.view(np.uint64), generic.view(np.uint64))
     assert np.allclose(got, expected, rtol=1e-12, atol=1e-12, equal_nan=True)
-    assert fp.workspace == 0 and len(fp.stages) == 1
+    if op == "max_pool_backward":
+        n_, c_, oh, ow = out_shape(shape, attrs)
+        V = fp.stages[0].V
+        assert fp.workspace >= n_ * fp.idx_strides[0] and fp.idx_strides[3 if fp.layout == "rows" else 1] == 1
+        assert fp.idx_strides[2 if fp.layout == "rows" else 3] % V == 0
+        assert ws_writes.sum() == n_ * c_ * oh * ow and ws_writes.max() == 1
+    else:
+        assert fp.workspace == 0 and len(fp.stages) == 1
 
 
 @pytest.mark.parametrize("op", POOL_OPS)
@@ -604,18 +594,7 @@ def test_meta_layout_matches_the_kernel():
     assert "sizeof(PoolFastMeta) == 160" in pc.FAST_SOURCE and ctypes.sizeof(pc.PoolFastMetaC) == 160
     for field, off in (("H", 96), ("items", 116), ("d", 120), ("pad_", 156)):
         assert getattr(pc.PoolFastMetaC, field).offset == off
-    for name, value in (
-        ("PF_BLOCK", pc.FAST_BLOCK),
-        ("PF_FH", pc.FAST_FH),
-        ("PF_FW", pc.FAST_FW),
-        ("PF_FH16", pc.FAST_FH16),
-        ("PF_FW16", pc.FAST_FW16),
-        ("PF_BMH", pc.FAST_BMH),
-        ("PF_BMC", pc.FAST_BMC),
-        ("PF_BCH", pc.FAST_BCH),
-        ("PF_BCW", pc.FAST_BCW),
-        ("PF_BCT", pc.FAST_BCT),
-    ):
+    for name, value in (("PF_BLOCK", pc.FAST_BLOCK), ("PF_FH", pc.FAST_FH), ("PF_FW", pc.FAST_FW)):
         assert f"#define {name} {value} " in pc.FAST_SOURCE
 
 
@@ -629,7 +608,7 @@ def test_compile_units_list_every_plannable_kernel():
             "max_pool": ((0, 0),),
             "avg_pool": ((0, 1),),
             "avg_pool_backward": ((1, 1),),
-            "max_pool_backward": ((1, 2),),
+            "max_pool_backward": ((0, 2), (1, 2)),
         }
         fast = {
             pc.fast_kernel_name(lay + ("_backward" if bwd else ""), mode, rule, dt)

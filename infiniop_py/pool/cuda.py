@@ -12,7 +12,9 @@ channels-last is coalesced along C; otherwise C with one lane per tile, coalesce
 spatial dim), the tile extents (``choose_tile``), the halo box of the tiled max_pool_backward
 kernel, and packs ``PoolMeta``.
 
-Workspace: 0 (the metadata travels by value in the launch).
+Workspace: 0 (the metadata travels by value in the launch), except max_pool_backward on a fast
+path: one byte per window (its argmax offset), N * C * OH * OW bytes with rows or pixels rounded
+up to whole 16-byte vectors.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from pathlib import Path
 from ..cuda import runtime
 from ..cuda.compiler import Launch, Slot, get_module
 from ..cuda.kernel import CudaKernel, ctype
+from ..cuda.launch import align_up
 from ..dtypes import F, itemsize
 from ..layout import fast_div_params
 from ..status import Status, error
@@ -234,33 +237,14 @@ def kernel_name(mode: int, dtype) -> str:
 FAST_RULES = ((2, 2, 0), (3, 2, 1))  # square 2-d windows (k, s, p) with a fast path
 FAST_BLOCK = 256  # PF_BLOCK
 FAST_FH, FAST_FW = 1, 1  # PF_FH, PF_FW: output rows / columns per thread of the forward kernels
-FAST_FH16, FAST_FW16 = 2, 2  # PF_FH16, PF_FW16: the same for 2-byte types
-FAST_BMH = 4  # PF_BMH: max backward (rows): grad_input rows per thread in strides
-FAST_BMC = 2  # PF_BMC: max backward (cl): channels per thread at most
-FAST_BCH, FAST_BCW = 4, 2  # PF_BCH, PF_BCW: max backward (cl): grad_input rows, columns per thread in strides
-FAST_BCT = 4  # PF_BCT: max backward (cl): a thread block tiles FAST_BCT x FAST_BCT pixel blocks
 ROWS, CL = "rows", "cl"
 # kernel MODE (pool_fast.cu) per stage of each operator: (backward kernel?, MODE)
 FAST_STAGES = {
     MAX_FWD: ((False, 0),),
     AVG_FWD: ((False, 1),),
     AVG_BWD: ((True, 1),),
-    MAX_BWD_TILED: ((True, 2),),  # the gather recomputes the covering windows' argmax from the input
+    MAX_BWD_TILED: ((False, 2), (True, 2)),  # argmax bytes into the workspace, then the gather
 }
-
-
-def fast_tile(layout: str, v: int, s: int, backward: bool, kmode: int) -> tuple[int, int, int]:
-    """(rows, columns, channels) of the written tensor that one thread of a fast kernel covers,
-    as pool_fast.cu's kernels do; v = 16 // itemsize. The rows kernels take v columns (the second
-    figure is unused there), the cl kernels v channels. Forward: FH x FW output pixels (PfFwd: by
-    the element size); backward: S x S grad_input pixels; max: S * PF_BMH rows (rows kernels),
-    S * PF_BCH x S * PF_BCW pixels of at most PF_BMC channels, 8-byte types 1 (cl kernels)."""
-    if not backward:
-        fh, fw = (FAST_FH16, FAST_FW16) if v == 8 else (FAST_FH, FAST_FW)
-        return fh, fw, v
-    if kmode != 2:
-        return s, s, v
-    return (s * FAST_BMH, s, v) if layout == ROWS else (s * FAST_BCH, s * FAST_BCW, min(v, 1 if v == 2 else FAST_BMC))
 
 
 class PoolFastMetaC(ctypes.Structure):
@@ -280,12 +264,12 @@ assert ctypes.sizeof(PoolFastMetaC) == 160 and PoolFastMetaC.d.offset == 120
 @dataclass
 class FastStage:
     """One launch: kernel ``pool_fast_<kernel><T, mode, k, s, p>``; tensor slots as in the
-    kernel's parameters (None: a null pointer)."""
+    kernel's parameters, ``"ws"`` for the argmax bytes in the workspace."""
 
     kernel: str
     mode: int
     slots: tuple
-    V: int  # elements per thread along the innermost dim (one 16-byte vector; cl max backward: fewer)
+    V: int  # elements per thread along the innermost dim (one 16-byte vector)
     dims: tuple  # work item -> (q0, q1, q2, q3): the extents of q0, q1, q2
     items: int
     meta: bytes
@@ -296,7 +280,8 @@ class FastPlan:
     layout: str  # ROWS or CL
     rule: tuple  # (k, s, p)
     stages: list
-    workspace: int  # bytes (0: the fast kernels need none)
+    workspace: int  # bytes: the argmax offsets of max_pool_backward (0 otherwise)
+    idx_strides: tuple  # their (N, C, H, W) strides
 
 
 def fast_layout(written, reads) -> str | None:
@@ -315,8 +300,9 @@ def fast_plan(geom, written, reads, mode: int) -> FastPlan | None:
     when no rule applies (2-d, a square window listed in FAST_RULES, a ROWS or CL layout, work
     items within 31 bits). written / reads: the operator's tensors in kernel order.
 
-    Each operator is one launch; max_pool_backward's gather recomputes the argmax of the windows
-    covering a thread's grad_input block from the input, so it needs no workspace."""
+    max_pool_backward takes two launches: the forward kernel in MODE 2 writes each window's argmax
+    offset (a byte) to the workspace, laid out (N, C, OH, OWp) for ROWS and (N, OH, OW, Cp) for CL
+    with OWp / Cp rounded up to V (whole vectors per row or pixel); the backward kernel gathers."""
     if geom.n != 2 or len(set(zip(geom.k, geom.s, geom.p))) != 1:
         return None
     rule = (geom.k[0], geom.s[0], geom.p[0])
@@ -328,23 +314,29 @@ def fast_plan(geom, written, reads, mode: int) -> FastPlan | None:
     (H, W), (OH, OW), N, C = geom.L, geom.O, geom.N, geom.C
     if V % s or max(N, C, H, W) > INT_LIMIT - 4 * (k + s):
         return None
+    if layout == ROWS:
+        owp = -(-OW // V) * V
+        idx = (C * OH * owp, OH * owp, owp, 1)
+    else:
+        cp = -(-C // V) * V
+        idx = (OH * OW * cp, 1, OW * cp, cp)
     stages = []
     for backward, kmode in FAST_STAGES[mode]:
-        fh, fw, vc = fast_tile(layout, V, s, backward, kmode)
-        rows, cols = (H, W) if backward else (OH, OW)
         if layout == ROWS:
-            dims = (-(-cols // V), -(-rows // fh), C)
-        elif backward and kmode == 2:  # tiles of bt x bt pixel blocks: (tile column, index), tile row
-            bt = FAST_BCT
-            dims = (-(-C // vc), bt * bt * -(-cols // (fw * bt)), -(-rows // (fh * bt)))
+            dims = (-(-W // V), -(-H // s), C) if backward else (-(-OW // V), -(-OH // FAST_FH), C)
         else:
-            dims = (-(-C // vc), -(-cols // fw), -(-rows // fh))
+            cv = -(-C // V)
+            dims = (cv, -(-W // s), -(-H // s)) if backward else (cv, -(-OW // FAST_FW), -(-OH // FAST_FH))
         items = math.prod(dims) * N
         if items > INT_LIMIT - FAST_BLOCK:
             return None
-        strides = [written.strides, *(t.strides for t in reads)]
-        # the backward kernels take (grad_input, grad_output, input): avg_pool_backward passes null
-        slots = (*range(1 + len(reads)), *([None] if backward and len(reads) == 1 else []))
+        if kmode != 2:  # the operator's own tensors
+            strides = [written.strides, *(t.strides for t in reads)]
+            slots = tuple(range(1 + len(reads)))
+        elif backward:  # grad_input | grad_output, argmax bytes
+            strides, slots = [written.strides, reads[0].strides, idx], (0, 1, "ws")
+        else:  # argmax bytes | input
+            strides, slots = [idx, reads[1].strides], ("ws", 2)
         m = PoolFastMetaC()
         for j, st in enumerate(strides):
             m.st[j][:] = st
@@ -352,8 +344,9 @@ def fast_plan(geom, written, reads, mode: int) -> FastPlan | None:
         for j in range(3):
             m.d[j] = _fd(dims[j])
         kernel = layout + ("_backward" if backward else "")
-        stages.append(FastStage(kernel, kmode, slots, vc if layout == CL else V, dims, items, bytes(m)))
-    return FastPlan(layout, rule, stages, 0)
+        stages.append(FastStage(kernel, kmode, slots, V, dims, items, bytes(m)))
+    ws = align_up(N * idx[0]) if mode == MAX_BWD_TILED else 0
+    return FastPlan(layout, rule, stages, ws, idx)
 
 
 def fast_kernel_name(kernel: str, mode: int, rule, dtype) -> str:
@@ -377,12 +370,7 @@ class PoolKernel(CudaKernel):
             mod = get_module(FAST_SOURCE, names, handle.device_id)
             self.name = names[-1]
             self.launches = [
-                Launch(
-                    mod.ptr[name],
-                    (-(-st.items // FAST_BLOCK),),
-                    (FAST_BLOCK,),
-                    [*(ctypes.c_uint64(0) if i is None else Slot(i) for i in st.slots), st.meta],
-                )
+                Launch(mod.ptr[name], (-(-st.items // FAST_BLOCK),), (FAST_BLOCK,), [*map(Slot, st.slots), st.meta])
                 for name, st in zip(names, fp.stages)
             ]
             return
