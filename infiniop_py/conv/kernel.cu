@@ -425,7 +425,7 @@ __global__ void __launch_bounds__(256) conv_dw2d(T* __restrict__ y, const T* __r
 }
 
 // Depthwise, stride 1, dilation 1, K x K with "same" padding P = (K - 1) / 2 along W, rows stored
-// contiguously (host: unit W strides, W a multiple of VW and every other stride of x and y a
+// contiguously (host: unit W strides, P <= VW, W a multiple of VW and every other stride of x and y a
 // multiple of VW, VW = 16 bytes of T). A thread computes RY outputs in each of VW adjacent
 // columns: for each of its RY + K - 1 input rows it loads its own VW inputs and the two
 // neighbouring groups (the halo; L1 hits, their owners load them too) as 16-byte vectors, and

@@ -276,8 +276,9 @@ class DwReg:
 
 class DwVec(DwReg):
     """conv_dwvec<T, K, RY>: DwReg's problems with "same" padding along W on W-contiguous rows
-    whose sizes and strides are multiples of 16 bytes of T: RY rows x 16 bytes of columns per
-    thread, 16-byte loads and stores."""
+    whose sizes and strides are multiples of 16 bytes of T (VW elements): RY rows x VW columns
+    per thread, 16-byte loads and stores; the halo (K - 1) / 2 must fit in one neighbouring
+    group (f64 7x7 stays on dwreg)."""
 
     kernel = "conv_dwvec"
     name = "dwvec"
@@ -296,7 +297,7 @@ class DwVec(DwReg):
         if not super().applies(c) or c.p[1] != (c.k[1] - 1) // 2:
             return False
         vw = 16 // itemsize(c.dtype)
-        return c.L[1] % vw == 0 and all(t.strides[3] == 1 and all(st % vw == 0 for st in t.strides[:3]) for t in (c.x, c.y))
+        return c.p[1] <= vw and c.L[1] % vw == 0 and all(t.strides[3] == 1 and all(st % vw == 0 for st in t.strides[:3]) for t in (c.x, c.y))
 
     def build(self, c: Conv, device_id: int, ws_base: int = 0):
         k, ry, vw = c.k[0], self.ry(c.dtype), 16 // itemsize(c.dtype)
