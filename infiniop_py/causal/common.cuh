@@ -237,39 +237,111 @@ __device__ __forceinline__ float cc_warp_sum(float v) {
   return v;
 }
 
-// Channel-last tiles: E consecutive channels d0 .. d0+E-1 (ne of them inside D) at time q of
-// the tensor whose (b, d0) element is r (channel stride sd, time stride st), as f32; 0 for
-// q >= qend. vec: one aligned pack (sd = 1, ne = E).
-template <class T, int E>
-__device__ __forceinline__ void cc_load_pack(const T* r, long long sd, long long st, long long q, long long qend, int ne,
-                                             bool vec, float (&v)[E]) {
-  if (q >= qend) {
-#pragma unroll
-    for (int e = 0; e < E; ++e) v[e] = 0.f;
-  } else if (vec) {
-    const Pack<T, E> pk = *reinterpret_cast<const Pack<T, E>*>(r + q * st);
-#pragma unroll
-    for (int e = 0; e < E; ++e) v[e] = cc_f(pk.v[e]);
-  } else {
-#pragma unroll
-    for (int e = 0; e < E; ++e) v[e] = e < ne ? cc_f(r[e * sd + q * st]) : 0.f;
-  }
-}
-
-template <class T, int E>
-__device__ __forceinline__ void cc_store_pack(T* r, long long sd, long long st, long long q, int ne, bool vec, const float (&v)[E]) {
-  if (vec) {
-    *reinterpret_cast<Pack<T, E>*>(r + q * st) = cc_pack<T, E>(v);
-  } else {
-#pragma unroll
-    for (int e = 0; e < E; ++e)
-      if (e < ne) r[e * sd + q * st] = Conv<T>::from(v[e]);
-  }
-}
-
-// Channel-last kernels: E channels per thread, tiles of rseg·CC_CH time steps.
+// Channel-last kernels: E channels per thread, tiles of rseg·(steps per chunk) time steps.
 #define CC_E 4
 #define CC_CH 8
+// Steps per chunk of the channel-last kernels: two lanes' chunks for 16-bit T up to W = 4 (more
+// bytes in flight per lane; wider windows would spill).
+#define CC_CL_CH(T, W) (sizeof(T) == 2 && (W) <= 4 ? 2 * CC_CH : CC_CH)
+
+// Channel-last packs of Q·E channels shared by Q = 1 or 2 neighbouring lanes: the lane of phase
+// ph = lane % Q owns the channels ph·E .. ph·E+E-1 of its pack (r points at its first one). With
+// Q = 2 the pair covers the steps q and q + 1 together: phase ph loads the whole pack at step
+// q + ph and the two swap halves (one shuffle per 32-bit word), so each holds its own E channels
+// at both steps; a store swaps back and each lane writes the whole pack at its step. VEC
+// (aligned packs, each pack wholly inside D or wholly beyond it) is the same in the whole warp
+// for Q = 2 (every lane calls these: the shuffles); without it a lane reads and writes its own
+// ne channels one by one. Q = 1 decides per access by vec instead (VEC is true).
+template <class T, int E>
+union CcWords {
+  Pack<T, E> pk;
+  unsigned u[E * sizeof(T) / 4];
+};
+
+// v[s] = the lane's E channels at step q + s (s < Q), 0 from step qend on.
+template <class T, int E, int Q, bool VEC>
+__device__ __forceinline__ void cc_cl_load(const T* r, long long sd, long long st, long long q, long long qend, int ne, int ph,
+                                           bool vec, Pack<T, E>* v) {
+  if constexpr (!VEC) {
+#pragma unroll
+    for (int s = 0; s < Q; ++s)
+#pragma unroll
+      for (int e = 0; e < E; ++e) v[s].v[e] = e < ne && q + s < qend ? r[e * sd + (q + s) * st] : Conv<T>::from(0.f);
+  } else if constexpr (Q == 1) {
+    if (q >= qend) {
+#pragma unroll
+      for (int e = 0; e < E; ++e) v[0].v[e] = Conv<T>::from(0.f);
+    } else if (vec) {
+      v[0] = *reinterpret_cast<const Pack<T, E>*>(r + q * st);
+    } else {
+#pragma unroll
+      for (int e = 0; e < E; ++e) v[0].v[e] = e < ne ? r[e * sd + q * st] : Conv<T>::from(0.f);
+    }
+  } else {
+    static_assert(Q == 2, "pairs of lanes");
+    constexpr int NW = E * sizeof(T) / 4;
+    CcWords<T, 2 * E> in;
+#pragma unroll
+    for (int w = 0; w < 2 * NW; ++w) in.u[w] = 0u;
+    if (ne > 0 && q + ph < qend) in.pk = *reinterpret_cast<const Pack<T, 2 * E>*>(r - ph * E + (q + ph) * st);
+    CcWords<T, E> lo, hi;
+#pragma unroll
+    for (int w = 0; w < NW; ++w) {
+      const unsigned keep = ph ? in.u[NW + w] : in.u[w];
+      const unsigned got = __shfl_xor_sync(CC_FULL, ph ? in.u[w] : in.u[NW + w], 1);
+      lo.u[w] = ph ? got : keep;
+      hi.u[w] = ph ? keep : got;
+    }
+    v[0] = lo.pk;
+    v[1] = hi.pk;
+  }
+}
+
+// Stores y[s] (the lane's E channels at step q + s, s < Q) where lo <= q + s < hi.
+template <class T, int E, int Q, bool VEC>
+__device__ __forceinline__ void cc_cl_store(T* r, long long sd, long long st, long long q, long long lo, long long hi, int ne,
+                                            int ph, bool vec, const float (*y)[E]) {
+  if constexpr (!VEC) {
+#pragma unroll
+    for (int s = 0; s < Q; ++s)
+      if (q + s >= lo && q + s < hi)
+#pragma unroll
+        for (int e = 0; e < E; ++e)
+          if (e < ne) r[e * sd + (q + s) * st] = Conv<T>::from(y[s][e]);
+  } else if constexpr (Q == 1) {
+    if (q < lo || q >= hi) return;
+    if (vec) {
+      *reinterpret_cast<Pack<T, E>*>(r + q * st) = cc_pack<T, E>(y[0]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+        if (e < ne) r[e * sd + q * st] = Conv<T>::from(y[0][e]);
+    }
+  } else {
+    constexpr int NW = E * sizeof(T) / 4;
+    CcWords<T, E> a, b;
+    a.pk = cc_pack<T, E>(y[0]);
+    b.pk = cc_pack<T, E>(y[1]);
+    CcWords<T, 2 * E> o;
+#pragma unroll
+    for (int w = 0; w < NW; ++w) {
+      const unsigned own = ph ? b.u[w] : a.u[w];
+      const unsigned got = __shfl_xor_sync(CC_FULL, ph ? a.u[w] : b.u[w], 1);
+      o.u[w] = ph ? got : own;
+      o.u[NW + w] = ph ? own : got;
+    }
+    if (ne > 0 && q + ph >= lo && q + ph < hi) *reinterpret_cast<Pack<T, 2 * E>*>(r - ph * E + (q + ph) * st) = o.pk;
+  }
+}
+
+// Whether the channel-last launch takes the packed accesses: CC_VEC and the lane's pack (first
+// channel dp, Q·E channels) wholly inside D or beyond it, in every lane of the warp for Q = 2.
+template <int E, int Q>
+__device__ __forceinline__ bool cc_cl_vec(const CcArgs& a, long long dp) {
+  const bool ok = (a.flags & CC_VEC) != 0 && (dp + Q * E <= a.D || dp >= a.D);
+  if constexpr (Q == 1) return ok;
+  else return __all_sync(CC_FULL, ok);
+}
 
 // seq_idx ids of E consecutive steps p0 .. p0+E-1 of row sb (time stride st); -1 from step
 // end on (end = L: beyond the row).

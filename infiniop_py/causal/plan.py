@@ -7,8 +7,11 @@ Paths (each kernel is specialised on the width for 2 <= W <= 8):
   ``rseg`` consecutive chunks of one (b, d) row, a chunk being runs of 32·E steps (E = 16
   bytes of x's dtype per lane): CF_FWD_RUNS runs in the forward, CF_BWD_RUNS in the backward
   (that many independent 16-byte loads per lane and tensor read).
-- ``cl`` channel-last: every (B, D, L) tensor has channel stride 1. A thread holds CC_E = 4
-  channels and walks tiles of ``rseg``·8 time steps.
+- ``cl`` channel-last: every (B, D, L) tensor has channel stride 1. A thread holds E channels
+  (CL_E = 4 in the forward, CLB_E = 2 in the backward) and walks tiles of ``rseg`` chunks of
+  ``cl_chunk`` steps; x and out move in 16-byte packs of ``pack_of(T)`` channels (a pair of
+  lanes shares one of 16-bit T), x, dout and dx in the backward in packs of 2·CLB_E channels
+  shared by a pair of lanes.
 - ``gen``: anything else (mixed or strided layouts, W > 8, L = 0): one thread per element.
 """
 
@@ -32,8 +35,8 @@ WCODE = {DType.F32: 0, DType.F16: 1, DType.BF16: 2}
 # CcArgs::flags (common.cuh)
 BIAS, INIT, FINAL, SEQ, SEQ64, SILU, VEC = 1, 2, 4, 8, 16, 32, 64
 
-CL_E, CL_CH = 4, 8  # channel-last: channels per thread (forward), steps per chunk
-CLB_E = 2  # channel-last backward: channels per thread
+CL_E, CL_CH = 4, 8  # channel-last: channels per thread (forward), steps per chunk (CC_CH)
+CLB_E = 2  # channel-last backward: channels per thread (CCB_E); a pack is the channels of 2 lanes
 CF_WARPS = 4  # channel-first: warps per block
 CF_FWD_RUNS = 2  # channel-first forward: warp runs per chunk (CCF_U, causal_conv1d/kernel.cu)
 CF_BWD_RUNS = 2  # channel-first backward: warp runs per chunk (CCB_U, causal_conv1d_backward/kernel.cu)
@@ -155,10 +158,20 @@ def vec_ok(shape, rows: list, dims: tuple, e: int) -> bool:
     return all(shape[i] <= 1 or s[i] % e == 0 for s in rows for i in dims)
 
 
+def pack_of(T: DType) -> int:  # noqa: N803
+    """Channel-last: channels of T in one 16-byte pack."""
+    return 16 // itemsize(T)
+
+
+def cl_chunk(T: DType, W: int) -> int:  # noqa: N803
+    """Channel-last: steps per chunk (CC_CL_CH, common.cuh)."""
+    return 2 * CL_CH if itemsize(T) == 2 and W <= 4 else CL_CH
+
+
 def cf_plan(B, D, L, T: DType, sms: int, runs: int = 1):  # noqa: N803
     """(E, nseg, rseg, ntask, blocks) of the channel-first kernels: rows of nseg chunks of
     ``runs`` warp runs of 32·E steps (E = 16 bytes of T), tasks of rseg chunks."""
-    e = 16 // itemsize(T)
+    e = pack_of(T)
     nseg = -(-L // (32 * e * runs))
     rows = B * D
     rseg = 1
@@ -172,16 +185,17 @@ def cf_plan(B, D, L, T: DType, sms: int, runs: int = 1):  # noqa: N803
     return e, nseg, rseg, ntask, blocks
 
 
-def cl_plan(B, D, L, sms: int, e: int = CL_E):  # noqa: N803
-    """(rseg, ntile, ntask, grid) of the channel-last kernels: tiles of rseg·8 steps, as long
-    as the grid keeps about 2048 threads per SM (fewer for long tiles means little parallelism)."""
+def cl_plan(B, D, L, sms: int, e: int = CL_E, ch: int = CL_CH):  # noqa: N803
+    """(rseg, ntile, ntask, grid) of the channel-last kernels: tiles of rseg chunks of ``ch``
+    steps, as long as the grid keeps CL_THREADS_PER_SM threads per SM (fewer for long tiles
+    means little parallelism)."""
     npack = -(-D // e)
     gx = -(-npack // CL_BLOCK[0])
     want = sms * CL_THREADS_PER_SM
     rseg = 8
-    while rseg > 1 and B * -(-L // (rseg * CL_CH)) * npack < want:
+    while rseg > 1 and B * -(-L // (rseg * ch)) * npack < want:
         rseg //= 2
-    ntile = -(-L // (rseg * CL_CH))
+    ntile = -(-L // (rseg * ch))
     ntask = B * ntile
     gy = max(1, min(-(-ntask // CL_BLOCK[1]), MAX_GRID_Y))
     return rseg, ntile, ntask, (gx, gy)

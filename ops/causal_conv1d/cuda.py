@@ -9,7 +9,6 @@ from infiniop_py.causal import plan
 from infiniop_py.causal.plan import CF_WARPS, CL_BLOCK, CL_E, GEN_BLOCK, CcKernel, Pick, launch, names
 from infiniop_py.cuda.compiler import Slot
 from infiniop_py.cuda.launch import sm_count
-from infiniop_py.dtypes import itemsize
 from infiniop_py.spec import Info
 
 
@@ -37,12 +36,12 @@ class CausalConv1dKernel(CcKernel):
             ok = plan.vec_ok((B, D, L), [xs, os_], (0, 1), e)
             align = [(0, 16), (2, 16)]
         elif path == "cl":
-            rseg, ntile, ntask, grid = plan.cl_plan(B, D, L, sms)
+            rseg, ntile, ntask, grid = plan.cl_plan(B, D, L, sms, CL_E, plan.cl_chunk(T, W))
             fn = self.fn(names("ccf_cl", T, W, seq))
             a = plan.with_(a, nseg=ntile, ntask=ntask, rseg=rseg)
             block = CL_BLOCK
-            ok = plan.vec_ok((B, D, L), [xs, os_], (0, 2), CL_E)
-            align = [(0, CL_E * itemsize(T)), (2, CL_E * itemsize(T))]
+            ok = plan.vec_ok((B, D, L), [xs, os_], (0, 2), plan.pack_of(T))
+            align = [(0, 16), (2, 16)]
         if path in ("cf", "cl"):
             self.pick = plan.pick_vec(fn, grid, block, slots, a, ok, align)
             return

@@ -89,21 +89,23 @@ ccf_cf(T* out, T* fin, const T* x, const void* wt, const void* bias, const T* in
   }
 }
 
-// Channel-last (x and out have channel stride 1). Threads (x: 32 packs of CC_E channels, y:
-// time groups; a warp shares its item) walk (batch, tile) items of rseg·CC_CH steps, loading
-// CC_CH steps at a time and sliding a window of the last W-1 steps in registers; the W-1 steps
-// before a tile are read bounds-checked.
+// Channel-last (x and out have channel stride 1). Threads (x: 32 lanes of CC_E channels, y:
+// time groups; a warp shares its item) walk (batch, tile) items of rseg·CH steps, loading CH
+// steps at a time by 16-byte packs (cc_cl_load: a pack of 16-bit channels is shared by a pair of
+// lanes, f32 lanes load their own) and sliding a window of the last W-1 steps in registers; the
+// W-1 steps before a tile are read bounds-checked.
 template <class T, int W, bool SEQ>
 __global__ void __launch_bounds__(256, SEQ ? 1 : 2)
 ccf_cl(T* out, T* fin, const T* x, const void* wt, const void* bias, const T* init, const void* seq, const CcArgs a) {
-  constexpr int E = CC_E, CH = CC_CH, H = W - 1;
+  constexpr int E = CC_E, Q = 16 / (E * sizeof(T)), CH = CC_CL_CH(T, W), H = W - 1;
+  const int ph = threadIdx.x % Q;
   const long long d0 = ((long long)blockIdx.x * blockDim.x + threadIdx.x) * E;
-  if (d0 >= a.D) return;
-  const int ne = (int)min((long long)E, a.D - d0);
-  const bool vec = (a.flags & CC_VEC) != 0 && ne == E, silu = (a.flags & CC_SILU) != 0;
+  if (Q == 1 && d0 >= a.D) return;  // (pairs of lanes stay: their shuffles take the whole warp)
+  const int ne = (int)max(0LL, min((long long)E, a.D - d0));
+  const bool vec = cc_cl_vec<E, Q>(a, d0 - ph * E), silu = (a.flags & CC_SILU) != 0;
   float w[E][W], bv[E];
 #pragma unroll
-  for (int e = 0; e < E; ++e) cc_weights<W>(wt, bias, e < ne ? d0 + e : d0, a, w[e], bv[e]);
+  for (int e = 0; e < E; ++e) cc_weights<W>(wt, bias, e < ne ? d0 + e : 0, a, w[e], bv[e]);
   const long long tl = (long long)a.rseg * CH;
 #pragma unroll 1
   for (long long item = (long long)blockIdx.y * blockDim.y + threadIdx.y; item < a.ntask; item += (long long)gridDim.y * blockDim.y) {
@@ -124,33 +126,43 @@ ccf_cl(T* out, T* fin, const T* x, const void* wt, const void* bias, const T* in
     }
 #pragma unroll 1
     for (long long t = t0; t < t1; t += CH) {
-      float xc[CH][E];
+      Pack<T, E> xc[CH];
       long long sc[SEQ ? CH : 1];
+      if (Q == 1 || vec) {
 #pragma unroll
-      for (int c = 0; c < CH; ++c) {
-        cc_load_pack<T, E>(xb, a.x[1], a.x[2], t + c, t1, ne, vec, xc[c]);
-        if constexpr (SEQ) sc[c] = t + c < t1 ? cc_seq(seq, sb + (t + c) * a.sq[1], a.flags) : -1;
+        for (int c = 0; c < CH; c += Q) cc_cl_load<T, E, Q, true>(xb, a.x[1], a.x[2], t + c, t1, ne, ph, vec, xc + c);
+      } else {
+#pragma unroll
+        for (int c = 0; c < CH; c += Q) cc_cl_load<T, E, Q, false>(xb, a.x[1], a.x[2], t + c, t1, ne, ph, vec, xc + c);
       }
+      if constexpr (SEQ) {
+#pragma unroll
+        for (int c = 0; c < CH; ++c) sc[c] = t + c < t1 ? cc_seq(seq, sb + (t + c) * a.sq[1], a.flags) : -1;
+      }
+      float y[Q][E];
 #pragma unroll
       for (int c = 0; c < CH; ++c) {
-        if (t + c < t1) {
-          float y[E];
+        float xe[E];
+        cc_unpack<T, E>(xc[c], xe);
 #pragma unroll
-          for (int e = 0; e < E; ++e) {
-            float acc = bv[e];
+        for (int e = 0; e < E; ++e) {
+          float acc = bv[e];
 #pragma unroll
-            for (int k = 0; k < H; ++k)
-              if (!SEQ || sw[SEQ ? k : 0] == sc[SEQ ? c : 0]) acc = fmaf(w[e][k], xw[k][e], acc);
-            acc = fmaf(w[e][H], xc[c][e], acc);
-            y[e] = silu ? cc_silu<T>(acc) : acc;
-            if (SEQ && sc[SEQ ? c : 0] < 0) y[e] = 0.f;
-          }
-          cc_store_pack<T, E>(ob, a.o[1], a.o[2], t + c, ne, vec, y);
+          for (int k = 0; k < H; ++k)
+            if (!SEQ || sw[SEQ ? k : 0] == sc[SEQ ? c : 0]) acc = fmaf(w[e][k], xw[k][e], acc);
+          acc = fmaf(w[e][H], xe[e], acc);
+          float v = silu ? cc_silu<T>(acc) : acc;
+          if (SEQ && sc[SEQ ? c : 0] < 0) v = 0.f;
+          y[c % Q][e] = v;
+        }
+        if (c % Q == Q - 1) {
+          if (Q == 1 || vec) cc_cl_store<T, E, Q, true>(ob, a.o[1], a.o[2], t + c - (Q - 1), t, t1, ne, ph, vec, y);
+          else cc_cl_store<T, E, Q, false>(ob, a.o[1], a.o[2], t + c - (Q - 1), t, t1, ne, ph, vec, y);
         }
 #pragma unroll
         for (int j = 0; j < H; ++j) {
 #pragma unroll
-          for (int e = 0; e < E; ++e) xw[j][e] = j + 1 < H ? xw[j + 1][e] : xc[c][e];
+          for (int e = 0; e < E; ++e) xw[j][e] = j + 1 < H ? xw[j + 1][e] : xe[e];
           if constexpr (SEQ) sw[j] = j + 1 < H ? sw[j + 1] : sc[c];
         }
       }

@@ -51,19 +51,19 @@ class CausalConv1dBackwardKernel(CcKernel):
             ok = plan.vec_ok((B, D, L), [xs, gs, os_], (0, 1), e)
             align = [(0, 16), (4, 16), (7, 16)]
         elif path == "cl":
-            rseg, ntile, ntask, (gx, gy) = plan.cl_plan(B, D, L, sms, CLB_E)
+            rseg, ntile, ntask, (gx, gy) = plan.cl_plan(B, D, L, sms, CLB_E, plan.cl_chunk(T, W))
             gy = min(gy, CL_MAX_PARTS)
             nparts = gy
             fn = self.fn(names("ccb_cl", T, W, seq))
             a = plan.with_(a, nseg=ntile, ntask=ntask, rseg=rseg, nparts=nparts)
             grid, block = (gx, gy), CL_BLOCK
-            ok = plan.vec_ok((B, D, L), [xs, gs, os_], (0, 2), CLB_E)
-            align = [(i, CLB_E * itemsize(T)) for i in (0, 4, 7)]
+            ok = plan.vec_ok((B, D, L), [xs, gs, os_], (0, 2), 2 * CLB_E)
+            align = [(i, 2 * CLB_E * itemsize(T)) for i in (0, 4, 7)]
         if path in ("cf", "cl"):
             self.workspace_size = align_up(nparts * D * (W + 1) * 4)
             red = self.fn(names("cc_reduce", TW))
-            rgrid = (max(1, min(-(-D * (W + 1) // 256), sms * 16)),)
-            reduce_ = launch(red, rgrid, (256,), [Slot(1), Slot(2), Slot("ws")], a)
+            rgrid = (max(1, min(-(-D * (W + 1) // 32), sms * 16)),)
+            reduce_ = launch(red, rgrid, (32, 8), [Slot(1), Slot(2), Slot("ws")], a)
             self.pick = plan.pick_vec(fn, grid, block, main, a, ok, align, tail=[reduce_])
             return
         a = plan.with_(a, rseg=1 if os_[1] < os_[2] else 0)  # channels fastest for channel-last dx

@@ -210,139 +210,154 @@ ccb_cf(T* dx, float* part, T* dinit, const T* x, const void* wt, const void* bia
   }
 }
 
-// Channel-last (x, dout and dx have channel stride 1): the thread layout of ccf_cl. A tile
-// [t0, t1) walks t from t0 to t1 + W - 2: g[t] (pre from the sliding x window), its dweight and
-// dbias terms while t < t1, and dx[t - H] from the sliding g window once t - H >= t0. Sums of
-// the block's time groups are combined in shared memory in a fixed order and written as the
-// partial row blockIdx.y. The tile at t0 = 0 writes dinitial_states (CC_FINAL). CCB_E channels
-// per thread (fewer than the forward's: the backward keeps x and g windows and the sums).
+// Channel-last (x, dout and dx have channel stride 1): the thread layout of ccf_cl, E = CCB_E
+// channels per lane (fewer than the forward's: the backward keeps x and g windows and the sums),
+// a pack of 2·E channels of x, dout and dx shared by the pair of lanes (cc_cl_load/cc_cl_store).
+// A tile [t0, t1) walks t from t0 to t1 + W - 2: g[t] (pre from the sliding x window), its
+// dweight and dbias terms while t < t1, and dx[t - H] from the sliding g window once t - H >=
+// t0. Sums of the block's time groups are combined in shared memory in a fixed order and written
+// as the partial row blockIdx.y. The tile at t0 = 0 writes dinitial_states (CC_FINAL).
 #define CCB_E 2
 template <class T, int W, bool SEQ>
 __global__ void __launch_bounds__(256, SEQ ? 1 : 2)
 ccb_cl(T* dx, float* part, T* dinit, const T* x, const void* wt, const void* bias, const T* dout, const T* init,
        const void* seq, const CcArgs a) {
-  constexpr int E = CCB_E, CH = CC_CH, H = W - 1, J = E * (W + 1);
+  constexpr int E = CCB_E, Q = 2, CH = CC_CL_CH(T, W), H = W - 1, J = E * (W + 1);
+  static_assert(Q == 2 && CH % Q == 0, "pairs of lanes");
   __shared__ float red[J * 8 * 32];
+  const int ph = threadIdx.x % Q;
   const long long d0 = ((long long)blockIdx.x * 32 + threadIdx.x) * E;
-  const bool live = d0 < a.D;
-  const int ne = live ? (int)min((long long)E, a.D - d0) : 0;
-  const bool vec = (a.flags & CC_VEC) != 0 && ne == E, silu = (a.flags & CC_SILU) != 0;
+  const int ne = (int)max(0LL, min((long long)E, a.D - d0));
+  const bool vec = cc_cl_vec<E, Q>(a, d0 - ph * E), silu = (a.flags & CC_SILU) != 0;
   float acc[E][W + 1];
 #pragma unroll
   for (int e = 0; e < E; ++e)
 #pragma unroll
     for (int k = 0; k <= W; ++k) acc[e][k] = 0.f;
-  if (live) {
-    float w[E][W], bv[E];
+  float w[E][W], bv[E];
 #pragma unroll
-    for (int e = 0; e < E; ++e) cc_weights<W>(wt, bias, e < ne ? d0 + e : d0, a, w[e], bv[e]);
-    const long long tl = (long long)a.rseg * CH;
+  for (int e = 0; e < E; ++e) cc_weights<W>(wt, bias, e < ne ? d0 + e : 0, a, w[e], bv[e]);
+  const long long tl = (long long)a.rseg * CH;
 #pragma unroll 1
-    for (long long item = (long long)blockIdx.y * 8 + threadIdx.y; item < a.ntask; item += (long long)gridDim.y * 8) {
-      const long long b = item / a.nseg, t0 = (item - b * a.nseg) * tl;
-      const long long t1 = min(t0 + tl, a.L);
-      const long long tend = min(t1 + H, a.L);  // g is needed up to t1 + H - 1 (0 from L on)
-      const T* xb = x + b * a.x[0] + d0 * a.x[1];
-      const T* db = dout + b * a.g[0] + d0 * a.g[1];
-      T* ob = dx + b * a.o[0] + d0 * a.o[1];
-      const T* ib = init + b * a.is[0] + d0 * a.is[1];
-      const long long sb = b * a.sq[0];
-      if ((a.flags & CC_FINAL) && t0 == 0) {  // dinitial_states[u] = sum_{k <= u} w[k]·g[u - k]
+  for (long long item = (long long)blockIdx.y * 8 + threadIdx.y; item < a.ntask; item += (long long)gridDim.y * 8) {
+    const long long b = item / a.nseg, t0 = (item - b * a.nseg) * tl;
+    const long long t1 = min(t0 + tl, a.L);
+    const long long tend = min(t1 + H, a.L);  // g is needed up to t1 + H - 1 (0 from L on)
+    const T* xb = x + b * a.x[0] + d0 * a.x[1];
+    const T* db = dout + b * a.g[0] + d0 * a.g[1];
+    T* ob = dx + b * a.o[0] + d0 * a.o[1];
+    const T* ib = init + b * a.is[0] + d0 * a.is[1];
+    const long long sb = b * a.sq[0];
+    if ((a.flags & CC_FINAL) && t0 == 0) {  // dinitial_states[u] = sum_{k <= u} w[k]·g[u - k]
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        if (e >= ne) continue;
+        const T* xe = xb + e * a.x[1];
+        const T* de = db + e * a.g[1];
+        const T* ie = ib + e * a.is[1];
+        float gq[H];
+#pragma unroll
+        for (int q = 0; q < H; ++q) gq[q] = cc_g_at<T, W>(q, xe, a.x[2], de, a.g[2], ie, a.is[2], seq, sb, w[e], bv[e], a);
+#pragma unroll
+        for (int u = 0; u < H; ++u) {
+          float s = 0.f;
+#pragma unroll
+          for (int k = 0; k <= u; ++k) s = fmaf(w[e][k], gq[u - k], s);
+          dinit[b * a.fs[0] + (d0 + e) * a.fs[1] + u * a.fs[2]] = Conv<T>::from(s);
+        }
+      }
+    }
+    float xw[H][E], gw[H][E];
+    long long sw[SEQ ? H : 1];
+#pragma unroll
+    for (int j = 0; j < H; ++j) {
+      const long long q = t0 - H + j;
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        xw[j][e] = e < ne ? cc_xt(xb + e * a.x[1], a.x[2], ib + e * a.is[1], a.is[2], q, a) : 0.f;
+        gw[j][e] = 0.f;  // g before t0 is never read
+      }
+      if constexpr (SEQ) sw[j] = q >= 0 ? cc_seq(seq, sb + q * a.sq[1], a.flags) : -1;
+    }
+#pragma unroll 1
+    for (long long t = t0; t < t1 + H; t += CH) {
+      Pack<T, E> xc[CH], dc[CH];
+      long long sc[SEQ ? CH : 1];
+      if (vec) {
+#pragma unroll
+        for (int c = 0; c < CH; c += Q) {
+          cc_cl_load<T, E, Q, true>(xb, a.x[1], a.x[2], t + c, tend, ne, ph, true, xc + c);
+          cc_cl_load<T, E, Q, true>(db, a.g[1], a.g[2], t + c, tend, ne, ph, true, dc + c);
+        }
+      } else {
+#pragma unroll
+        for (int c = 0; c < CH; c += Q) {
+          cc_cl_load<T, E, Q, false>(xb, a.x[1], a.x[2], t + c, tend, ne, ph, false, xc + c);
+          cc_cl_load<T, E, Q, false>(db, a.g[1], a.g[2], t + c, tend, ne, ph, false, dc + c);
+        }
+      }
+      if constexpr (SEQ) {
+#pragma unroll
+        for (int c = 0; c < CH; ++c) sc[c] = t + c < tend ? cc_seq(seq, sb + (t + c) * a.sq[1], a.flags) : -1;
+      }
+      float v[Q][E];
+#pragma unroll
+      for (int c = 0; c < CH; ++c) {
+        const long long tc = t + c;
+        const long long sid = SEQ ? sc[SEQ ? c : 0] : 0;
+        float xe[E], g[E];
+        cc_unpack<T, E>(xc[c], xe);
+        cc_unpack<T, E>(dc[c], g);
 #pragma unroll
         for (int e = 0; e < E; ++e) {
-          if (e >= ne) continue;
-          const T* xe = xb + e * a.x[1];
-          const T* de = db + e * a.g[1];
-          const T* ie = ib + e * a.is[1];
-          float gq[H];
+          float gv = g[e];
+          if (silu) {
+            float pre = bv[e];
 #pragma unroll
-          for (int q = 0; q < H; ++q) gq[q] = cc_g_at<T, W>(q, xe, a.x[2], de, a.g[2], ie, a.is[2], seq, sb, w[e], bv[e], a);
-#pragma unroll
-          for (int u = 0; u < H; ++u) {
-            float s = 0.f;
-#pragma unroll
-            for (int k = 0; k <= u; ++k) s = fmaf(w[e][k], gq[u - k], s);
-            dinit[b * a.fs[0] + (d0 + e) * a.fs[1] + u * a.fs[2]] = Conv<T>::from(s);
+            for (int k = 0; k < H; ++k)
+              if (!SEQ || sw[SEQ ? k : 0] == sid) pre = fmaf(w[e][k], xw[k][e], pre);
+            pre = fmaf(w[e][H], xe[e], pre);
+            gv *= cc_dsilu<T>(pre);
           }
+          if (SEQ && sid < 0) gv = 0.f;
+          g[e] = gv;
         }
-      }
-      float xw[H][E], gw[H][E];
-      long long sw[SEQ ? H : 1];
-#pragma unroll
-      for (int j = 0; j < H; ++j) {
-        const long long q = t0 - H + j;
-#pragma unroll
-        for (int e = 0; e < E; ++e) {
-          xw[j][e] = e < ne ? cc_xt(xb + e * a.x[1], a.x[2], ib + e * a.is[1], a.is[2], q, a) : 0.f;
-          gw[j][e] = 0.f;  // g before t0 is never read
-        }
-        if constexpr (SEQ) sw[j] = q >= 0 ? cc_seq(seq, sb + q * a.sq[1], a.flags) : -1;
-      }
-#pragma unroll 1
-      for (long long t = t0; t < t1 + H; t += CH) {
-        float xc[CH][E], dc[CH][E];
-        long long sc[SEQ ? CH : 1];
-#pragma unroll
-        for (int c = 0; c < CH; ++c) {
-          cc_load_pack<T, E>(xb, a.x[1], a.x[2], t + c, tend, ne, vec, xc[c]);
-          cc_load_pack<T, E>(db, a.g[1], a.g[2], t + c, tend, ne, vec, dc[c]);
-          if constexpr (SEQ) sc[c] = t + c < tend ? cc_seq(seq, sb + (t + c) * a.sq[1], a.flags) : -1;
-        }
-#pragma unroll
-        for (int c = 0; c < CH; ++c) {
-          const long long tc = t + c;
-          const long long sid = SEQ ? sc[SEQ ? c : 0] : 0;
-          float g[E];
+        if (tc < t1) {
 #pragma unroll
           for (int e = 0; e < E; ++e) {
-            float gv = dc[c][e];
-            if (silu) {
-              float pre = bv[e];
 #pragma unroll
-              for (int k = 0; k < H; ++k)
-                if (!SEQ || sw[SEQ ? k : 0] == sid) pre = fmaf(w[e][k], xw[k][e], pre);
-              pre = fmaf(w[e][H], xc[c][e], pre);
-              gv *= cc_dsilu<T>(pre);
-            }
-            if (SEQ && sid < 0) gv = 0.f;
-            g[e] = gv;
+            for (int k = 0; k < H; ++k)
+              if (!SEQ || sw[SEQ ? k : 0] == sid) acc[e][k] = fmaf(g[e], xw[k][e], acc[e][k]);
+            acc[e][H] = fmaf(g[e], xe[e], acc[e][H]);
+            acc[e][W] += g[e];
           }
-          if (tc < t1) {
+        }
+        {  // dx[tc - H] = sum_k w[k]·g[tc - k]
+          const long long sp = SEQ ? sw[0] : 0;
 #pragma unroll
-            for (int e = 0; e < E; ++e) {
+          for (int e = 0; e < E; ++e) {
+            float s = 0.f;
 #pragma unroll
-              for (int k = 0; k < H; ++k)
-                if (!SEQ || sw[SEQ ? k : 0] == sid) acc[e][k] = fmaf(g[e], xw[k][e], acc[e][k]);
-              acc[e][H] = fmaf(g[e], xc[c][e], acc[e][H]);
-              acc[e][W] += g[e];
+            for (int k = 0; k < W; ++k) {
+              const float gk = k == 0 ? g[e] : gw[H - k][e];
+              const long long sk = SEQ ? (k == 0 ? sid : sw[SEQ ? H - k : 0]) : 0;
+              if (!SEQ || sk == sp) s = fmaf(w[e][k], gk, s);
             }
+            v[c % Q][e] = s;
           }
-          const long long p = tc - H;
-          if (p >= t0 && p < t1) {  // dx[p] = sum_k w[k]·g[tc - k]
-            const long long sp = SEQ ? sw[0] : 0;
-            float v[E];
+        }
+        if (c % Q == Q - 1) {
+          if (vec) cc_cl_store<T, E, Q, true>(ob, a.o[1], a.o[2], tc - (Q - 1) - H, t0, t1, ne, ph, true, v);
+          else cc_cl_store<T, E, Q, false>(ob, a.o[1], a.o[2], tc - (Q - 1) - H, t0, t1, ne, ph, false, v);
+        }
 #pragma unroll
-            for (int e = 0; e < E; ++e) {
-              float s = 0.f;
+        for (int j = 0; j < H; ++j) {
 #pragma unroll
-              for (int k = 0; k < W; ++k) {
-                const float gk = k == 0 ? g[e] : gw[H - k][e];
-                const long long sk = SEQ ? (k == 0 ? sid : sw[SEQ ? H - k : 0]) : 0;
-                if (!SEQ || sk == sp) s = fmaf(w[e][k], gk, s);
-              }
-              v[e] = s;
-            }
-            cc_store_pack<T, E>(ob, a.o[1], a.o[2], p, ne, vec, v);
+          for (int e = 0; e < E; ++e) {
+            xw[j][e] = j + 1 < H ? xw[j + 1][e] : xe[e];
+            gw[j][e] = j + 1 < H ? gw[j + 1][e] : g[e];
           }
-#pragma unroll
-          for (int j = 0; j < H; ++j) {
-#pragma unroll
-            for (int e = 0; e < E; ++e) {
-              xw[j][e] = j + 1 < H ? xw[j + 1][e] : xc[c][e];
-              gw[j][e] = j + 1 < H ? gw[j + 1][e] : g[e];
-            }
-            if constexpr (SEQ) sw[j] = j + 1 < H ? sw[j + 1] : sid;
-          }
+          if constexpr (SEQ) sw[j] = j + 1 < H ? sw[j + 1] : sid;
         }
       }
     }
@@ -354,7 +369,7 @@ ccb_cl(T* dx, float* part, T* dinit, const T* x, const void* wt, const void* bia
 #pragma unroll
     for (int k = 0; k <= W; ++k) red[(e * (W + 1) + k) * 256 + lid] = acc[e][k];
   __syncthreads();
-  if (threadIdx.y == 0 && live) {
+  if (threadIdx.y == 0 && ne > 0) {
     float* pr = part + (long long)blockIdx.y * a.D * (W + 1);
 #pragma unroll
     for (int e = 0; e < E; ++e) {
@@ -476,19 +491,35 @@ ccb_dw(void* dw, void* db, const float* gbuf, const T* x, const T* init, const v
   }
 }
 
-// dweight / dbias from the partial rows part[p][d][k] (k = W for the bias), summed over p in
-// order: one thread per (d, k).
+// dweight / dbias from the partial rows part[p][d][k] (k = W for the bias): blocks of 32
+// columns (d, k) × 8 slices; slice y sums its contiguous range of rows in order (loads batched
+// ahead of the adds), then the 8 slice sums are added in slice order. The order depends on
+// nparts only: bitwise reproducible (and the plain sum in row order when nparts <= 8).
 template <class TW>
-__global__ void __launch_bounds__(256) cc_reduce(TW* dw, TW* db, const float* part, const CcArgs a) {
+__global__ void __launch_bounds__(256) cc_reduce(TW* dw, TW* db, const float* __restrict__ part, const CcArgs a) {
+  __shared__ float sm[8][33];
   const int W = a.W;
   const long long n = a.D * (W + 1);
-  for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < n; j += (long long)gridDim.x * blockDim.x) {
+  const long long per = (a.nparts + 7) / 8;
+  const long long p0 = min(threadIdx.y * per, a.nparts), p1 = min(p0 + per, a.nparts);
+  for (long long j0 = (long long)blockIdx.x * 32; j0 < n; j0 += (long long)gridDim.x * 32) {
+    const long long j = j0 + threadIdx.x;
     float s = 0.f;
-    for (long long p = 0; p < a.nparts; ++p) s += part[p * n + j];
-    const long long d = j / (W + 1);
-    const int k = (int)(j - d * (W + 1));
-    if (k < W) dw[d * a.dw[0] + k * a.dw[1]] = Conv<TW>::from(s);
-    else if (a.flags & CC_BIAS) db[d * a.dbs] = Conv<TW>::from(s);
+    if (j < n) {
+#pragma unroll 8
+      for (long long p = p0; p < p1; ++p) s += __ldg(part + p * n + j);
+    }
+    sm[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y == 0 && j < n) {
+      float t = sm[0][threadIdx.x];
+#pragma unroll
+      for (int y = 1; y < 8; ++y) t += sm[y][threadIdx.x];
+      const long long d = j / (W + 1);
+      const int k = (int)(j - d * (W + 1));
+      if (k < W) dw[d * a.dw[0] + k * a.dw[1]] = Conv<TW>::from(t);
+      else if (a.flags & CC_BIAS) db[d * a.dbs] = Conv<TW>::from(t);
+    }
+    __syncthreads();
   }
 }
-
