@@ -691,3 +691,27 @@ def router_select(c, groups, keep, idx, r0, r1):
                     pos -= 1
                 vals[pos] = v
                 idx[i, pos] = j
+
+
+# --- copies ----------------------------------------------------------------------------------
+COPY_BLOCK, COPY_TILE = 256, 32
+
+
+@_jit
+def copy_2d(src, dst, r0, r1):
+    """``dst[i, j] = src[i, j]`` for rows r0..r1 of 2-D arrays of one dtype, any strides (a
+    transpose: dst along rows, src along columns), in blocks of COPY_BLOCK^2 elements walked in
+    tiles of COPY_TILE^2: the src lines and pages a block touches stay in cache and in the TLB
+    while dst is written in runs along its rows."""
+    n1 = dst.shape[1]
+    for b0 in range(r0, r1, COPY_BLOCK):
+        b1 = min(r1, b0 + COPY_BLOCK)
+        for c0 in range(0, n1, COPY_BLOCK):
+            c1 = min(n1, c0 + COPY_BLOCK)
+            for i0 in range(b0, b1, COPY_TILE):
+                i1 = min(b1, i0 + COPY_TILE)
+                for j0 in range(c0, c1, COPY_TILE):
+                    j1 = min(c1, j0 + COPY_TILE)
+                    for i in range(i0, i1):
+                        for j in range(j0, j1):
+                            dst[i, j] = src[i, j]

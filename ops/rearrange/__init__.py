@@ -6,7 +6,7 @@ and there is no workspace-size function.
 
 import numpy as np
 
-from infiniop_py.cpu import pool
+from infiniop_py.cpu import jit, pool
 from infiniop_py.dtypes import ALL, to_numpy
 from infiniop_py.elementwise import parallel_chunks
 from infiniop_py.spec import Checker, Info, declare, inp, out
@@ -33,9 +33,10 @@ def cpu(info: Info):
     """Bit copy on unsigned views. A transpose (dst contiguous along its last dim, src not) is
     copied in column slabs 16 elements wide: each slab reads src lines that stay in cache while
     dst is written in short contiguous runs (a plain strided copy misses cache on every src
-    element). Measured on 4096x4096, one thread: 18 ms (f32) and 22 ms (f16) in 16-wide slabs,
-    37 and 35 ms 32-wide, 240 ms plain. Slabs, and the parts of other copies, are shared out
-    over the CPU thread pool in a few contiguous runs per thread."""
+    element); a 2-D one, where the compiled CPU kernels run, in square blocks and tiles instead
+    (``kernels.copy_2d``, faster for every element size). Slabs, blocks of rows, and the parts
+    of other copies, are shared out over the CPU thread pool in a few contiguous runs per
+    thread."""
     dst_d, src_d = info.tensors["dst"], info.tensors["src"]
     uint = np.dtype(f"u{dst_d.itemsize}")
     slabs = dst_d.ndim >= 2 and dst_d.strides[-1] == 1 and src_d.strides[-1] not in (0, 1)
@@ -55,13 +56,22 @@ def cpu(info: Info):
         if not slabs:
             parallel_chunks(_copy, dst, [src], block=-(-n // (pool.PARTS_PER_THREAD * pool.THREADS)))
             return
+        groups = pool.PARTS_PER_THREAD * pool.THREADS if pool.parallel() and n >= 1 << 16 else 1
+        k = jit.kernels() if dst.ndim == 2 else None
+        if k is not None:  # compiled, in blocks of rows
+            rows, block = dst.shape[0], k.COPY_BLOCK
+
+            def copy_blocks(first, last):
+                k.copy_2d(src, dst, first * block, min(rows, last * block))
+
+            pool.run_all(copy_blocks, pool.bounds(-(-rows // block), groups))
+            return
         starts = range(0, dst.shape[-1], width)
 
         def copy_slabs(first, last):
             for lo in starts[first:last]:
                 _copy(dst[..., lo : lo + width], src[..., lo : lo + width])
 
-        groups = pool.PARTS_PER_THREAD * pool.THREADS if pool.parallel() and n >= 1 << 16 else 1
         pool.run_all(copy_slabs, pool.bounds(len(starts), groups))
 
     return run
