@@ -1,7 +1,7 @@
 """Every CUDA kernel that a default plan can launch compiles for sm_90, without a GPU.
 
 Runs ``tools/compile_check.py`` (NVRTC from the nvidia-cuda-nvrtc wheel, else nvcc) in a
-subprocess; skips cleanly where neither compiler is installed. A cold run compiles about 5,200
+subprocess; skips cleanly where neither compiler is installed. A cold run compiles about 4,800
 kernels (minutes on two cores): its progress is shown on the terminal, and the results are
 cached, so later runs take seconds.
 
