@@ -297,7 +297,11 @@ class DwVec(DwReg):
         if not super().applies(c) or c.p[1] != (c.k[1] - 1) // 2:
             return False
         vw = 16 // itemsize(c.dtype)
-        return c.p[1] <= vw and c.L[1] % vw == 0 and all(t.strides[3] == 1 and all(st % vw == 0 for st in t.strides[:3]) for t in (c.x, c.y))
+        return (
+            c.p[1] <= vw
+            and c.L[1] % vw == 0
+            and all(t.strides[3] == 1 and all(st % vw == 0 for st in t.strides[:3]) for t in (c.x, c.y))
+        )
 
     def build(self, c: Conv, device_id: int, ws_base: int = 0):
         k, ry, vw = c.k[0], self.ry(c.dtype), 16 // itemsize(c.dtype)
