@@ -138,6 +138,8 @@ def test_cpu_plan_names_and_pinning():
         assert d.workspace_size == 0
     with create_descriptor("conv_backward", h, **bw_descs()) as d:
         assert d.plan == "cpu-im2col-col2im"
+    with create_descriptor("conv_backward", h, **bw_descs(), plan="cpu-im2col-col2im-f64") as d:
+        assert d.plan == "cpu-im2col-col2im-f64"
     a = td((3,), None, F32)
     d = create_descriptor("add", h, a, a, a)
     assert d.plan is None  # an operator whose backends do not name plans
@@ -220,11 +222,12 @@ ACCURACY = {  # device: (N, C, H, W, Cout): the seed case on the GPU, scaled dow
 }
 
 
-# (plan for conv, plan for conv_backward, norm-relative bound): the default plans (cuDNN on the
-# GPU: f32 accumulated in f32, as torch) and our implicit-GEMM kernels pinned (f32 accumulated in
-# f64, each result its exact sum rounded about once: the seed report's < 1e-7).
+# (plan for conv, plan for conv_backward, norm-relative bound): the default plans (f32 accumulated
+# in f32, as torch: cuDNN on the GPU, the f32 BLAS on the CPU) and the exact plans pinned (our
+# implicit-GEMM kernels on the GPU, the "-f64" plans on the CPU: f32 accumulated in f64, each
+# result its exact sum rounded about once: the seed report's < 1e-7).
 ACCURACY_PLANS = {
-    "cpu": [(None, None, 1e-7)],
+    "cpu": [(None, None, 4e-6), ("cpu-im2col-f64", "cpu-im2col-col2im-f64", 1e-7)],
     "nvidia": [(None, None, 4e-6), ("igemm128x64", "igemm128x64+wgrad128x64", 1e-7)],
 }
 

@@ -23,6 +23,9 @@ class Env:
     gpu = False
     name = "cpu"
     l2_bytes = DEFAULT_L2
+    # Interleaving granularity (calls timed per turn, untimed calls opening each turn): one call
+    # per turn on the GPU, where each side's calls only queue kernels.
+    turn = (1, 0)
 
     def __init__(self):
         import torch
@@ -130,6 +133,11 @@ class CpuEnv(Env):
         super().__init__()
         self.handle = self.iop.create_handle("cpu")
         self.l2_bytes = 0  # no rotation on the CPU: the benchmark sizes are far past the LLC
+
+    # Turns of 10 timed calls, each opened by 3 untimed ones: a library's worker threads keep
+    # spinning for a while after its call returns (torch's OpenMP, NumPy's OpenBLAS), and the
+    # other library's first calls would share the cores with them (docs/perf/method.md, 5).
+    turn = (10, 3)
 
     def copy_bandwidth(self, nbytes: int = 256 * MIB, reps: int = 10) -> dict:
         src = np.ones(nbytes // 4, np.float32)

@@ -30,18 +30,20 @@ def _time_interleaved(
     calls, labels, sets = [], [], []
     results: dict[str, Any] = {}
     c = start_call
-    for r in range(reps):
+    block, unseen = env.turn
+    for r in range(-(-reps // block)):
         for name in names if r % 2 == 0 else names[::-1]:
-            s = c % nsets
-            fn = impls[name]
+            for i in range(unseen + min(block, reps - r * block)):
+                s = c % nsets
+                fn = impls[name]
 
-            def call(fn=fn, s=s, name=name):
-                results[name] = fn(s)
+                def call(fn=fn, s=s, name=name):
+                    results[name] = fn(s)
 
-            calls.append((name, call))
-            labels.append(name)
-            sets.append(s)
-            c += 1
+                calls.append((name, call))
+                labels.append(name if i >= unseen else None)  # None: untimed
+                sets.append(s)
+                c += 1
     if queued:
         times, results["held"] = env.time_calls_queued(calls)
     else:
@@ -49,6 +51,8 @@ def _time_interleaved(
     per = {n: [] for n in names}
     last_set = {}
     for name, t, s in zip(labels, times, sets):
+        if name is None:
+            continue
         per[name].append(t)
         last_set[name] = s
     return per, last_set, results

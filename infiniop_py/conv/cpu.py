@@ -1,7 +1,9 @@
 """CPU backend of conv, conv_transpose and conv_backward: NumPy, vectorised, BLAS for the sums.
 
-Half types are computed in f32 and rounded once on store; f32 and f64 in f64 (a product of two
-f32 values is exact in f64, so f32 results are their exact sums rounded about once).
+f32 and the half types are computed in f32 (the f32 BLAS; half results rounded once on store),
+f64 in f64, as the NVIDIA backend's default plans and torch accumulate. A pinned plan ending in
+``-f64`` (``plan="cpu-im2col-f64"``) computes f32 problems in f64 instead, at about half the
+speed: each result is then its exact sum rounded about once.
 
 - Forward (conv, and the input windows of grad_weight): the input is zero-padded once into a
   work-dtype copy; a strided view of it, ``(G, Cg, *k, N, *O)``, is the im2col matrix
@@ -23,15 +25,20 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from infiniop_py.dtypes import DType
+from infiniop_py.dtypes import DType, acc_numpy
 
 from .geometry import Geometry
 
 CHUNK_BYTES = 64 << 20  # largest im2col / col2im temporary per batch chunk
 
 
-def work_dtype(dtype: DType):
-    return np.float32 if dtype in (DType.F16, DType.BF16) else np.float64
+EXACT = "-f64"  # a pinned CPU plan ending so accumulates f32 problems in f64 (each result its exact sum rounded about once)
+
+
+def work_dtype(dtype: DType, pinned: str | None = None):
+    if dtype is DType.F32 and pinned is not None and pinned.endswith(EXACT):
+        return np.float64
+    return acc_numpy(dtype)
 
 
 def _store(dst: np.ndarray, value: np.ndarray) -> None:
@@ -69,13 +76,18 @@ def _depthwise(g: Geometry) -> bool:
     return g.cin_g == 1 and g.cout_g <= 4
 
 
-PLAN_NAMES = ("cpu-im2col", "cpu-depthwise", "cpu-col2im", "cpu-im2col-col2im")
+_ALGORITHMS = ("cpu-im2col", "cpu-depthwise", "cpu-col2im", "cpu-im2col-col2im")
+PLAN_NAMES = _ALGORITHMS + tuple(n + EXACT for n in _ALGORITHMS)
 
 
-def plan_name(kind: str, g: Geometry) -> str:
+def plan_name(kind: str, g: Geometry, exact: bool = False) -> str:
+    """The algorithm the problem's shape selects (a pinned name only chooses the accumulation),
+    with EXACT appended where f32 accumulates in f64."""
     if kind == "conv" and _depthwise(g):
-        return "cpu-depthwise"
-    return {"conv": "cpu-im2col", "transpose": "cpu-col2im", "backward": "cpu-im2col-col2im"}[kind]
+        name = "cpu-depthwise"
+    else:
+        name = {"conv": "cpu-im2col", "transpose": "cpu-col2im", "backward": "cpu-im2col-col2im"}[kind]
+    return name + EXACT if exact else name
 
 
 # -- forward ----------------------------------------------------------------------------------

@@ -50,12 +50,13 @@ def cpu_backend(kind: str, dtype_of: str, compute):
 
     def factory(info: Info):
         geo = info.geo
-        work = cpu.work_dtype(info[dtype_of].dtype)
+        dtype = info[dtype_of].dtype
+        work = cpu.work_dtype(dtype, info.attrs.get("plan"))
 
         def run(views, ws, rt):
             compute(geo, views, work)
 
-        run.plan_name = cpu.plan_name(kind, geo)
+        run.plan_name = cpu.plan_name(kind, geo, exact=work != cpu.work_dtype(dtype))
         return run
 
     return factory
