@@ -10,6 +10,7 @@ import pytest
 from conftest import DEVICES, requires_gpu
 
 import infiniop_py as iop
+from infiniop_py.cpu import jit
 from infiniop_py.descriptor import create_descriptor
 from infiniop_py.devices import create_handle
 from infiniop_py.dtypes import DType
@@ -134,8 +135,10 @@ def test_cpu_plan_names_and_pinning():
         assert d.info.attrs["plan"] == "cpu-im2col"
     depthwise = conv_descs(x=(2, 4, 7, 8), w=(4, 1, 3, 3), y=(2, 4, 5, 6), b=None)
     with create_descriptor("conv", h, **depthwise, groups=4) as d:
-        assert d.plan == "cpu-depthwise"
+        assert d.plan == ("cpu-direct" if jit.kernels() is not None else "cpu-depthwise")
         assert d.workspace_size == 0
+    with jit.pure_numpy(), create_descriptor("conv", h, **depthwise, groups=4) as d:
+        assert d.plan == "cpu-depthwise"
     with create_descriptor("conv_backward", h, **bw_descs()) as d:
         assert d.plan == "cpu-im2col-col2im"
     with create_descriptor("conv_backward", h, **bw_descs(), plan="cpu-im2col-col2im-f64") as d:

@@ -40,6 +40,22 @@ def test_pure_numpy_path(op, index, dtype):
     assert result.ok, f"{op} [{case.description}] {dtype.name} (pure NumPy): " + "; ".join(result.messages)
 
 
+@pytest.mark.parametrize("op", ["conv", "max_pool_backward"])
+def test_pure_numpy_path_every_case(op):
+    """Operators whose compiled kernels take most of the case table (the direct convolution of
+    few channels, max_pool_backward): the NumPy path on every case too, f32 and f16."""
+    from infiniop_py.testing.run import run_case
+
+    failed = []
+    with jit.pure_numpy():
+        for case in get_cases(op):
+            for dt in (d for d in case.dtypes if d in (DType.F32, DType.F16)):
+                result = run_case(op, case, dt, "cpu")
+                if not result.ok:
+                    failed.append(f"[{case.description}] {dt.name}: " + "; ".join(result.messages))
+    assert not failed, failed
+
+
 def _kernels():
     pytest.importorskip("numba")
     k = jit.kernels()

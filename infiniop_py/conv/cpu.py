@@ -25,11 +25,15 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from infiniop_py.cpu import jit, pool
 from infiniop_py.dtypes import DType, acc_numpy
+from infiniop_py.halfconv import copy_into, to_f32
 
 from .geometry import Geometry
 
 CHUNK_BYTES = 64 << 20  # largest im2col / col2im temporary per batch chunk
+DIRECT_SPLIT = 1 << 21  # multiply-adds from which the direct convolution's rows go to the pool
+DIRECT_BLOCK = 4096  # output positions per block of the unit-stride direct convolution (16 KiB of f32)
 
 
 EXACT = "-f64"  # a pinned CPU plan ending so accumulates f32 problems in f64 (each result its exact sum rounded about once)
@@ -71,19 +75,32 @@ def _chunk(batch: int, per_item: int) -> int:
     return max(1, min(batch, CHUNK_BYTES // max(per_item, 1)))
 
 
+# Channel products (input channels x output channels per group) up to which the compiled
+# direct convolution beats im2col + BLAS: the im2col matrix is kvol times the input and the GEMM
+# too thin for the BLAS (docs/perf/cpu.md).
+DIRECT_CHANNELS = 64
+
+
+def _direct(g: Geometry, work) -> bool:
+    """The compiled direct convolution runs the problem: f32 work, few channels per group."""
+    return work == np.float32 and g.cin_g * g.cout_g <= DIRECT_CHANNELS and jit.kernels() is not None
+
+
 def _depthwise(g: Geometry) -> bool:
     """One input channel per group: per-offset products beat a stack of one-row GEMMs."""
     return g.cin_g == 1 and g.cout_g <= 4
 
 
-_ALGORITHMS = ("cpu-im2col", "cpu-depthwise", "cpu-col2im", "cpu-im2col-col2im")
+_ALGORITHMS = ("cpu-direct", "cpu-im2col", "cpu-depthwise", "cpu-col2im", "cpu-im2col-col2im")
 PLAN_NAMES = _ALGORITHMS + tuple(n + EXACT for n in _ALGORITHMS)
 
 
-def plan_name(kind: str, g: Geometry, exact: bool = False) -> str:
-    """The algorithm the problem's shape selects (a pinned name only chooses the accumulation),
-    with EXACT appended where f32 accumulates in f64."""
-    if kind == "conv" and _depthwise(g):
+def plan_name(kind: str, g: Geometry, work, exact: bool = False) -> str:
+    """The algorithm the problem selects (a pinned name only chooses the accumulation), with
+    EXACT appended where f32 accumulates in f64."""
+    if kind == "conv" and _direct(g, work):
+        name = "cpu-direct"
+    elif kind == "conv" and _depthwise(g):
         name = "cpu-depthwise"
     else:
         name = {"conv": "cpu-im2col", "transpose": "cpu-col2im", "backward": "cpu-im2col-col2im"}[kind]
@@ -94,6 +111,9 @@ def plan_name(kind: str, g: Geometry, exact: bool = False) -> str:
 def conv_forward(g: Geometry, y, x, w, b, work) -> None:
     """y (N, Cout, *O) = conv(x (N, Cin, *L), w (Cout, Cin/G, *k)) + b."""
     if y.size == 0:
+        return
+    if _direct(g, work):
+        _conv_direct(g, y, x, w, b)
         return
     G, cg, co = g.groups, g.cin_g, g.cout_g  # noqa: N806
     P = math.prod(g.O)  # noqa: N806
@@ -119,6 +139,42 @@ def conv_forward(g: Geometry, y, x, w, b, work) -> None:
         if bias is not None:
             out = out + bias
         _store(y[n0:n1], out)
+
+
+def _conv_direct(g: Geometry, y, x, w, b) -> None:
+    """conv_forward through the compiled kernels (f32): ``conv_blocks`` for unit strides,
+    ``conv_rows`` otherwise, parts over the pool."""
+    k = jit.kernels()
+    G, cg, cog = g.groups, g.cin_g, g.cout_g  # noqa: N806
+    xp = _padded(x, g.p, (0,) * g.nd, np.float32)
+    lp = g.padded3(xp.shape[2:], 1)
+    k3, o3 = g.padded3(g.k, 1), g.padded3(g.O, 1)
+    wk = np.ascontiguousarray(to_f32(w))
+    work = y.size * cg * g.kvol
+    pieces = pool.PARTS_PER_THREAD * pool.THREADS if work >= DIRECT_SPLIT else 1
+    d3 = g.padded3(g.d, 1)
+    if all(si == 1 for si in g.s):
+        wp = lp[2]
+        rows = max(1, DIRECT_BLOCK // wp)
+        parts = g.batch * G * o3[0] * -(-o3[1] // rows)
+        acc = np.empty((g.batch, G, cog, o3[0], o3[1] * wp), np.float32)
+        geo = np.array((*d3, lp[0], lp[1], *k3), np.int64)
+        x3 = xp.reshape(g.batch, G, -1)
+        w3 = wk.reshape(G, cog, -1)
+        pool.run_all(lambda q0, q1: k.conv_blocks(x3, w3, acc, geo, rows, o3[2], q0, q1), pool.bounds(parts, pieces))
+        out = acc.reshape(g.batch, g.cout, o3[0], o3[1], wp)[..., : o3[2]].reshape(y.shape)
+    else:
+        x6 = xp.reshape((g.batch, G, cg) + lp)
+        w6 = wk.reshape((G, cog, cg) + k3)
+        acc = np.empty((g.batch, G, cog) + o3, np.float32)
+        stride = np.array(g.padded3(g.s, 1), np.int64)
+        dil = np.array(d3, np.int64)
+        rows = g.batch * G * o3[0] * o3[1]
+        pool.run_all(lambda r0, r1: k.conv_rows(x6, w6, acc, stride, dil, r0, r1), pool.bounds(rows, pieces))
+        out = acc.reshape(y.shape)
+    if b is not None:
+        out = out + to_f32(b).reshape((1, g.cout) + (1,) * g.nd)
+    copy_into(y, out)
 
 
 # -- transposed -------------------------------------------------------------------------------

@@ -56,7 +56,7 @@ def cpu_backend(kind: str, dtype_of: str, compute):
         def run(views, ws, rt):
             compute(geo, views, work)
 
-        run.plan_name = cpu.plan_name(kind, geo, exact=work != cpu.work_dtype(dtype))
+        run.plan_name = cpu.plan_name(kind, geo, work, exact=work != cpu.work_dtype(dtype))
         return run
 
     return factory

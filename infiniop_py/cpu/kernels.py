@@ -16,9 +16,10 @@ scale 2^n applied in two halves so that results down to the subnormals are exact
 2 ulp (measured maximum relative error 2.4e-7 on 16M normal draws); overflow gives inf,
 underflow 0, NaN stays NaN.
 
-The bfloat16 matrix product's kernels are in :mod:`.bf16_kernels` and the top-k choices and
-blocked copies in :mod:`.select_kernels`, both imported here so that this module is the one
-namespace of compiled kernels.
+The bfloat16 matrix product's kernels are in :mod:`.bf16_kernels`, the top-k choices and
+blocked copies in :mod:`.select_kernels`, the convolution and pooling loops in
+:mod:`.spatial_kernels`, all imported here so that this module is the one namespace of
+compiled kernels.
 """
 
 from __future__ import annotations
@@ -575,3 +576,4 @@ def rope(x, pos, sin, cos, neox, y, r0, r1):
 
 
 from .select_kernels import COPY_BLOCK, COPY_TILE, copy_2d, router_select, topk_softmax  # noqa: E402, F401 - one namespace for jit.kernels()
+from .spatial_kernels import conv_blocks, conv_rows, max_pool_back  # noqa: E402, F401 - one namespace for jit.kernels()

@@ -6,7 +6,9 @@ for f64) whose spatial coordinates are shifted by p: window o then starts at o*s
 offset kappa of every window is the strided slice ``kappa : kappa + (O-1)*s + 1 : s``. Padding is
 -inf for max (never selected) and 0 for avg. The backward passes add per-offset slices into a
 zeroed padded accumulator in a fixed order (kernel offsets in row-major order), then round once
-into grad_input, which is thereby fully overwritten.
+into grad_input, which is thereby fully overwritten. With the compiled kernels (the
+``cpu-fast`` extra), max_pool_backward runs ``max_pool_back`` instead: per plane, window by
+window, the same choice of maximum and the same fixed order of additions per element.
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ import itertools
 
 import numpy as np
 
+from ..cpu import jit, pool
 from ..dtypes import acc_numpy
 from ..halfconv import copy_into, to_f32
+
+SPLIT_WORK = 1 << 21  # window elements visited from which max_pool_backward's planes go to the pool
 
 
 def _padded_len(g, d: int) -> int:
@@ -111,7 +116,28 @@ def _forward(kind: str, g, views, acc) -> None:
     copy_into(views["output"], out)
 
 
+def _three(values, fill: int) -> np.ndarray:
+    """Spatial values as 3 dims, leading dims of size ``fill`` for 1-d and 2-d."""
+    return np.array((fill,) * (3 - len(values)) + tuple(values), np.int64)
+
+
+def _max_backward_compiled(g, views) -> None:
+    """max_pool_backward through the compiled ``max_pool_back`` (float32), planes over the pool."""
+    k = jit.kernels()
+    planes = g.N * g.C
+    x = np.ascontiguousarray(to_f32(views["input"])).reshape(planes, *_three(g.L, 1))
+    go = np.ascontiguousarray(to_f32(views["grad_output"])).reshape(planes, *_three(g.O, 1))
+    gi = np.empty(x.shape, np.float32)
+    ks, ss, ps = _three(g.k, 1), _three(g.s, 1), _three(g.p, 0)
+    pieces = pool.PARTS_PER_THREAD * pool.THREADS if go.size * int(np.prod(g.k)) >= SPLIT_WORK else 1
+    pool.run_all(lambda q0, q1: k.max_pool_back(x, go, gi, ks, ss, ps, q0, q1), pool.bounds(planes, pieces))
+    copy_into(views["grad_input"], gi.reshape(views["grad_input"].shape))
+
+
 def _backward(kind: str, g, views, acc) -> None:
+    if kind == "max" and acc == np.float32 and jit.kernels() is not None:
+        _max_backward_compiled(g, views)
+        return
     go = np.asarray(_load(views["grad_output"], acc), dtype=acc)
     total = np.zeros((g.N, g.C, *(_padded_len(g, d) for d in range(g.n))), dtype=acc)
     if kind == "avg":

@@ -1,0 +1,155 @@
+"""Numba kernels of the convolution and pooling families (imported through :mod:`.kernels`).
+
+Spatial problems of 1 to 3 dims reach these kernels as 3-d ones (leading dims of size 1), in
+float32, C-contiguous:
+
+- :func:`conv_rows`: direct convolution for few channels per group (depthwise, small channel
+  counts) where an im2col matrix would be many times the input and the GEMM too thin for BLAS.
+  Each output row (n, g, co, od, oh, all ow) is summed over (c, kd, kh, kw) in that order in
+  one float32 accumulator per element, so results do not depend on the split into parts.
+- :func:`max_pool_back`: max_pool_backward per (n, c) plane: each window's maximum (the first
+  in scan order, the last NaN if any; the first in-bounds element when every one is -inf) gets
+  the window's gradient, windows in row-major order, so overlapping windows add up in a fixed
+  order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .kernels import _jit
+
+
+@_jit
+def conv_rows(xp, w, y, stride, dil, r0, r1):
+    """Rows [r0, r1) of y (N, G, Cog, OD, OH, OW) = w (G, Cog, Cg, KD, KH, KW) applied to the
+    zero-padded input xp (N, G, Cg, Dp, Hp, Wp); a row is (n, g, od, oh) for every co and ow;
+    ``stride``, ``dil``: 3 ints each."""
+    G, Cg = xp.shape[1], xp.shape[2]
+    Cog, KD, KH, KW = w.shape[1], w.shape[3], w.shape[4], w.shape[5]
+    OD, OH, OW = y.shape[3], y.shape[4], y.shape[5]
+    sd, sh, sw = stride[0], stride[1], stride[2]
+    dd, dh, dw = dil[0], dil[1], dil[2]
+    for r in range(r0, r1):
+        oh = r % OH
+        t = r // OH
+        od = t % OD
+        t = t // OD
+        g = t % G
+        n = t // G
+        for co in range(Cog):
+            yr = y[n, g, co, od, oh]
+            for o in range(OW):
+                yr[o] = 0.0
+            for c in range(Cg):
+                for kd in range(KD):
+                    for kh in range(KH):
+                        xr = xp[n, g, c, od * sd + kd * dd, oh * sh + kh * dh]
+                        for kw in range(KW):
+                            wv = w[g, co, c, kd, kh, kw]
+                            if sw == 1:
+                                xs = xr[kw * dw : kw * dw + OW]  # unit stride: the loop vectorises
+                                for o in range(OW):
+                                    yr[o] += wv * xs[o]
+                            else:
+                                xs = xr[kw * dw :: sw]
+                                for o in range(OW):
+                                    yr[o] += wv * xs[o]
+
+
+@_jit
+def conv_blocks(xp, w, y, dil, rows, ow_len, q0, q1):
+    """Unit-stride convolution by blocks of ``rows`` output rows (R): parts [q0, q1) of (n, g,
+    od, block); ``ow_len``: the output row length OW.
+    xp (N, G, Cg*Dp*Hp*Wp) is the zero-padded input, planes flattened, y (N, G, Cog, OD,
+    OH*Wp) the output at the padded row width Wp = OW + (KW-1)*dil[2] (columns from OW on are
+    not results: the caller drops them), w (G, Cog, Cg*KD*KH*KW) with KD, KH, KW in ``dil``'s
+    companion ``xp`` geometry: ``dil`` = (dd, dh, dw, Dp, Hp, KD, KH, KW). Within a block the
+    output is one run of positions and kernel offset (c, kd, kh, kw) adds the input run that
+    starts (c*Dp + od + kd*dd)*Hp*Wp + (h0 + kh*dh)*Wp + kw*dw: long loops that vectorise,
+    four offsets per pass over the output (a fixed order of additions)."""
+    G = xp.shape[1]
+    Cog, T = w.shape[1], w.shape[2]
+    OD = y.shape[3]
+    dd, dh, dw, Dp, Hp, KD, KH, KW = dil[0], dil[1], dil[2], dil[3], dil[4], dil[5], dil[6], dil[7]
+    R, OW = rows, ow_len
+    Wp = OW + (KW - 1) * dw
+    OH = y.shape[4] // Wp
+    nb = (OH + R - 1) // R
+    starts = np.empty(T, np.int64)
+    for q in range(q0, q1):
+        blk = q % nb
+        t = q // nb
+        od = t % OD
+        t = t // OD
+        g = t % G
+        n = t // G
+        h0 = blk * R
+        h1 = min(OH, h0 + R)
+        L = (h1 - h0 - 1) * Wp + OW  # through the last result of the block's last row
+        i = 0
+        for c in range(T // (KD * KH * KW)):
+            for kd in range(KD):
+                for kh in range(KH):
+                    for kw in range(KW):
+                        starts[i] = ((c * Dp + od + kd * dd) * Hp + h0 + kh * dh) * Wp + kw * dw
+                        i += 1
+        xg = xp[n, g]
+        for co in range(Cog):
+            yf = y[n, g, co, od, h0 * Wp : h0 * Wp + L]
+            wr = w[g, co]
+            for o in range(L):
+                yf[o] = 0.0
+            j = 0
+            while j + 4 <= T:
+                w0, w1, w2, w3 = wr[j], wr[j + 1], wr[j + 2], wr[j + 3]
+                x0 = xg[starts[j] : starts[j] + L]
+                x1 = xg[starts[j + 1] : starts[j + 1] + L]
+                x2 = xg[starts[j + 2] : starts[j + 2] + L]
+                x3 = xg[starts[j + 3] : starts[j + 3] + L]
+                for o in range(L):
+                    yf[o] += (w0 * x0[o] + w1 * x1[o]) + (w2 * x2[o] + w3 * x3[o])
+                j += 4
+            while j < T:
+                w0 = wr[j]
+                x0 = xg[starts[j] : starts[j] + L]
+                for o in range(L):
+                    yf[o] += w0 * x0[o]
+                j += 1
+
+
+@_jit
+def max_pool_back(x, go, gi, k, s, p, q0, q1):
+    """Planes [q0, q1) of gi (P, D, H, W), overwritten: the gradient go (P, OD, OH, OW) of
+    max pooling x (P, D, H, W) with window k, stride s and padding p (3 ints each)."""
+    D, H, W = x.shape[1], x.shape[2], x.shape[3]
+    OD, OH, OW = go.shape[1], go.shape[2], go.shape[3]
+    for q in range(q0, q1):
+        xq = x[q]
+        gq = gi[q]
+        for i in range(D):
+            for j in range(H):
+                for m in range(W):
+                    gq[i, j, m] = 0.0
+        for od in range(OD):
+            for oh in range(OH):
+                for ow in range(OW):
+                    best = np.float32(-np.inf)
+                    bd, bh, bw = -1, 0, 0
+                    for kd in range(k[0]):
+                        i = od * s[0] - p[0] + kd
+                        if i < 0 or i >= D:
+                            continue
+                        for kh in range(k[1]):
+                            j = oh * s[1] - p[1] + kh
+                            if j < 0 or j >= H:
+                                continue
+                            for kw in range(k[2]):
+                                m = ow * s[2] - p[2] + kw
+                                if m < 0 or m >= W:
+                                    continue
+                                v = xq[i, j, m]
+                                if bd < 0 or v > best or v != v:
+                                    best = v
+                                    bd, bh, bw = i, j, m
+                    gq[bd, bh, bw] += go[q, od, oh, ow]
