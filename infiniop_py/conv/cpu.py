@@ -150,6 +150,7 @@ def _conv_direct(g: Geometry, y, x, w, b) -> None:
     lp = g.padded3(xp.shape[2:], 1)
     k3, o3 = g.padded3(g.k, 1), g.padded3(g.O, 1)
     wk = np.ascontiguousarray(to_f32(w))
+    bias = np.zeros((G, cog), np.float32) if b is None else np.ascontiguousarray(to_f32(b)).reshape(G, cog)
     work = y.size * cg * g.kvol
     pieces = pool.PARTS_PER_THREAD * pool.THREADS if work >= DIRECT_SPLIT else 1
     d3 = g.padded3(g.d, 1)
@@ -161,7 +162,7 @@ def _conv_direct(g: Geometry, y, x, w, b) -> None:
         geo = np.array((*d3, lp[0], lp[1], *k3), np.int64)
         x3 = xp.reshape(g.batch, G, -1)
         w3 = wk.reshape(G, cog, -1)
-        pool.run_all(lambda q0, q1: k.conv_blocks(x3, w3, acc, geo, rows, o3[2], q0, q1), pool.bounds(parts, pieces))
+        pool.run_all(lambda q0, q1: k.conv_blocks(x3, w3, bias, acc, geo, rows, o3[2], q0, q1), pool.bounds(parts, pieces))
         out = acc.reshape(g.batch, g.cout, o3[0], o3[1], wp)[..., : o3[2]].reshape(y.shape)
     else:
         x6 = xp.reshape((g.batch, G, cg) + lp)
@@ -170,10 +171,8 @@ def _conv_direct(g: Geometry, y, x, w, b) -> None:
         stride = np.array(g.padded3(g.s, 1), np.int64)
         dil = np.array(d3, np.int64)
         rows = g.batch * G * o3[0] * o3[1]
-        pool.run_all(lambda r0, r1: k.conv_rows(x6, w6, acc, stride, dil, r0, r1), pool.bounds(rows, pieces))
+        pool.run_all(lambda r0, r1: k.conv_rows(x6, w6, bias, acc, stride, dil, r0, r1), pool.bounds(rows, pieces))
         out = acc.reshape(y.shape)
-    if b is not None:
-        out = out + to_f32(b).reshape((1, g.cout) + (1,) * g.nd)
     copy_into(y, out)
 
 

@@ -21,10 +21,10 @@ from .kernels import _jit
 
 
 @_jit
-def conv_rows(xp, w, y, stride, dil, r0, r1):
+def conv_rows(xp, w, bias, y, stride, dil, r0, r1):
     """Rows [r0, r1) of y (N, G, Cog, OD, OH, OW) = w (G, Cog, Cg, KD, KH, KW) applied to the
-    zero-padded input xp (N, G, Cg, Dp, Hp, Wp); a row is (n, g, od, oh) for every co and ow;
-    ``stride``, ``dil``: 3 ints each."""
+    zero-padded input xp (N, G, Cg, Dp, Hp, Wp), plus bias (G, Cog); a row is (n, g, od, oh)
+    for every co and ow; ``stride``, ``dil``: 3 ints each."""
     G, Cg = xp.shape[1], xp.shape[2]
     Cog, KD, KH, KW = w.shape[1], w.shape[3], w.shape[4], w.shape[5]
     OD, OH, OW = y.shape[3], y.shape[4], y.shape[5]
@@ -40,7 +40,7 @@ def conv_rows(xp, w, y, stride, dil, r0, r1):
         for co in range(Cog):
             yr = y[n, g, co, od, oh]
             for o in range(OW):
-                yr[o] = 0.0
+                yr[o] = bias[g, co]
             for c in range(Cg):
                 for kd in range(KD):
                     for kh in range(KH):
@@ -58,20 +58,20 @@ def conv_rows(xp, w, y, stride, dil, r0, r1):
 
 
 @_jit
-def conv_blocks(xp, w, y, dil, rows, ow_len, q0, q1):
+def conv_blocks(xp, w, bias, y, geo, rows, ow_len, q0, q1):
     """Unit-stride convolution by blocks of ``rows`` output rows (R): parts [q0, q1) of (n, g,
     od, block); ``ow_len``: the output row length OW.
     xp (N, G, Cg*Dp*Hp*Wp) is the zero-padded input, planes flattened, y (N, G, Cog, OD,
-    OH*Wp) the output at the padded row width Wp = OW + (KW-1)*dil[2] (columns from OW on are
-    not results: the caller drops them), w (G, Cog, Cg*KD*KH*KW) with KD, KH, KW in ``dil``'s
-    companion ``xp`` geometry: ``dil`` = (dd, dh, dw, Dp, Hp, KD, KH, KW). Within a block the
+    OH*Wp) the output at the padded row width Wp = OW + (KW-1)*dw (columns from OW on are
+    not results: the caller drops them), w (G, Cog, Cg*KD*KH*KW), bias (G, Cog); ``geo`` = (dd, dh, dw, Dp,
+    Hp, KD, KH, KW): the dilations, the padded depth and height, the kernel. Within a block the
     output is one run of positions and kernel offset (c, kd, kh, kw) adds the input run that
     starts (c*Dp + od + kd*dd)*Hp*Wp + (h0 + kh*dh)*Wp + kw*dw: long loops that vectorise,
     four offsets per pass over the output (a fixed order of additions)."""
     G = xp.shape[1]
     Cog, T = w.shape[1], w.shape[2]
     OD = y.shape[3]
-    dd, dh, dw, Dp, Hp, KD, KH, KW = dil[0], dil[1], dil[2], dil[3], dil[4], dil[5], dil[6], dil[7]
+    dd, dh, dw, Dp, Hp, KD, KH, KW = geo[0], geo[1], geo[2], geo[3], geo[4], geo[5], geo[6], geo[7]
     R, OW = rows, ow_len
     Wp = OW + (KW - 1) * dw
     OH = y.shape[4] // Wp
@@ -99,7 +99,7 @@ def conv_blocks(xp, w, y, dil, rows, ow_len, q0, q1):
             yf = y[n, g, co, od, h0 * Wp : h0 * Wp + L]
             wr = w[g, co]
             for o in range(L):
-                yf[o] = 0.0
+                yf[o] = bias[g, co]
             j = 0
             while j + 4 <= T:
                 w0, w1, w2, w3 = wr[j], wr[j + 1], wr[j + 2], wr[j + 3]
@@ -120,36 +120,48 @@ def conv_blocks(xp, w, y, dil, rows, ow_len, q0, q1):
 
 @_jit
 def max_pool_back(x, go, gi, k, s, p, q0, q1):
-    """Planes [q0, q1) of gi (P, D, H, W), overwritten: the gradient go (P, OD, OH, OW) of
-    max pooling x (P, D, H, W) with window k, stride s and padding p (3 ints each)."""
+    """Planes [q0, q1) of gi (P, D*H*W), overwritten: the gradient go (P, OD, OH, OW) of max
+    pooling x (P, D, H, W) with window k, stride s and padding p (3 ints each). Per output row,
+    the kernel offsets in scan order update every window's best value and place at once (loops
+    over the row's windows, in-bounds ranges computed, not tested); then the row's gradients
+    are added at those places, windows in order."""
     D, H, W = x.shape[1], x.shape[2], x.shape[3]
     OD, OH, OW = go.shape[1], go.shape[2], go.shape[3]
+    s2, p2 = s[2], p[2]
+    best = np.empty(OW, np.float32)
+    place = np.empty(OW, np.int64)
     for q in range(q0, q1):
         xq = x[q]
         gq = gi[q]
-        for i in range(D):
-            for j in range(H):
-                for m in range(W):
-                    gq[i, j, m] = 0.0
+        for i in range(gq.shape[0]):
+            gq[i] = 0.0
         for od in range(OD):
             for oh in range(OH):
-                for ow in range(OW):
-                    best = np.float32(-np.inf)
-                    bd, bh, bw = -1, 0, 0
-                    for kd in range(k[0]):
-                        i = od * s[0] - p[0] + kd
-                        if i < 0 or i >= D:
+                for o in range(OW):
+                    best[o] = -np.inf
+                    place[o] = -1
+                for kd in range(k[0]):
+                    i = od * s[0] - p[0] + kd
+                    if i < 0 or i >= D:
+                        continue
+                    for kh in range(k[1]):
+                        j = oh * s[1] - p[1] + kh
+                        if j < 0 or j >= H:
                             continue
-                        for kh in range(k[1]):
-                            j = oh * s[1] - p[1] + kh
-                            if j < 0 or j >= H:
+                        xr = xq[i, j]
+                        for kw in range(k[2]):
+                            lo = max(0, -((kw - p2) // s2))  # first window with ow*s - p + kw >= 0
+                            hi = min(OW, (W - 1 + p2 - kw) // s2 + 1) if W - 1 + p2 - kw >= 0 else 0
+                            if hi <= lo:
                                 continue
-                            for kw in range(k[2]):
-                                m = ow * s[2] - p[2] + kw
-                                if m < 0 or m >= W:
-                                    continue
-                                v = xq[i, j, m]
-                                if bd < 0 or v > best or v != v:
-                                    best = v
-                                    bd, bh, bw = i, j, m
-                    gq[bd, bh, bw] += go[q, od, oh, ow]
+                            off = lo * s2 - p2 + kw
+                            xs = xr[off::s2]
+                            base = (i * H + j) * W + off
+                            for o in range(hi - lo):
+                                v = xs[o]
+                                b = best[lo + o]
+                                take = (place[lo + o] < 0) | (v > b) | (v != v)
+                                best[lo + o] = v if take else b
+                                place[lo + o] = base + o * s2 if take else place[lo + o]
+                for o in range(OW):
+                    gq[place[o]] += go[q, od, oh, o]

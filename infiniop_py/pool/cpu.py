@@ -127,7 +127,7 @@ def _max_backward_compiled(g, views) -> None:
     planes = g.N * g.C
     x = np.ascontiguousarray(to_f32(views["input"])).reshape(planes, *_three(g.L, 1))
     go = np.ascontiguousarray(to_f32(views["grad_output"])).reshape(planes, *_three(g.O, 1))
-    gi = np.empty(x.shape, np.float32)
+    gi = np.empty((planes, x[0].size), np.float32)
     ks, ss, ps = _three(g.k, 1), _three(g.s, 1), _three(g.p, 0)
     pieces = pool.PARTS_PER_THREAD * pool.THREADS if go.size * int(np.prod(g.k)) >= SPLIT_WORK else 1
     pool.run_all(lambda q0, q1: k.max_pool_back(x, go, gi, ks, ss, ps, q0, q1), pool.bounds(planes, pieces))
