@@ -11,7 +11,8 @@ sets, and the PyTorch peer working on the same buffers. :func:`run_case` then
 3. times ``reps`` calls of each implementation *interleaved* (ours, torch, the peers of
    peers.py, alternating the order every repetition), each call on the next input set of the
    rotation so that large cases never run from a warm L2, with CUDA events around each call on
-   the stream both sides launch on (perf_counter_ns on the CPU; GPU JAX by host wall),
+   the stream both sides launch on (perf_counter_ns on the CPU, in turns: :attr:`Env.turn`;
+   GPU JAX by host wall),
 4. checks the output of our last timed call, and of each peer's, against torch eager on
    the same inputs -- a time is reported only next to a passing check,
 5. reports median, p10 and p90 in µs, GB/s from the minimal byte count (:func:`traffic`), the

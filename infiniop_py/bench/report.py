@@ -120,7 +120,10 @@ def meta(env, args, copy_bw: dict, opts, matrix: dict | None = None, peer_notes:
             kernel_only=bool(opts.kernel),
         )
     else:
-        settings["timing"] = "time.perf_counter_ns around each call"
+        timed, untimed = env.turn
+        settings["timing"] = (
+            f"time.perf_counter_ns around each call; turns of {timed} timed calls per implementation, each after {untimed} untimed ones"
+        )
     return {
         "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "argv": sys.argv,
