@@ -505,14 +505,15 @@ def batch_norm_backward(x, dy, w, eps, gx, gw, gb, c0, c1):
 @_jit
 def gelu_erf(x, q, a, out):
     """``out = x Phi(x)`` with the cancellation-free erfc form of ops/gelu/phi.py: t = 1/(1 + a|x|),
-    h = t Q(t) exp(-x^2/2) (``q``: Q's coefficients times 1/2, highest degree first, a tuple),
-    Phi = h for x < 0 (and -0), 1 - h otherwise (as step - copysign(h, x)); NaN stays NaN."""
+    h = t Q(t) exp(-x^2/2) (``q``: Q's 9 coefficients times 1/2, highest degree first, a tuple;
+    Horner's rule written out, as a loop over the tuple would keep the loop over x from
+    vectorising), Phi = h for x < 0 (and -0), 1 - h otherwise (as step - copysign(h, x)); NaN
+    stays NaN."""
+    q0, q1, q2, q3, q4, q5, q6, q7, q8 = q
     for i in range(out.size):
         v = ld(x[i])
         t = F(1.0) / (F(1.0) + a * abs(v))
-        c = q[0]
-        for k in range(1, len(q)):
-            c = c * t + q[k]
+        c = ((((((((q0 * t + q1) * t + q2) * t + q3) * t + q4) * t + q5) * t + q6) * t + q7) * t) + q8
         h = c * t * exp32(v * v * F(-0.5))
         st(out, i, v * ((F(0.5) + math.copysign(F(0.5), v)) - math.copysign(h, v)))
 
