@@ -501,3 +501,24 @@ def test_cudnn_gets_only_packed_channel_orders():
     assert not packed((40, 12, 3, 3), (108, 9, 1, 3))  # spatial axes swapped
     assert not packed((2, 12, 7, 7), (600, 49, 7, 1))  # padded batch stride
     assert not packed((2, 12, 7, 7), (588, 49, 7, 2))  # strided
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_conv_transpose_nonfinite_weight(device):
+    """A non-finite weight reaches exactly the outputs its products reach (inf, or NaN where
+    +inf and -inf meet), as in torch: nothing leaks from the CPU backend's zero padding."""
+    import torch
+    import torch.nn.functional as F  # noqa: N812
+
+    rng = np.random.default_rng(5)
+    x = rng.uniform(0.5, 2, (2, 3, 5, 6)).astype(np.float32)
+    w = rng.uniform(-2, 2, (3, 4, 3, 4)).astype(np.float32)
+    w[1, 2, 2, 3] = np.inf
+    attrs = {"strides": (2,), "pads": (1,)}
+    ref = F.conv_transpose2d(torch.from_numpy(x).double(), torch.from_numpy(w).double(), stride=2, padding=1).numpy()
+    out, _ = _run_raw(device, "conv_transpose", {"y": ref.shape, "x": x, "w": w}, attrs)
+    y = out["y"]
+    assert np.array_equal(np.isnan(y), np.isnan(ref)) and np.array_equal(np.isinf(y), np.isinf(ref))
+    fin = np.isfinite(ref)
+    assert fin.any() and (~fin).any()
+    np.testing.assert_allclose(y[fin], ref[fin], rtol=1e-5, atol=1e-4)

@@ -182,7 +182,16 @@ def conv_transposed(g: Geometry, out_len, y, x, w, b, work) -> None:
     x[n, c, i]·w[c, j, κ] lands at position i·s - p + κ·d of channel g·(Cy/G) + j.
 
     ``g`` describes the forward direction (Cx = g.cout side for conv_backward, g.cin side for
-    conv_transpose): only groups, k, s, p, d are read from it."""
+    conv_transpose): only groups, k, s, p, d are read from it.
+
+    By stride phase: kernel offset κ lands on phase r = (κ·d) mod s of each dim, at phase index
+    i + q with q = (κ·d) // s. x is zero-padded at the end of each dim by the largest q, so one
+    GEMM gives, per κ, a contribution with the shape of a phase's plane; each phase is then the
+    sum of its offsets' contributions, each shifted by its q -- one contiguous addition over
+    every plane at once, as the padding's zeros are all that crosses a plane's edge (kernel
+    offsets in row-major order; with a non-finite weight, whose products with the padding are
+    NaN, the real positions alone, dim by dim) -- and is stored into the strided positions of
+    that phase."""
     if y.size == 0:
         return
     G = g.groups  # noqa: N806
@@ -190,27 +199,48 @@ def conv_transposed(g: Geometry, out_len, y, x, w, b, work) -> None:
     cy = y.shape[1]
     cxg, cyg = cx // G, cy // G
     lx = x.shape[2:]
-    Px = math.prod(lx)  # noqa: N806
     nd = g.nd
     full = tuple(
         max((li - 1) * si + di * (ki - 1) + 1, pi + oi) for li, si, di, ki, pi, oi in zip(lx, g.s, g.d, g.k, g.p, out_len)
     )
-    wk = w.astype(work).reshape(G, cxg, cyg * g.kvol).transpose(0, 2, 1)  # (G, cyg·Πk, cxg)
+    qmax = tuple((ki - 1) * di // si for ki, di, si in zip(g.k, g.d, g.s))
+    ph = tuple(li + qi for li, qi in zip(lx, qmax))  # a phase's plane
+    pstride = [math.prod(ph[i + 1 :]) for i in range(nd)]
+    # (G, Πk·cyg, cxg): rows in kernel-offset-major order, so a κ's contribution is contiguous
+    wk = w.astype(work).reshape((G, cxg, cyg, g.kvol)).transpose(0, 3, 2, 1).reshape(G, g.kvol * cyg, cxg)
     bias = None if b is None else b.astype(work).reshape((1, cy) + (1,) * nd)
     item = np.dtype(work).itemsize
-    step = _chunk(nbatch, (cy * g.kvol * Px + cy * math.prod(full)) * item)
+    step = _chunk(nbatch, (cy * g.kvol * math.prod(ph) + 2 * cy * math.prod(full)) * item)
     crop = (slice(None), slice(None), slice(None)) + tuple(slice(pi, pi + oi) for pi, oi in zip(g.p, out_len))
+    finite = bool(np.isfinite(wk).all())
     for n0 in range(0, nbatch, step):
         n1 = min(nbatch, n0 + step)
         nb = n1 - n0
-        xs = np.moveaxis(x[n0:n1].astype(work, copy=False), 1, 0).reshape(G, cxg, nb * Px)
-        cols = np.matmul(wk, xs).reshape((G, cyg, g.kvol, nb) + lx)  # contribution per kernel offset
-        buf = np.zeros((G, cyg, nb) + full, work)
+        xs = np.zeros((cx, nb) + ph, work)
+        np.copyto(
+            xs[(slice(None), slice(None)) + tuple(slice(0, li) for li in lx)], np.moveaxis(x[n0:n1], 1, 0), casting="unsafe"
+        )
+        m = cyg * nb * math.prod(ph)
+        cols = np.matmul(wk, xs.reshape(G, cxg, nb * math.prod(ph))).reshape(G, g.kvol, m)
+        phases: dict = {}
         for kappa, idx in enumerate(np.ndindex(*g.k)):
-            dst = (slice(None), slice(None), slice(None)) + tuple(
-                slice(ki * di, ki * di + (li - 1) * si + 1, si) for ki, di, li, si in zip(idx, g.d, lx, g.s)
-            )
-            buf[dst] += cols[:, :, kappa]
+            r = tuple(ki * di % si for ki, di, si in zip(idx, g.d, g.s))
+            if r not in phases:
+                phases[r] = np.zeros((G, m), work)
+            if finite:
+                shift = sum(ki * di // si * st for ki, di, si, st in zip(idx, g.d, g.s, pstride))
+                phases[r][:, shift:] += cols[:, kappa, : m - shift]
+            else:  # inf·0 in the padding would be NaN: only the real positions, dim by dim
+                lead = (slice(None),) * 3
+                q = tuple(ki * di // si for ki, di, si in zip(idx, g.d, g.s))
+                dst = phases[r].reshape((G, cyg, nb) + ph)[lead + tuple(slice(qi, qi + li) for qi, li in zip(q, lx))]
+                dst += cols[:, kappa].reshape((G, cyg, nb) + ph)[lead + tuple(slice(0, li) for li in lx)]
+        buf = np.zeros((G, cyg, nb) + full, work)
+        for r, part in phases.items():
+            dst = buf[(slice(None),) * 3 + tuple(slice(ri, None, si) for ri, si in zip(r, g.s))]
+            src = part.reshape((G, cyg, nb) + ph)
+            fit = tuple(min(a, c) for a, c in zip(dst.shape[3:], ph))
+            dst[(slice(None),) * 3 + tuple(slice(0, f) for f in fit)] = src[(slice(None),) * 3 + tuple(slice(0, f) for f in fit)]
         res = np.moveaxis(buf[crop].reshape((cy, nb) + tuple(out_len)), 1, 0)
         if bias is not None:
             res = res + bias
