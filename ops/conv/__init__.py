@@ -3,8 +3,10 @@
 x (N, Cin, *L), w (Cout, Cin/G, *k), b (Cout,)?, y (N, Cout, *O), 1-3 spatial dims, any strides.
 C-style create is upstream's ``(y, x, w, b, pads, strides, dilations, n)`` with ``groups`` last.
 
-CPU: im2col through a strided view of the zero-padded input and one stacked BLAS GEMM per batch
-chunk (infiniop_py/conv/cpu.py). NVIDIA: the family's configs (infiniop_py/conv) chosen by this
+CPU: the compiled direct convolution where the channels per group are few (depthwise, small
+channel counts; numba), else im2col through a strided view of the zero-padded input and one
+stacked BLAS GEMM per batch chunk (infiniop_py/conv/cpu.py); f32 accumulates in f32 unless a
+"-f64" plan is pinned. NVIDIA: the family's configs (infiniop_py/conv) chosen by this
 operator's rule table (cuda.py): cuDNN for dense problems where it loads, depthwise tiles at
 memory speed, a direct kernel for tiny and few-channel convolutions, and an
 implicit-GEMM kernel for everything else; ``desc.plan`` names the choice and the ``plan``

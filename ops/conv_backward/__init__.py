@@ -4,8 +4,8 @@ grad_input = the transposed convolution of grad_output with weight (same s, p, d
 positions no window covers get 0); grad_weight[co, ci', κ] = Σ_n,o grad_output[n, co, o]·
 input[n, ci, o·s - p + κ·d]; grad_bias[co] = Σ_n,o grad_output[n, co, o], only when present.
 
-CPU: grad_input by col2im (infiniop_py/conv/cpu.py), grad_weight by im2col and one stacked
-GEMM per batch chunk. NVIDIA: grad_input by the phase-decomposed implicit GEMM; grad_weight by a tiled
+CPU: grad_input by the stride-phase col2im of conv_transpose (infiniop_py/conv/cpu.py),
+grad_weight by im2col and one stacked GEMM per batch chunk. NVIDIA: grad_input by the phase-decomposed implicit GEMM; grad_weight by a tiled
 kernel whose row sums are split into chunks with f32 partials in the workspace, summed by a
 fixed-order reduction kernel (no atomics: bitwise reproducible); grad_bias likewise.
 """

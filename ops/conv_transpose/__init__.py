@@ -4,8 +4,8 @@ dilation) (ops.md §6.3).
 x (N, Cin, *L), w (Cin, Cout/G, *k), b (Cout,)?, y (N, Cout, *O) with
 O = (L-1)·s - 2p + d·(k-1) + output_padding + 1, 0 <= output_padding < max(s, d).
 
-CPU: one stacked GEMM gives every kernel offset's contribution, added into a zero-padded output
-offset by offset in a fixed order (col2im), then cropped. NVIDIA: the implicit-GEMM kernel by
+CPU: one stacked GEMM gives every kernel offset's contribution, summed by stride phase with
+contiguous additions in a fixed order (col2im), then stored and cropped (infiniop_py/conv/cpu.py). NVIDIA: the implicit-GEMM kernel by
 stride phases (no zero insertion, no scatter, deterministic); see infiniop_py/conv/kernel.cu.
 """
 
