@@ -103,6 +103,9 @@ class Env:
     def sync(self) -> None:
         pass
 
+    def settle(self) -> None:
+        """Before a turn of calls (:attr:`turn`): nothing to wait for on the GPU."""
+
     def time_calls(self, calls):
         """Run ``calls`` (a list of (label, zero-argument callable)) in order; return µs per call."""
         out = []
@@ -134,10 +137,23 @@ class CpuEnv(Env):
         self.handle = self.iop.create_handle("cpu")
         self.l2_bytes = 0  # no rotation on the CPU: the benchmark sizes are far past the LLC
 
-    # Turns of 10 timed calls, each opened by 3 untimed ones: a library's worker threads keep
-    # spinning for a while after its call returns (torch's OpenMP, NumPy's OpenBLAS), and the
-    # other library's first calls would share the cores with them (docs/perf/method.md, 5).
+    # Turns of 10 timed calls, each opened by 3 untimed ones, after the other threads of the
+    # process went quiet (settle): a library's worker threads keep spinning after its call
+    # returns (NumPy's OpenBLAS for about 100 ms, torch's OpenMP briefly), and the other
+    # library's calls would share the cores with them (docs/perf/method.md, 5).
     turn = (10, 3)
+    SETTLE_WINDOW_S = 0.01  # the other threads' CPU time is read over windows this long
+    SETTLE_MAX_S = 1.0
+
+    def settle(self) -> None:
+        """Wait until the process's other threads used under a fifth of a core over one window
+        (at most SETTLE_MAX_S)."""
+        end = time.perf_counter() + self.SETTLE_MAX_S
+        while time.perf_counter() < end:
+            p0, w0 = time.process_time(), time.perf_counter()
+            time.sleep(self.SETTLE_WINDOW_S)
+            if time.process_time() - p0 < 0.2 * (time.perf_counter() - w0):
+                return
 
     def copy_bandwidth(self, nbytes: int = 256 * MIB, reps: int = 10) -> dict:
         src = np.ones(nbytes // 4, np.float32)

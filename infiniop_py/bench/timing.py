@@ -33,6 +33,10 @@ def _time_interleaved(
     block, unseen = env.turn
     for r in range(-(-reps // block)):
         for name in names if r % 2 == 0 else names[::-1]:
+            if not env.gpu:  # the CPU's turns start once the other threads are quiet
+                calls.append((None, env.settle))
+                labels.append(None)
+                sets.append(None)
             for i in range(unseen + min(block, reps - r * block)):
                 s = c % nsets
                 fn = impls[name]
