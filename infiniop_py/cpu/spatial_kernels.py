@@ -95,7 +95,37 @@ def conv_blocks(xp, w, bias, y, geo, rows, ow_len, q0, q1):
                         starts[i] = ((c * Dp + od + kd * dd) * Hp + h0 + kh * dh) * Wp + kw * dw
                         i += 1
         xg = xp[n, g]
-        for co in range(Cog):
+        co = 0
+        while co + 2 <= Cog:  # two output channels per pass: each input run loaded once for both
+            ya = y[n, g, co, od, h0 * Wp : h0 * Wp + L]
+            yb = y[n, g, co + 1, od, h0 * Wp : h0 * Wp + L]
+            wa, wb = w[g, co], w[g, co + 1]
+            ba, bb = bias[g, co], bias[g, co + 1]
+            for o in range(L):
+                ya[o] = ba
+                yb[o] = bb
+            j = 0
+            while j + 4 <= T:
+                a0, a1, a2, a3 = wa[j], wa[j + 1], wa[j + 2], wa[j + 3]
+                b0, b1, b2, b3 = wb[j], wb[j + 1], wb[j + 2], wb[j + 3]
+                x0 = xg[starts[j] : starts[j] + L]
+                x1 = xg[starts[j + 1] : starts[j + 1] + L]
+                x2 = xg[starts[j + 2] : starts[j + 2] + L]
+                x3 = xg[starts[j + 3] : starts[j + 3] + L]
+                for o in range(L):
+                    v0, v1, v2, v3 = x0[o], x1[o], x2[o], x3[o]
+                    ya[o] += (a0 * v0 + a1 * v1) + (a2 * v2 + a3 * v3)
+                    yb[o] += (b0 * v0 + b1 * v1) + (b2 * v2 + b3 * v3)
+                j += 4
+            while j < T:
+                a0, b0 = wa[j], wb[j]
+                x0 = xg[starts[j] : starts[j] + L]
+                for o in range(L):
+                    ya[o] += a0 * x0[o]
+                    yb[o] += b0 * x0[o]
+                j += 1
+            co += 2
+        if co < Cog:
             yf = y[n, g, co, od, h0 * Wp : h0 * Wp + L]
             wr = w[g, co]
             for o in range(L):

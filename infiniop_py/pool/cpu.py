@@ -22,7 +22,7 @@ from ..cpu import jit, pool
 from ..dtypes import acc_numpy
 from ..halfconv import copy_into, to_f32
 
-SPLIT_WORK = 1 << 21  # window elements visited from which max_pool_backward's planes go to the pool
+SPLIT_WORK = 1 << 18  # window elements visited from which max_pool_backward's planes go to the pool
 
 
 def _padded_len(g, d: int) -> int:
