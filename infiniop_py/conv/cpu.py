@@ -33,6 +33,7 @@ from .geometry import Geometry
 
 CHUNK_BYTES = 64 << 20  # largest im2col / col2im temporary per batch chunk
 DIRECT_SPLIT = 1 << 21  # multiply-adds from which the direct convolution's rows go to the pool
+WINO_SPLIT = 1 << 18  # transformed input elements from which Winograd's tile transforms go to the pool
 DIRECT_BLOCK = 4096  # output positions per block of the unit-stride direct convolution (16 KiB of f32)
 
 
@@ -86,12 +87,61 @@ def _direct(g: Geometry, work) -> bool:
     return work == np.float32 and g.cin_g * g.cout_g <= DIRECT_CHANNELS and jit.kernels() is not None
 
 
+def _winograd(g: Geometry, work) -> bool:
+    """Winograd F(2x2, 3x3) runs the problem: f32 work, 2-d 3x3 windows, unit strides and
+    dilations, channels past the direct kernels' (its GEMMs are 2.25 times fewer multiply-adds)."""
+    return (
+        work == np.float32
+        and g.nd == 2
+        and g.k == (3, 3)
+        and g.s == (1, 1)
+        and g.d == (1, 1)
+        and g.groups == 1
+        and g.cin_g * g.cout_g > DIRECT_CHANNELS
+        and jit.kernels() is not None
+    )
+
+
+def _conv_winograd(g: Geometry, y, x, w, b) -> None:
+    """conv_forward by Winograd F(2x2, 3x3), channels last: each 3x3 filter and each 4x4 tile
+    of the zero-padded input transformed (compiled ``wino_filter``, ``wino_in``), 16 stacked
+    GEMMs (tiles x Cin) @ (Cin x Cout) through the BLAS (2.25 times fewer multiply-adds than
+    the direct sums), each 4x4 product transformed back to a 2x2 output tile with the bias
+    (``wino_out``); the tile transforms split over rows of tiles on the pool."""
+    k = jit.kernels()
+    oh, ow = g.O
+    th, tw = -(-oh // 2), -(-ow // 2)
+    (ph, pw), (lh, lw) = g.p, g.L
+    # per-thread scratch (pool.scratch): fresh blocks of this size would be page-faulted in anew
+    xc = pool.scratch("wino.x", (g.batch, 2 * th + 2, 2 * tw + 2, g.cin), np.float32)
+    xc[...] = 0
+    copy_into(xc[:, ph : ph + lh, pw : pw + lw], np.moveaxis(x, 1, -1))
+    u = pool.scratch("wino.u", (16, g.cin, g.cout), np.float32)
+    k.wino_filter(np.ascontiguousarray(to_f32(w)), u)
+    rows = g.batch * th
+    v = pool.scratch("wino.v", (16, rows * tw, g.cin), np.float32)
+    parts = pool.bounds(rows, pool.PARTS_PER_THREAD * pool.THREADS if v.size >= WINO_SPLIT else 1)
+    pool.run_all(lambda r0, r1: k.wino_in(xc, v, r0, r1), parts)
+    m = np.matmul(v, u, out=pool.scratch("wino.m", (16, rows * tw, g.cout), np.float32))  # (16, tiles, Cout)
+    bias = np.zeros(g.cout, np.float32) if b is None else np.ascontiguousarray(to_f32(b)).reshape(-1)
+    out = pool.scratch("wino.y", (g.batch, oh, ow, g.cout), np.float32)
+    pool.run_all(lambda r0, r1: k.wino_out(m, bias, out, r0, r1), parts)
+    # back to channels first by the blocked transpose (a strided NumPy copy is 3x slower)
+    direct = y.dtype == np.float32 and y.flags.c_contiguous
+    dst = y if direct else pool.scratch("wino.t", y.shape, np.float32)
+    hw = oh * ow
+    src = out.reshape(g.batch, hw, g.cout)
+    pool.run_all(lambda n: k.copy_2d(src[n].T, dst[n].reshape(g.cout, hw), 0, g.cout), [(n,) for n in range(g.batch)])
+    if not direct:
+        copy_into(y, dst)
+
+
 def _depthwise(g: Geometry) -> bool:
     """One input channel per group: per-offset products beat a stack of one-row GEMMs."""
     return g.cin_g == 1 and g.cout_g <= 4
 
 
-_ALGORITHMS = ("cpu-direct", "cpu-im2col", "cpu-depthwise", "cpu-col2im", "cpu-im2col-col2im")
+_ALGORITHMS = ("cpu-direct", "cpu-winograd", "cpu-im2col", "cpu-depthwise", "cpu-col2im", "cpu-im2col-col2im")
 PLAN_NAMES = _ALGORITHMS + tuple(n + EXACT for n in _ALGORITHMS)
 
 
@@ -100,6 +150,8 @@ def plan_name(kind: str, g: Geometry, work, exact: bool = False) -> str:
     EXACT appended where f32 accumulates in f64."""
     if kind == "conv" and _direct(g, work):
         name = "cpu-direct"
+    elif kind == "conv" and _winograd(g, work):
+        name = "cpu-winograd"
     elif kind == "conv" and _depthwise(g):
         name = "cpu-depthwise"
     else:
@@ -114,6 +166,9 @@ def conv_forward(g: Geometry, y, x, w, b, work) -> None:
         return
     if _direct(g, work):
         _conv_direct(g, y, x, w, b)
+        return
+    if _winograd(g, work):
+        _conv_winograd(g, y, x, w, b)
         return
     G, cg, co = g.groups, g.cin_g, g.cout_g  # noqa: N806
     P = math.prod(g.O)  # noqa: N806

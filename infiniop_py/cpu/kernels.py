@@ -577,4 +577,4 @@ def rope(x, pos, sin, cos, neox, y, r0, r1):
 
 
 from .select_kernels import COPY_BLOCK, COPY_TILE, copy_2d, router_select, topk_softmax  # noqa: E402, F401 - one namespace for jit.kernels()
-from .spatial_kernels import conv_blocks, conv_rows, max_pool_back  # noqa: E402, F401 - one namespace for jit.kernels()
+from .spatial_kernels import conv_blocks, conv_rows, max_pool_back, wino_filter, wino_in, wino_out  # noqa: E402, F401 - one namespace for jit.kernels()

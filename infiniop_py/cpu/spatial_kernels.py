@@ -195,3 +195,103 @@ def max_pool_back(x, go, gi, k, s, p, q0, q1):
                                 place[lo + o] = base + o * s2 if take else place[lo + o]
                 for o in range(OW):
                     gq[place[o]] += go[q, od, oh, o]
+
+
+@_jit
+def wino_filter(w, u):
+    """Winograd F(2x2, 3x3) filter transform: u[a*4 + b, c, co] = (G g G^T)[a, b] for the 3x3
+    filter g = w[co, c] (float64 inside, rounded once), G = [[1,0,0], [.5,.5,.5], [.5,-.5,.5],
+    [0,0,1]]; loops over co, along u's rows, inside."""
+    cout, cin = w.shape[0], w.shape[1]
+    g = np.empty((3, 3, cout))
+    t = np.empty((4, 3, cout))
+    for c in range(cin):
+        for i in range(3):
+            for j in range(3):
+                for co in range(cout):
+                    g[i, j, co] = w[co, c, i, j]
+        for j in range(3):
+            for co in range(cout):
+                g0, g1, g2 = g[0, j, co], g[1, j, co], g[2, j, co]
+                t[0, j, co] = g0
+                t[1, j, co] = 0.5 * (g0 + g1 + g2)
+                t[2, j, co] = 0.5 * (g0 - g1 + g2)
+                t[3, j, co] = g2
+        for a in range(4):
+            u0, u1, u2, u3 = u[4 * a, c], u[4 * a + 1, c], u[4 * a + 2, c], u[4 * a + 3, c]
+            for co in range(cout):
+                h0, h1, h2 = t[a, 0, co], t[a, 1, co], t[a, 2, co]
+                u0[co] = h0
+                u1[co] = 0.5 * (h0 + h1 + h2)
+                u2[co] = 0.5 * (h0 - h1 + h2)
+                u3[co] = h2
+
+
+@_jit
+def wino_in(xc, v, r0, r1):
+    """Winograd F(2x2, 3x3) input transform of tile rows [r0, r1) (row (n, t)): v[a*4 + b,
+    (n*TH + t)*TW + s, :] = (B^T d B)[a, b] over the channels, for the 4x4 tile d =
+    xc[n, 2t : 2t+4, 2s : 2s+4, :] of the zero-padded channels-last input xc (N, 2*TH + 2,
+    2*TW + 2, C); B^T = [[1,0,-1,0], [0,1,1,0], [0,-1,1,0], [0,1,0,-1]]. Loops over the
+    channels, contiguous, are the inner ones."""
+    TH = (xc.shape[1] - 2) // 2
+    TW = (xc.shape[2] - 2) // 2
+    C = xc.shape[3]
+    r = np.empty((4, 4, C), np.float32)
+    for row in range(r0, r1):
+        n = row // TH
+        t = row % TH
+        for s in range(TW):
+            for i in range(4):
+                x0, x1, x2, x3 = (
+                    xc[n, 2 * t + i, 2 * s],
+                    xc[n, 2 * t + i, 2 * s + 1],
+                    xc[n, 2 * t + i, 2 * s + 2],
+                    xc[n, 2 * t + i, 2 * s + 3],
+                )
+                for c in range(C):
+                    r[i, 0, c] = x0[c] - x2[c]
+                    r[i, 1, c] = x1[c] + x2[c]
+                    r[i, 2, c] = x2[c] - x1[c]
+                    r[i, 3, c] = x1[c] - x3[c]
+            p = row * TW + s
+            for b in range(4):
+                v0, v1, v2, v3 = v[b, p], v[4 + b, p], v[8 + b, p], v[12 + b, p]
+                for c in range(C):
+                    v0[c] = r[0, b, c] - r[2, b, c]
+                    v1[c] = r[1, b, c] + r[2, b, c]
+                    v2[c] = r[2, b, c] - r[1, b, c]
+                    v3[c] = r[1, b, c] - r[3, b, c]
+
+
+@_jit
+def wino_out(m, bias, y, r0, r1):
+    """Winograd F(2x2, 3x3) output transform of tile rows [r0, r1): y[n, 2t + a, 2s + b, :] =
+    (A^T M A)[a, b] + bias over the output channels, for M = m[:, tile, :] (tiles as in
+    :func:`wino_in`), A^T = [[1,1,1,0], [0,1,-1,-1]]; y (N, H, W, Cout) channels-last with
+    H <= 2*TH and W <= 2*TW takes the rows and columns that exist."""
+    H, W, CO = y.shape[1], y.shape[2], y.shape[3]
+    TH = (H + 1) // 2
+    TW = (W + 1) // 2
+    q = np.empty((2, 4, CO), np.float32)
+    for row in range(r0, r1):
+        n = row // TH
+        t = row % TH
+        for s in range(TW):
+            p = row * TW + s
+            for j in range(4):
+                m0, m1, m2, m3 = m[j, p], m[4 + j, p], m[8 + j, p], m[12 + j, p]
+                for c in range(CO):
+                    q[0, j, c] = m0[c] + m1[c] + m2[c]
+                    q[1, j, c] = m1[c] - m2[c] - m3[c]
+            for a in range(2):
+                h = 2 * t + a
+                if h >= H:
+                    continue
+                ya = y[n, h, 2 * s]
+                for c in range(CO):
+                    ya[c] = q[a, 0, c] + q[a, 1, c] + q[a, 2, c] + bias[c]
+                if 2 * s + 1 < W:
+                    yb = y[n, h, 2 * s + 1]
+                    for c in range(CO):
+                        yb[c] = q[a, 1, c] - q[a, 2, c] - q[a, 3, c] + bias[c]

@@ -55,6 +55,20 @@ _TABLE = [
     conv((2, 16, 8, 8), (16, 16, 1, 1), True, DT, "1x1 pointwise 16->16"),
     conv((2, 24, 6, 6), (32, 24, 3, 3), True, DT, "2-d 24->32 k3 pad 1 (K = 216)", {"pads": (1,)}, f32_atol=f32_long(216)),
     conv((2, 40, 9, 9), (20, 40, 3, 3), True, DT, "2-d 40->20 k3 stride 2 (K = 360)", {"strides": (2,)}, f32_atol=f32_long(360)),
+    # dense 3x3 stride 1 (the CPU's Winograd): odd output sizes, pads 0 and 2, N = 1, channels last
+    conv((1, 12, 9, 7), (10, 12, 3, 3), True, DT, "2-d 12->10 k3 pad 0, odd output 7x5", f32_atol=f32_long(108)),
+    conv((2, 9, 8, 11), (9, 9, 3, 3), False, DT, "2-d 9->9 k3 pad 2, output 10x13", {"pads": (2,)}, f32_atol=f32_long(81)),
+    conv(
+        (2, 16, 6, 5),
+        (8, 16, 3, 3),
+        True,
+        DT,
+        "2-d 16->8 k3 pad 1, channels-last x and y",
+        {"pads": (1,)},
+        xs=(480, 1, 80, 16),
+        ys=(240, 1, 40, 8),
+        f32_atol=f32_long(144),
+    ),
     conv(
         (2, 4, 32, 32),
         (8, 4, 7, 7),
