@@ -20,6 +20,7 @@ speed: each result is then its exact sum rounded about once.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -300,6 +301,24 @@ def conv_transposed(g: Geometry, out_len, y, x, w, b, work) -> None:
         if bias is not None:
             res = res + bias
         _store(y[n0:n1], res)
+
+
+def flipped_forward(g: Geometry) -> Geometry | None:
+    """conv_backward's grad_input as a forward convolution, where strides and dilations are 1
+    and p <= k - 1: grad_output (the forward's y) convolved with the flipped weights
+    (:func:`flip_weight`) under padding k - 1 - p gives grad_input; else None."""
+    if any(si != 1 for si in g.s) or any(di != 1 for di in g.d) or any(pi > ki - 1 for pi, ki in zip(g.p, g.k)):
+        return None
+    pads = tuple(ki - 1 - pi for ki, pi in zip(g.k, g.p))
+    return dataclasses.replace(g, cin=g.cout, cout=g.cin, L=g.O, O=g.L, p=pads)
+
+
+def flip_weight(g: Geometry, w: np.ndarray) -> np.ndarray:
+    """w (Cout, Cin/G, *k) as the weights (Cin, Cout/G, *k) of :func:`flipped_forward`: per
+    group, input and output channels swapped and every spatial dim reversed."""
+    nd = g.nd
+    wg = w.reshape((g.groups, g.cout_g, g.cin_g) + g.k)[(slice(None),) * 3 + (slice(None, None, -1),) * nd]
+    return np.ascontiguousarray(np.swapaxes(wg, 1, 2)).reshape((g.cin, g.cout_g) + g.k)
 
 
 # -- weight gradient --------------------------------------------------------------------------

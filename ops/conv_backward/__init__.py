@@ -13,7 +13,7 @@ fixed-order reduction kernel (no atomics: bitwise reproducible); grad_bias likew
 from __future__ import annotations
 
 from infiniop_py.conv import geometry
-from infiniop_py.conv.cpu import conv_transposed, conv_weight_grad
+from infiniop_py.conv.cpu import conv_forward, conv_transposed, conv_weight_grad, flip_weight, flipped_forward
 from infiniop_py.conv.declare import conv_op, planned_info
 from infiniop_py.spec import Checker, Info, inp, out
 
@@ -33,7 +33,11 @@ def validate(check: Checker) -> Info:
 
 def cpu_run(geo, views, work) -> None:
     gi, gw, gb, go, x, w = (views[n] for n in ("grad_input", "grad_weight", "grad_bias", "grad_output", "input", "weight"))
-    conv_transposed(geo, geo.L, gi, go, w, None, work)
+    flipped = flipped_forward(geo)
+    if flipped is None:
+        conv_transposed(geo, geo.L, gi, go, w, None, work)
+    else:  # unit strides and dilations: a convolution of grad_output with the flipped weights
+        conv_forward(flipped, gi, go, flip_weight(geo, w), None, work)
     conv_weight_grad(geo, gw, gb, go, x, work)
 
 

@@ -5,6 +5,12 @@ _TABLE = [
     bw((2, 4, 11), (6, 2, 3), False, DT, "1-d stride 3 pad 1 groups 2", {"strides": (3,), "pads": (1,), "groups": 2}),
     bw((2, 3, 7, 8), (4, 3, 3, 3), True, DT, "2-d k3 with bias"),
     bw((2, 3, 7, 8), (4, 3, 3, 3), False, DT, "2-d k3 pad 1", {"pads": (1,)}),
+    # unit strides (grad_input as a convolution with the flipped weights on the CPU): groups,
+    # a non-square kernel, pads up to k - 1, dense channels (Winograd), a pad past k - 1
+    bw((2, 4, 7, 6), (6, 2, 3, 2), True, DT, "2-d k(3,2) pads (2,1) groups 2", {"pads": (2, 1), "groups": 2}),
+    bw((1, 12, 6, 7), (10, 12, 3, 3), False, DT, "2-d 12->10 k3 pad 1 (K = 108)", {"pads": (1,)}, f32_atol=f32_long(108)),
+    bw((2, 3, 9), (4, 3, 2), False, DT, "1-d k2 pad 1 dilation 1", {"pads": (1,)}),
+    bw((2, 3, 5), (4, 3, 1), False, DT, "1-d k1 pad 1 (pad past k - 1)", {"pads": (1,)}),
     bw(
         (1, 4, 9, 7),
         (6, 2, 3, 2),
