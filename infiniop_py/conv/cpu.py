@@ -326,7 +326,7 @@ def conv_weight_grad(g: Geometry, gw, gb, go, x, work) -> None:
     """gw[co, ci', κ] = Σ_n,o go[n, co, o]·x[n, ci, o·s - p + κ·d]; gb[co] = Σ_n,o go[n, co, o]."""
     G, cg, co = g.groups, g.cin_g, g.cout_g  # noqa: N806
     P = math.prod(g.O)  # noqa: N806
-    acc = np.zeros((G, co, cg * g.kvol), work)
+    acc = np.zeros((G, cg * g.kvol, co), work)  # transposed: cols @ go^T is the faster GEMM for the BLAS
     if gw.size and g.batch:
         step = _chunk(g.batch, g.cin * g.kvol * P * np.dtype(work).itemsize)
         for n0 in range(0, g.batch, step):
@@ -335,9 +335,9 @@ def conv_weight_grad(g: Geometry, gw, gb, go, x, work) -> None:
             xp = _padded(x[n0:n1], g.p, (0,) * g.nd, work)
             cols = np.ascontiguousarray(_windows(xp, G, g.k, g.s, g.d, g.O)).reshape(G, cg * g.kvol, nb * P)
             gos = np.moveaxis(go[n0:n1].astype(work, copy=False), 1, 0).reshape(G, co, nb * P)
-            acc += np.matmul(gos, cols.transpose(0, 2, 1))
+            acc += np.matmul(cols, gos.transpose(0, 2, 1))
     if gw.size:
-        _store(gw, acc.reshape(gw.shape))
+        _store(gw, acc.transpose(0, 2, 1).reshape(gw.shape))
     if gb is not None and gb.size:
         axes = (0,) + tuple(range(2, go.ndim))
         _store(gb, go.astype(work, copy=False).sum(axis=axes))
