@@ -25,9 +25,6 @@ MIN_PART = 1 << 15  # elements per row range of parts() (partial weight-gradient
 # on a million elements (a few hundred microseconds of work): below that the calling thread
 # alone is as fast or faster (layer_norm, batch_norm, softmax and the row sums on 2^20 elements)
 SPLIT_PART = 1 << 20
-# the same for kernels of several passes or an exp per element (softmax, layer_norm, the norms' backward
-# passes): their ranges take long enough from 2^16 elements on for a second thread to pay
-HEAVY_PART = 1 << 16
 ONE_PASS_PART = SPLIT_PART  # the row sums' and maxima's bound (the same since split() took it)
 MAX_PARTS = 64
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..cpu import jit
-from ..cpu.rows import HEAVY_PART, Outputs, bits, rows2d, run_rows, split
+from ..cpu.rows import Outputs, bits, rows2d, run_rows, split
 from ..dtypes import DType, F, acc_numpy
 from ..halfconv import copy_into
 from ..spec import Attr, Checker, Info, OpSpec, inp, out
@@ -80,7 +80,7 @@ def softmax_op(*, name: str, stem: str, log: bool, torch: str, summary: str, ggu
                 out = Outputs()
                 x2, y2 = rows2d(views["input"]), out.rows(y)
                 xb, yb = bits(x2), bits(y2)
-                ranges = split(*x2.shape, HEAVY_PART)
+                ranges = split(*x2.shape)
                 tmp = np.empty((len(ranges), x2.shape[1]), np.float32)  # a scratch row per range
                 run_rows(lambda i, r0, r1: k.softmax(xb, yb, log, tmp[i], r0, r1), ranges)
                 out.done()

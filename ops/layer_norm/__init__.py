@@ -6,7 +6,7 @@ input.shape[:-1] or input.shape[:-1] + (1,).
 import numpy as np
 
 from infiniop_py.cpu import jit
-from infiniop_py.cpu.rows import HEAVY_PART, Outputs, bits, f32vec, rows2d, run_rows, split
+from infiniop_py.cpu.rows import Outputs, bits, f32vec, rows2d, run_rows, split
 from infiniop_py.dtypes import F, acc_numpy
 from infiniop_py.norm import check_positive, check_rows, check_shape, check_std_shape
 from infiniop_py.spec import Attr, Checker, Info, declare, inp, out
@@ -64,7 +64,7 @@ def cpu(info: Info):
         d = x2.shape[1]
         w, b = f32vec(views["weight"], d), f32vec(views["bias"], d)
         xb, yb, hb, sb = bits(x2), bits(y2), bits(h2), bits(sd)
-        run_rows(lambda _, r0, r1: k.layer_norm(xb, w, b, float(eps), yb, hb, sb, r0, r1), split(*x2.shape, HEAVY_PART))
+        run_rows(lambda _, r0, r1: k.layer_norm(xb, w, b, float(eps), yb, hb, sb, r0, r1), split(*x2.shape))
         out.done()
 
     return run

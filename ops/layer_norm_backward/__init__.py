@@ -8,7 +8,7 @@ workspace, then a fixed-order column sum): bitwise identical run to run.
 import numpy as np
 
 from infiniop_py.cpu import jit
-from infiniop_py.cpu.rows import HEAVY_PART, Outputs, bits, f32vec, flat, parts, rows2d, run_rows, split
+from infiniop_py.cpu.rows import Outputs, bits, f32vec, flat, parts, rows2d, run_rows, split
 from infiniop_py.dtypes import F, acc_numpy
 from infiniop_py.norm import check_rows, check_shape, check_std_shape
 from infiniop_py.spec import Checker, Info, declare, inp, out
@@ -50,7 +50,7 @@ def cpu(info: Info):
             dyb, hb, gxb, sb, wf = bits(dy2), bits(h2), bits(gx2), bits(sd), f32vec(views["weight"], D)
             run_rows(
                 lambda _, p0, p1: k.layer_norm_backward(dyb, wf, hb, sb, gxb, pw, pb, bounds, p0, p1),
-                split(nparts, dy2.size // nparts, HEAVY_PART),
+                split(nparts, dy2.size // nparts),
             )
             out.done()
             gw[...] = pw.sum(axis=0).astype(gw.dtype)

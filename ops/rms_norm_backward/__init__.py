@@ -7,7 +7,7 @@ a fixed-order column sum), so it is bitwise identical run to run.
 import numpy as np
 
 from infiniop_py.cpu import jit
-from infiniop_py.cpu.rows import HEAVY_PART, Outputs, bits, f32vec, parts, rows2d, run_rows, split
+from infiniop_py.cpu.rows import Outputs, bits, f32vec, parts, rows2d, run_rows, split
 from infiniop_py.dtypes import DType, F, H, acc_numpy
 from infiniop_py.norm import check_positive, check_rows, check_shape
 from infiniop_py.spec import Attr, Checker, Info, declare, inp, out
@@ -51,7 +51,7 @@ def cpu(info: Info):
             xb, gyb, gxb, wf = bits(x2), bits(gy2), bits(gx2), f32vec(w, D)
             run_rows(
                 lambda _, p0, p1: k.rms_norm_backward(xb, gyb, wf, float(eps), gxb, partial, bounds, p0, p1),
-                split(len(bounds) - 1, x2.size // (len(bounds) - 1), HEAVY_PART),
+                split(len(bounds) - 1, x2.size // (len(bounds) - 1)),
             )
             out.done()
             gw[...] = partial.sum(axis=0).astype(gw.dtype)
