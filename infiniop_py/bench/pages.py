@@ -100,6 +100,8 @@ def more_table(rows: list) -> list[str]:
     for r in rows:
         if _msg(r) is not None:
             continue
+        if not device and not any(_us(r, p) is not None for p in peers):
+            continue  # a row none of the other peers ran
         cells = [r["op"], r["case"], r["dtype"]]
         for p in peers:
             ok = (r.get("check_peers") or {}).get(p, {}).get("ok", True)
