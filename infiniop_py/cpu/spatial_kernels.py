@@ -15,9 +15,20 @@ float32, C-contiguous:
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from .kernels import _jit
+
+
+@numba.njit(inline="always")
+def _split4(r, groups, depth, last):
+    """(n, g, od, i) of index r = ((n * groups + g) * depth + od) * last + i."""
+    i = r % last
+    t = r // last
+    od = t % depth
+    t = t // depth
+    return t // groups, t % groups, od, i
 
 
 @_jit
@@ -31,12 +42,7 @@ def conv_rows(xp, w, bias, y, stride, dil, r0, r1):
     sd, sh, sw = stride[0], stride[1], stride[2]
     dd, dh, dw = dil[0], dil[1], dil[2]
     for r in range(r0, r1):
-        oh = r % OH
-        t = r // OH
-        od = t % OD
-        t = t // OD
-        g = t % G
-        n = t // G
+        n, g, od, oh = _split4(r, G, OD, OH)
         for co in range(Cog):
             yr = y[n, g, co, od, oh]
             for o in range(OW):
@@ -78,12 +84,7 @@ def conv_blocks(xp, w, bias, y, geo, rows, ow_len, q0, q1):
     nb = (OH + R - 1) // R
     starts = np.empty(T, np.int64)
     for q in range(q0, q1):
-        blk = q % nb
-        t = q // nb
-        od = t % OD
-        t = t // OD
-        g = t % G
-        n = t // G
+        n, g, od, blk = _split4(q, G, OD, nb)
         h0 = blk * R
         h1 = min(OH, h0 + R)
         L = (h1 - h0 - 1) * Wp + OW  # through the last result of the block's last row
