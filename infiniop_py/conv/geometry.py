@@ -41,7 +41,7 @@ def attrs(transpose: bool = False, c_rank: bool = False) -> tuple[Attr, ...]:
             "plan",
             "str",
             None,
-            doc="pin the NVIDIA plan by name ('measure': time the candidates at create); None: the rule table",
+            doc="pin the plan by name (NVIDIA: a config, 'measure': time the candidates at create; CPU: a name ending in '-f64' accumulates f32 in f64); None: the rule table",
         ),
     ]
     return tuple(out)
