@@ -522,3 +522,35 @@ def test_conv_transpose_nonfinite_weight(device):
     fin = np.isfinite(ref)
     assert fin.any() and (~fin).any()
     np.testing.assert_allclose(y[fin], ref[fin], rtol=1e-5, atol=1e-4)
+
+
+def test_cpu_batch_chunks(monkeypatch):
+    """The CPU paths that cut the batch into chunks (im2col, col2im, Winograd) give the same
+    results as in one piece: CHUNK_BYTES made small enough for one item per chunk."""
+    import torch
+    import torch.nn.functional as F  # noqa: N812
+
+    import infiniop_py.conv.cpu as conv_cpu
+
+    rng = np.random.default_rng(7)
+    x = rng.uniform(-2, 2, (5, 16, 9, 10)).astype(np.float32)
+    w = rng.uniform(-2, 2, (12, 16, 3, 3)).astype(np.float32)
+    b = rng.uniform(-2, 2, (12,)).astype(np.float32)
+    ref = F.conv2d(*(torch.from_numpy(a).double() for a in (x, w, b)), padding=1).numpy()
+    go = rng.uniform(-2, 2, ref.shape).astype(np.float32)
+    gi_ref = torch.nn.grad.conv2d_input(x.shape, torch.from_numpy(w).double(), torch.from_numpy(go).double(), padding=1)
+    whole, _ = _run_raw("cpu", "conv", {"y": ref.shape, "x": x, "w": w, "b": b}, {"pads": (1,)})
+    monkeypatch.setattr(conv_cpu, "CHUNK_BYTES", 1 << 12)
+    for plan in (None, "cpu-im2col-f64"):
+        pin = {} if plan is None else {"plan": plan}
+        out, _ = _run_raw("cpu", "conv", {"y": ref.shape, "x": x, "w": w, "b": b}, {"pads": (1,), **pin})
+        np.testing.assert_allclose(out["y"], ref, rtol=1e-5, atol=1e-4)
+        arrays = {"grad_input": x.shape, "grad_weight": w.shape, "grad_bias": None, "grad_output": go, "input": x, "weight": w}
+        grads, _ = _run_raw("cpu", "conv_backward", arrays, {"pads": (1,), "strides": (1,), **pin})
+        np.testing.assert_allclose(grads["grad_input"], gi_ref.numpy(), rtol=1e-5, atol=1e-4)
+    out, _ = _run_raw("cpu", "conv", {"y": ref.shape, "x": x, "w": w, "b": b}, {"pads": (1,)})
+    np.testing.assert_array_equal(out["y"], whole["y"])  # the same bits in chunks as in one piece
+    wt = rng.uniform(-2, 2, (16, 6, 4, 4)).astype(np.float32)
+    ct_ref = F.conv_transpose2d(torch.from_numpy(x).double(), torch.from_numpy(wt).double(), stride=2, padding=1).numpy()
+    out, _ = _run_raw("cpu", "conv_transpose", {"y": ct_ref.shape, "x": x, "w": wt}, {"pads": (1,), "strides": (2,)})
+    np.testing.assert_allclose(out["y"], ct_ref, rtol=1e-5, atol=1e-4)

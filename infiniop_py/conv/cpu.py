@@ -108,10 +108,17 @@ def _conv_winograd(g: Geometry, y, x, w, b) -> None:
     of the zero-padded input transformed (compiled ``wino_filter``, ``wino_in``), 16 stacked
     GEMMs (tiles x Cin) @ (Cin x Cout) through the BLAS (2.25 times fewer multiply-adds than
     the direct sums), each 4x4 product transformed back to a 2x2 output tile with the bias
-    (``wino_out``); the tile transforms split over rows of tiles on the pool."""
+    (``wino_out``); the tile transforms split over rows of tiles on the pool, the batch in
+    chunks whose transformed tiles stay under CHUNK_BYTES."""
+    th, tw = -(-g.O[0] // 2), -(-g.O[1] // 2)
+    step = _chunk(g.batch, 16 * th * tw * (g.cin + g.cout) * 4)
+    if step < g.batch:
+        for n0 in range(0, g.batch, step):
+            n1 = min(g.batch, n0 + step)
+            _conv_winograd(dataclasses.replace(g, batch=n1 - n0), y[n0:n1], x[n0:n1], w, b)
+        return
     k = jit.kernels()
     oh, ow = g.O
-    th, tw = -(-oh // 2), -(-ow // 2)
     (ph, pw), (lh, lw) = g.p, g.L
     # per-thread scratch (pool.scratch): fresh blocks of this size would be page-faulted in anew
     xc = pool.scratch("wino.x", (g.batch, 2 * th + 2, 2 * tw + 2, g.cin), np.float32)
