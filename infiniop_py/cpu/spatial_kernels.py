@@ -3,10 +3,13 @@
 Spatial problems of 1 to 3 dims reach these kernels as 3-d ones (leading dims of size 1), in
 float32, C-contiguous:
 
-- :func:`conv_rows`: direct convolution for few channels per group (depthwise, small channel
-  counts) where an im2col matrix would be many times the input and the GEMM too thin for BLAS.
-  Each output row (n, g, co, od, oh, all ow) is summed over (c, kd, kh, kw) in that order in
-  one float32 accumulator per element, so results do not depend on the split into parts.
+- :func:`conv_blocks` (unit strides) and :func:`conv_rows` (any strides): direct convolution
+  for few channels per group (depthwise, small channel counts), where an im2col matrix would be
+  many times the input and the GEMM too thin for BLAS. Each output element is summed over the
+  kernel offsets (c, kd, kh, kw) in that order from the bias in one float32 accumulator, so
+  results do not depend on the split into parts.
+- :func:`wino_filter`, :func:`wino_in`, :func:`wino_out`: the transforms of Winograd
+  F(2x2, 3x3) around the BLAS's stacked GEMMs (infiniop_py/conv/cpu.py), channels last.
 - :func:`max_pool_back`: max_pool_backward per (n, c) plane: each window's maximum (the first
   in scan order, the last NaN if any; the first in-bounds element when every one is -inf) gets
   the window's gradient, windows in row-major order, so overlapping windows add up in a fixed
