@@ -7,7 +7,9 @@ GPU: (32, 64, 112, 112), NCHW and channels-last (every tensor), f32, f16, bf16. 
 Peers: ``F.max_pool2d`` / ``F.avg_pool2d`` (count_include_pad=True); the backward peers are
 ``torch.autograd.grad`` of the same call (graph built once, ``retain_graph=True``, so only the
 backward kernel is timed; torch's max backward reads the indices its forward saved, ours
-recomputes the argmax from the input). torch.compile of the forward calls with ``--compile``.
+recomputes the argmax from the input). For max backward, ``fwd+bwd`` is what a torch user
+holding only the input and dy pays: the forward with its indices, then that backward, one
+autograd call. torch.compile of the forward calls with ``--compile``.
 
 Minimal bytes (the bytes-moved metric for % of copy bandwidth): forward reads x and writes y;
 avg backward reads dy and writes dx (x only gives the shape); max backward reads dy and x and
@@ -19,8 +21,10 @@ from __future__ import annotations
 from infiniop_py.testing.pool_cases import out_shape as pool_out_shape
 
 from ..core import BenchCase, standard_workload, traffic
+from ..peers import Peer
 
 NAME = "pooling"
+PEERS = ("fwd+bwd",)  # max_pool_backward's peer of its own: torch's forward and backward in one call
 DTYPES = ("f32", "f16", "bf16")
 TDT = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 # the check compares with torch's own, differently ordered result: a few ulps of the dtype
@@ -70,6 +74,14 @@ def pool_case(kind: str, backward: bool, dtype: str, shape: tuple, layout: str, 
             work = standard_workload(env, op, make_set, lambda grad: grad(), attrs=POOLS[kind], assign=True)
             dx, dy, x = work.buffers[0]
             work.nbytes = traffic(reads=[dy] + ([x] if kind == "max" else []), writes=[dx])[0]
+            if kind == "max":
+
+                def forward_backward(s):
+                    _, dy_s, x_s = work.buffers[s]
+                    xr = x_s.detach().requires_grad_()
+                    return torch.autograd.grad(pool(xr), xr, dy_s)[0]
+
+                work.peers["fwd+bwd"] = Peer(forward_backward)
         else:
             work = standard_workload(env, op, make_set, pool, pool, attrs=POOLS[kind], assign=True)
         work.atol, work.rtol = TOL[dtype]
