@@ -41,6 +41,12 @@ def spatial_list(check: Checker, name: str, value, n: int, *, minimum: int = 0, 
     return value
 
 
+def pad3(values, fill: int) -> tuple[int, ...]:
+    """Spatial values of 1-3 dims as 3 (D, H, W): leading dims of ``fill`` for 1-d and 2-d."""
+    values = tuple(values)
+    return (fill,) * (3 - len(values)) + values
+
+
 def conv_out_size(length: int, kernel: int, stride: int, pad: int, dilation: int) -> int:
     """Output length of a convolution: floor((L + 2p - d(k-1) - 1) / s) + 1 (may be <= 0 when the kernel does not fit)."""
     return (length + 2 * pad - dilation * (kernel - 1) - 1) // stride + 1

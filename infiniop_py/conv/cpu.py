@@ -29,6 +29,7 @@ from numpy.lib.stride_tricks import as_strided
 from infiniop_py.cpu import jit, pool
 from infiniop_py.dtypes import DType, acc_numpy
 from infiniop_py.halfconv import copy_into, to_f32
+from infiniop_py.spatial import pad3
 
 from .geometry import Geometry
 
@@ -210,13 +211,13 @@ def _conv_direct(g: Geometry, y, x, w, b) -> None:
     k = jit.kernels()
     G, cg, cog = g.groups, g.cin_g, g.cout_g  # noqa: N806
     xp = _padded(x, g.p, (0,) * g.nd, np.float32)
-    lp = g.padded3(xp.shape[2:], 1)
-    k3, o3 = g.padded3(g.k, 1), g.padded3(g.O, 1)
+    lp = pad3(xp.shape[2:], 1)
+    k3, o3 = pad3(g.k, 1), pad3(g.O, 1)
     wk = np.ascontiguousarray(to_f32(w))
     bias = np.zeros((G, cog), np.float32) if b is None else np.ascontiguousarray(to_f32(b)).reshape(G, cog)
     work = y.size * cg * g.kvol
     pieces = pool.PARTS_PER_THREAD * pool.THREADS if work >= DIRECT_SPLIT else 1
-    d3 = g.padded3(g.d, 1)
+    d3 = pad3(g.d, 1)
     if all(si == 1 for si in g.s):
         wp = lp[2]
         rows = max(1, DIRECT_BLOCK // wp)
@@ -231,7 +232,7 @@ def _conv_direct(g: Geometry, y, x, w, b) -> None:
         x6 = xp.reshape((g.batch, G, cg) + lp)
         w6 = wk.reshape((G, cog, cg) + k3)
         acc = np.empty((g.batch, G, cog) + o3, np.float32)
-        stride = np.array(g.padded3(g.s, 1), np.int64)
+        stride = np.array(pad3(g.s, 1), np.int64)
         dil = np.array(d3, np.int64)
         rows = g.batch * G * o3[0] * o3[1]
         pool.run_all(lambda r0, r1: k.conv_rows(x6, w6, bias, acc, stride, dil, r0, r1), pool.bounds(rows, pieces))

@@ -80,10 +80,6 @@ class Geometry:
     def kvol(self) -> int:
         return math.prod(self.k)
 
-    def padded3(self, values, fill: int) -> tuple[int, int, int]:
-        """Spatial values as 3 dims (D, H, W): leading dims of size ``fill`` for 1-d and 2-d."""
-        return (fill,) * (3 - self.nd) + tuple(values)
-
 
 def check_plan(check: Checker, known) -> None:
     """A pinned plan must be a name the operator knows (whether it can run the problem is the

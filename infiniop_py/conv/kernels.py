@@ -17,9 +17,10 @@ from pathlib import Path
 from infiniop_py.cuda.compiler import Launch, Slot, get_module
 from infiniop_py.cuda.kernel import ctype
 from infiniop_py.dtypes import DType, itemsize
+from infiniop_py.spatial import pad3
 from infiniop_py.status import Status, error
 
-from .problem import GPU_DTYPES, Conv, WeightGrad, acc_size, data_strides, pad3
+from .problem import GPU_DTYPES, Conv, WeightGrad, acc_size, data_strides
 
 HERE = Path(__file__).parent
 SOURCE = "".join((HERE / name).read_text() for name in ("kernel.cu", "wgrad.cu"))  # one source, in this order

@@ -14,14 +14,10 @@ from dataclasses import dataclass, field
 
 from infiniop_py.cuda import runtime
 from infiniop_py.dtypes import DType
+from infiniop_py.spatial import pad3
 from infiniop_py.tensor import TensorDescriptor
 
 GPU_DTYPES = (DType.F16, DType.BF16, DType.F32, DType.F64)
-
-
-def pad3(values, fill: int) -> tuple:
-    values = tuple(values)
-    return (fill,) * (3 - len(values)) + values
 
 
 def data_strides(d: TensorDescriptor) -> tuple:

@@ -21,6 +21,7 @@ import numpy as np
 from ..cpu import jit, pool
 from ..dtypes import acc_numpy
 from ..halfconv import copy_into, to_f32
+from ..spatial import pad3
 
 SPLIT_WORK = 1 << 18  # window elements visited from which max_pool_backward's planes go to the pool
 
@@ -116,19 +117,14 @@ def _forward(kind: str, g, views, acc) -> None:
     copy_into(views["output"], out)
 
 
-def _three(values, fill: int) -> np.ndarray:
-    """Spatial values as 3 dims, leading dims of size ``fill`` for 1-d and 2-d."""
-    return np.array((fill,) * (3 - len(values)) + tuple(values), np.int64)
-
-
 def _max_backward_compiled(g, views) -> None:
     """max_pool_backward through the compiled ``max_pool_back`` (float32), planes over the pool."""
     k = jit.kernels()
     planes = g.N * g.C
-    x = np.ascontiguousarray(to_f32(views["input"])).reshape(planes, *_three(g.L, 1))
-    go = np.ascontiguousarray(to_f32(views["grad_output"])).reshape(planes, *_three(g.O, 1))
+    x = np.ascontiguousarray(to_f32(views["input"])).reshape(planes, *pad3(g.L, 1))
+    go = np.ascontiguousarray(to_f32(views["grad_output"])).reshape(planes, *pad3(g.O, 1))
     gi = np.empty((planes, x[0].size), np.float32)
-    ks, ss, ps = _three(g.k, 1), _three(g.s, 1), _three(g.p, 0)
+    ks, ss, ps = (np.array(pad3(v, f), np.int64) for v, f in ((g.k, 1), (g.s, 1), (g.p, 0)))
     pieces = pool.PARTS_PER_THREAD * pool.THREADS if go.size * int(np.prod(g.k)) >= SPLIT_WORK else 1
     pool.run_all(lambda q0, q1: k.max_pool_back(x, go, gi, ks, ss, ps, q0, q1), pool.bounds(planes, pieces))
     copy_into(views["grad_input"], gi.reshape(views["grad_input"].shape))

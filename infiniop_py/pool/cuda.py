@@ -31,6 +31,7 @@ from ..cuda.kernel import CudaKernel, ctype
 from ..cuda.launch import align_up
 from ..dtypes import F, itemsize
 from ..layout import fast_div_params
+from ..spatial import pad3
 from ..status import Status, error
 
 SOURCE = (Path(__file__).parent / "pool.cu").read_text()
@@ -69,11 +70,6 @@ class PoolMetaC(ctypes.Structure):
 
 assert ctypes.sizeof(PoolMetaC) == 408 and PoolMetaC.TL.offset == 216 and PoolMetaC.dTL.offset == 248
 assert PoolMetaC.ds.offset == 368
-
-
-def _pad3(values, fill: int) -> list[int]:
-    values = list(values)
-    return [fill] * (3 - len(values)) + values
 
 
 def _balance(ext: int, t: int) -> int:
@@ -165,11 +161,11 @@ def plan(geom, written, reads, mode: int, smem_limit: int | None = None, *, thre
     ``device_threads``), which the tile-size model fills."""
     smem_limit = SMEM_LIMIT if smem_limit is None else smem_limit
     g3 = {
-        "L": _pad3(geom.L, 1),
-        "O": _pad3(geom.O, 1),
-        "k": _pad3(geom.k, 1),
-        "s": _pad3(geom.s, 1),
-        "p": _pad3(geom.p, 0),
+        "L": pad3(geom.L, 1),
+        "O": pad3(geom.O, 1),
+        "k": pad3(geom.k, 1),
+        "s": pad3(geom.s, 1),
+        "p": pad3(geom.p, 0),
     }
     sizes = (geom.N, geom.C, *geom.L, *geom.O)
     if (
@@ -209,7 +205,7 @@ def plan(geom, written, reads, mode: int, smem_limit: int | None = None, *, thre
     m = PoolMetaC()
     tensors = [written, *reads] + [written] * (2 - len(reads))
     for j, desc in enumerate(tensors):
-        for i, v in enumerate([desc.strides[lane], desc.strides[other], *_pad3(desc.strides[2:], 0)]):
+        for i, v in enumerate([desc.strides[lane], desc.strides[other], *pad3(desc.strides[2:], 0)]):
             m.str[j][i] = v
     for name in ("L", "O", "k", "s", "p"):
         getattr(m, name)[:] = g3[name]
