@@ -154,17 +154,23 @@ _ALGORITHMS = ("cpu-direct", "cpu-winograd", "cpu-im2col", "cpu-depthwise", "cpu
 PLAN_NAMES = _ALGORITHMS + tuple(n + EXACT for n in _ALGORITHMS)
 
 
+def algorithm(kind: str, g: Geometry, work) -> str:
+    """The CPU plan's rule table, first match: the name of the algorithm that runs the problem
+    (the only place that chooses it; a pinned name only chooses the accumulation)."""
+    if kind != "conv":
+        return {"transpose": "cpu-col2im", "backward": "cpu-im2col-col2im"}[kind]
+    if _direct(g, work):
+        return "cpu-direct"
+    if _winograd(g, work):
+        return "cpu-winograd"
+    if _depthwise(g):
+        return "cpu-depthwise"
+    return "cpu-im2col"
+
+
 def plan_name(kind: str, g: Geometry, work, exact: bool = False) -> str:
-    """The algorithm the problem selects (a pinned name only chooses the accumulation), with
-    EXACT appended where f32 accumulates in f64."""
-    if kind == "conv" and _direct(g, work):
-        name = "cpu-direct"
-    elif kind == "conv" and _winograd(g, work):
-        name = "cpu-winograd"
-    elif kind == "conv" and _depthwise(g):
-        name = "cpu-depthwise"
-    else:
-        name = {"conv": "cpu-im2col", "transpose": "cpu-col2im", "backward": "cpu-im2col-col2im"}[kind]
+    """:func:`algorithm`, with EXACT appended where f32 accumulates in f64."""
+    name = algorithm(kind, g, work)
     return name + EXACT if exact else name
 
 
@@ -173,17 +179,18 @@ def conv_forward(g: Geometry, y, x, w, b, work) -> None:
     """y (N, Cout, *O) = conv(x (N, Cin, *L), w (Cout, Cin/G, *k)) + b."""
     if y.size == 0:
         return
-    if _direct(g, work):
+    name = algorithm("conv", g, work)
+    if name == "cpu-direct":
         _conv_direct(g, y, x, w, b)
         return
-    if _winograd(g, work):
+    if name == "cpu-winograd":
         _conv_winograd(g, y, x, w, b)
         return
     G, cg, co = g.groups, g.cin_g, g.cout_g  # noqa: N806
     P = math.prod(g.O)  # noqa: N806
     wk = w.astype(work)
     bias = None if b is None else b.astype(work).reshape((1, g.cout) + (1,) * g.nd)
-    depthwise = _depthwise(g)
+    depthwise = name == "cpu-depthwise"
     step = _chunk(g.batch, g.cin * g.kvol * P * np.dtype(work).itemsize)
     for n0 in range(0, g.batch, step):
         n1 = min(g.batch, n0 + step)
